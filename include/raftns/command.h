@@ -1,0 +1,83 @@
+/* Replicated commands: every mutation of the state is one of these, encoded as a versioned
+ * binary record and applied by ns_fsm_apply. Pure.
+ *
+ * WARNING: the encoding is a persisted and replicated format (raft log). Never change the
+ * meaning of an existing version or type; add a new version or type instead, and keep the
+ * golden-byte tests passing. Layout: u8 format version (NS_COMMAND_VERSION), u8 type,
+ * u64 leader_time_ms, then the type's payload (u32-length-prefixed strings, big-endian
+ * integers). */
+#ifndef RAFTNS_COMMAND_H
+#define RAFTNS_COMMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raftns/buf.h"
+#include "raftns/config.h"
+#include "raftns/route.h"
+
+#define NS_COMMAND_VERSION 1
+#define NS_COMMAND_MAX_SIZE (64u * 1024u * 1024u)
+
+enum ns_command_type {
+    NS_CMD_REGISTER_BROKER = 1,
+    NS_CMD_UNREGISTER_BROKERS = 2,
+    NS_CMD_EXPIRE_BROKERS = 3,
+    NS_CMD_KV_PUT = 4,
+    NS_CMD_KV_DELETE = 5,
+    NS_CMD_WIPE_WRITE_PERM = 6,
+    NS_CMD_ADD_WRITE_PERM = 7,
+    NS_CMD_DELETE_TOPIC = 8,
+    NS_CMD_REGISTER_TOPIC = 9,
+    NS_CMD_UPDATE_CONFIG = 10,
+    NS_CMD_CHECKPOINT = 11,
+    NS_CMD_SET_MEMBER = 12,
+};
+
+struct ns_command {
+    uint8_t version;
+    enum ns_command_type type;
+    int64_t leader_time_ms;
+    union {
+        struct ns_register reg; /* REGISTER_BROKER */
+        struct {
+            struct ns_broker_ref *refs; /* owned */
+            size_t n;
+        } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS */
+        struct {
+            char *ns, *key, *value; /* owned; value may be NULL */
+        } kv; /* KV_PUT, KV_DELETE */
+        struct {
+            char *broker_name; /* owned */
+        } perm; /* WIPE_WRITE_PERM, ADD_WRITE_PERM */
+        struct {
+            char *topic, *cluster; /* owned; cluster may be NULL */
+        } topic_delete;
+        struct {
+            char *topic; /* owned */
+            struct ns_queue_data *qds; /* owned */
+            size_t n;
+        } topic_register;
+        struct ns_props config; /* UPDATE_CONFIG */
+        struct {
+            uint64_t index;  /* applied index the digest belongs to */
+            uint64_t digest; /* leader's state digest at that index */
+        } checkpoint;
+        struct {
+            uint64_t id;
+            char *raft_addr, *client_addr, *http_addr; /* owned; all NULL = remove */
+        } member;
+    } u;
+};
+
+/* Zeroes c and sets version and type. */
+void ns_command_init(struct ns_command *c, enum ns_command_type type);
+void ns_command_close(struct ns_command *c);
+/* Appends the encoding. 0 or the buffer's error. */
+int ns_command_encode(const struct ns_command *c, struct ns_buf *out);
+/* Decodes one command; strings are copied. Returns 0, NS_EPROTO (truncated, trailing bytes,
+ * unknown type), NS_EVERSION (format version from the future) or NS_ENOMEM; on error out
+ * needs no close. */
+int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out);
+
+#endif

@@ -1,0 +1,28 @@
+/* Error vocabulary of the pure layers: 0 or a negative NS_E* code. Raft and libuv codes are
+ * translated where they are received and never escape their wrapper. */
+#ifndef RAFTNS_ERR_H
+#define RAFTNS_ERR_H
+
+#define NS_ERR_TABLE(X)                                                        \
+    X(NS_ENOMEM, -1, "out of memory")                                          \
+    X(NS_EINVAL, -2, "invalid argument")                                       \
+    X(NS_EPROTO, -3, "malformed input")                                        \
+    X(NS_ETOOBIG, -4, "over a size limit")                                     \
+    X(NS_EAGAIN, -5, "need more data")                                         \
+    X(NS_ENOTFOUND, -6, "not found")                                           \
+    X(NS_EIO, -7, "i/o error")                                                 \
+    X(NS_EVERSION, -8, "unsupported format version")                           \
+    X(NS_ENOTLEADER, -9, "not the leader")                                     \
+    X(NS_ETIMEDOUT, -10, "timed out")                                          \
+    X(NS_ESHUTDOWN, -11, "shutting down")
+
+enum {
+#define NS_ERR_ENUM(name, value, text) name = value,
+    NS_ERR_TABLE(NS_ERR_ENUM)
+#undef NS_ERR_ENUM
+};
+
+/* Static text for an NS_E* code (or "unknown error"). */
+const char *ns_strerror(int rv);
+
+#endif
