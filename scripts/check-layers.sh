@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Checks the layer rules of STYLE.md mechanically: which raftns headers and system libraries
+# each layer may include, and that pure layers (base, codec, route, rsm) do no I/O, read no
+# clock or randomness and never log. Exits non-zero listing every violation.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+violations=$(mktemp)
+trap 'rm -f "$violations"' EXIT
+# Reports run inside pipelines (subshells), so they go to a file counted at the end.
+report() { echo "check-layers: $*" | tee -a "$violations"; }
+
+base_h='err|alloc|buf|log'
+codec_h="$base_h|remoting|json"
+route_h="$codec_h|route|kv|config"
+rsm_h="$route_h|command|fsm"
+
+# check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
+check_layer() {
+    local name=$1 allowed=$2 forbidden=$3
+    shift 3
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        grep -nE '#include "raftns/' "$f" | grep -vE "#include \"raftns/($allowed)\.h\"" |
+            while IFS= read -r line; do report "$name layer: $f:$line"; done
+        local sys_forbidden=$forbidden
+        [ "$f" = src/base/log.c ] && sys_forbidden=${forbidden//time\\.h/no-such-header}
+        grep -nE "#include <($sys_forbidden)>" "$f" |
+            while IFS= read -r line; do report "$name layer: $f:$line"; done
+        # The log sink itself (src/base/log.c) is the one pure-layer file allowed a clock.
+        [ "$f" = src/base/log.c ] && continue
+        grep -nE '\b(clock_gettime|gettimeofday|time|rand|random|srand|getenv|fopen|open|socket|connect|printf|fprintf|syslog)[[:space:]]*\(' "$f" |
+            grep -vE '^[0-9]+:[[:space:]]*(\*|//)' |
+            while IFS= read -r line; do report "$name layer does I/O, clock or randomness: $f:$line"; done
+        grep -nE '\bNS_LOG[[:space:]]*\(' "$f" |
+            while IFS= read -r line; do report "$name layer logs: $f:$line"; done
+    done
+}
+
+sys_io='uv\.h|raft\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h'
+check_layer base "$base_h" "$sys_io|cJSON\.h|zlib\.h" src/base/*.c include/raftns/{err,alloc,buf}.h
+check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json}.h
+check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config}.h
+check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
+    raft/command.c raft/fsm.c raft/snapshot.c include/raftns/{command,fsm}.h
+
+# Lower layers never include the server or node headers.
+grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c \
+    raft/command.c raft/fsm.c raft/snapshot.c 2>/dev/null |
+    while IFS= read -r line; do report "pure layer includes the server: $line"; done
+
+if [ -s "$violations" ]; then
+    exit 1
+fi
+echo "check-layers: ok"

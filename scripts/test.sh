@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds raftns twice (normal, and ASan+UBSan) and runs every ctest
+# label in both builds, then the format and layer checks and a short libFuzzer run.
+# Usage: scripts/test.sh [ctest -L regex]   (default: every label)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+labels=${1:-.}
+jobs=$(nproc)
+
+scripts/setup.sh
+
+echo "== format and layers"
+mapfile -t c_files < <(git ls-files -- 'src/*.c' 'src/*.h' 'include/*.h' 'raft/*.c' 'tools/*.c' \
+    'tests/*.c' 'tests/*.h')
+clang-format --dry-run --Werror "${c_files[@]}"
+scripts/check-layers.sh
+
+if [ -f tests/interop/package-lock.json ]; then
+    echo "== interop client (npm ci)"
+    (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+run_build() {
+    local dir=$1
+    shift
+    echo "== build $dir ($*)"
+    cmake -S "$top" -B "$top/$dir" "$@" >/dev/null
+    cmake --build "$top/$dir" -j"$jobs"
+    echo "== tests in $dir"
+    (cd "$top/$dir" && ctest --output-on-failure -j"$jobs" -L "$labels")
+}
+
+run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
+
+if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+    echo "== fuzz (libFuzzer, short runs)"
+    CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON >/dev/null
+    cmake --build "$top/build-fuzz" -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
+    (cd "$top/build-fuzz" && ctest --output-on-failure -L fuzz)
+fi
+echo "== all tests passed"
