@@ -1,0 +1,1060 @@
+/* raftnsctl: command-line client that speaks the RocketMQ remoting protocol to
+ * a name server (routes, clusters, topics, KV, settings) over blocking sockets.
+ * It is a tool, not a library: no event loop, no retries beyond trying each
+ * given address once, no state kept between runs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/err.h"
+#include "raftns/json.h"
+#include "raftns/remoting.h"
+
+enum {
+    EXIT_SERVER =
+        1, /* the server answered with an error (or an unreadable body) */
+    EXIT_USAGE = 2,       /* bad command line */
+    EXIT_UNREACHABLE = 3, /* no address gave an answer */
+};
+
+enum {
+    CODE_SUCCESS = 0,
+    CODE_SYSTEM_ERROR = 1,
+    CODE_GO_AWAY = 1500,
+};
+
+#define DEFAULT_ADDR "127.0.0.1:9876"
+#define DEFAULT_TIMEOUT_MS 3000
+#define MAX_ADDRS 64
+#define RX_CHUNK 65536
+
+struct ctl {
+    char *addrs[MAX_ADDRS]; /* owned */
+    size_t n_addrs;
+    bool json;
+    int timeout_ms;
+    char **args; /* borrowed from argv: the command and its operands */
+    size_t n_args;
+};
+
+/* One answered exchange: the reply borrows its body from rx. */
+struct reply {
+    struct ns_buf rx;
+    struct ns_cmd cmd;
+};
+
+static const char usage_text[] =
+    "usage: raftnsctl [-n HOST:PORT]... [--json] [--timeout-ms N] COMMAND\n"
+    "\n"
+    "  -n ADDR          name server to ask (repeatable; ',' or ';' separated "
+    "lists\n"
+    "                   accepted); tried in order until one answers.\n"
+    "                   Default " DEFAULT_ADDR ".\n"
+    "  --json           print the reply as standard JSON\n"
+    "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
+    "\n"
+    "commands:\n"
+    "  route TOPIC                 route of a topic (brokers and queues)\n"
+    "  clusters                    clusters, broker names, ids and addresses\n"
+    "  topics [--cluster C]        all topics, or the topics of one cluster\n"
+    "  kv get NS KEY               read a KV entry\n"
+    "  kv put NS KEY VALUE         write a KV entry\n"
+    "  kv delete NS KEY            delete a KV entry\n"
+    "  kv list NS                  all entries of a namespace\n"
+    "  config get                  the server's settings\n"
+    "  config set KEY=VALUE...     change settings\n"
+    "\n"
+    "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "raftnsctl: %s%s%s\n", what, arg ? ": " : "",
+            arg ? arg : "");
+    fputs(usage_text, stderr);
+    return EXIT_USAGE;
+}
+
+static const char *code_name(int32_t code)
+{
+    switch (code) {
+    case 0:
+        return "SUCCESS";
+    case 1:
+        return "SYSTEM_ERROR";
+    case 2:
+        return "SYSTEM_BUSY";
+    case 3:
+        return "REQUEST_CODE_NOT_SUPPORTED";
+    case 16:
+        return "NO_PERMISSION";
+    case 17:
+        return "TOPIC_NOT_EXIST";
+    case 22:
+        return "QUERY_NOT_FOUND";
+    case 1500:
+        return "GO_AWAY";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+/* ---------------------------------------------------------------- time and
+ * sockets */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+    int64_t left = deadline - now_ms();
+    return left < 0 ? 0 : (int)left;
+}
+
+/* Waits for events on fd until the deadline. Returns 1 when ready, 0 on
+ * timeout, -1 on error. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int rv = poll(&p, 1, left_ms(deadline));
+        if (rv >= 0)
+            return rv > 0 ? 1 : 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+/* Splits "host:port" or "[v6]:port" into owned-by-caller buffers. Returns 0 or
+ * -1. */
+static int split_addr(const char *addr, char *host, size_t host_len, char *port,
+                      size_t port_len)
+{
+    const char *colon;
+    const char *h = addr;
+    size_t hl;
+    if (addr[0] == '[') {
+        const char *end = strchr(addr, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        h = addr + 1;
+        hl = (size_t)(end - h);
+        colon = end + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon)
+            return -1;
+        hl = (size_t)(colon - addr);
+    }
+    if (hl == 0 || hl >= host_len || strlen(colon + 1) == 0 ||
+        strlen(colon + 1) >= port_len)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    strcpy(port, colon + 1);
+    return 0;
+}
+
+/* Connects to addr before the deadline. Returns a blocking-free socket or -1
+ * with *why set. */
+static int dial(const char *addr, int64_t deadline, const char **why)
+{
+    char host[256];
+    char port[16];
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int fd = -1;
+
+    if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) {
+        *why = "bad address (want HOST:PORT)";
+        return -1;
+    }
+    if (getaddrinfo(host, port, &hints, &res) != 0) {
+        *why = "cannot resolve host";
+        return -1;
+    }
+    *why = "connect failed";
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        fd = socket(ai->ai_family,
+                    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        if (errno == EINPROGRESS) {
+            int ready = wait_fd(fd, POLLOUT, deadline);
+            if (ready == 0)
+                *why = "connect timed out";
+            else if (ready > 0 &&
+                     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+                     err == 0)
+                break;
+            else if (err == ECONNREFUSED)
+                *why = "connection refused";
+        } else if (errno == ECONNREFUSED) {
+            *why = "connection refused";
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline,
+                    const char **why)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_fd(fd, POLLOUT, deadline) <= 0) {
+                *why = "send timed out";
+                return -1;
+            }
+            continue;
+        }
+        *why = "send failed";
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads frames until the reply with this opaque arrives (other frames are
+ * dropped). On success out->cmd is decoded and borrows from out->rx. Returns 0
+ * or -1 with *why set. */
+static int receive_reply(int fd, int32_t opaque, int64_t deadline,
+                         struct reply *out, const char **why)
+{
+    struct ns_buf *rx = &out->rx;
+    for (;;) {
+        size_t frame_len = 0;
+        int rv = rx->len > 0 ? ns_frame_check(rx->data, rx->len, NS_FRAME_MAX,
+                                              &frame_len)
+                             : NS_EAGAIN;
+        if (rv == 0) {
+            if (ns_cmd_decode(rx->data, frame_len, &out->cmd) != 0) {
+                *why = "undecodable reply frame";
+                return -1;
+            }
+            if ((out->cmd.flag & NS_FLAG_RESPONSE) && out->cmd.opaque == opaque)
+                return 0;
+            ns_cmd_close(&out->cmd);
+            ns_cmd_init(&out->cmd);
+            memmove(rx->data, rx->data + frame_len, rx->len - frame_len);
+            rx->len -= frame_len;
+            continue;
+        }
+        if (rv != NS_EAGAIN) {
+            *why = "malformed reply frame";
+            return -1;
+        }
+        if (ns_buf_reserve(rx, RX_CHUNK) != 0) {
+            *why = "out of memory";
+            return -1;
+        }
+        ssize_t r = recv(fd, rx->data + rx->len, rx->cap - rx->len, 0);
+        if (r > 0) {
+            rx->len += (size_t)r;
+        } else if (r == 0) {
+            *why = "connection closed before the reply";
+            return -1;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (wait_fd(fd, POLLIN, deadline) <= 0) {
+                *why = "no reply before the timeout";
+                return -1;
+            }
+        } else {
+            *why = "receive failed";
+            return -1;
+        }
+    }
+}
+
+/* A reply that means "ask another node" rather than a real answer. */
+static bool is_not_ready(const struct ns_cmd *c)
+{
+    if (c->code == CODE_GO_AWAY)
+        return true;
+    return c->code == CODE_SYSTEM_ERROR && c->remark &&
+           strstr(c->remark, "not ready");
+}
+
+/* Sends req to each address in turn until one answers. On 0, *out holds the
+ * reply (the caller closes it with reply_close). Returns 0, EXIT_UNREACHABLE
+ * (reasons printed) or EXIT_SERVER on a local failure. */
+static int exchange(const struct ctl *ctl, struct ns_cmd *req,
+                    struct reply *out)
+{
+    struct ns_buf frame;
+    int rv = EXIT_UNREACHABLE;
+
+    ns_buf_init(&frame);
+    ns_buf_init(&out->rx);
+    ns_cmd_init(&out->cmd);
+    for (size_t i = 0; i < ctl->n_addrs; i++) {
+        const char *why = NULL;
+        int64_t deadline = now_ms() + ctl->timeout_ms;
+        req->opaque = (int32_t)(i + 1);
+        ns_buf_reset(&frame);
+        if (ns_cmd_encode(req, &frame) != 0 || frame.err != 0) {
+            fprintf(stderr, "raftnsctl: cannot encode the request\n");
+            rv = EXIT_SERVER;
+            break;
+        }
+        int fd = dial(ctl->addrs[i], deadline, &why);
+        if (fd >= 0) {
+            if (send_all(fd, frame.data, frame.len, deadline, &why) == 0 &&
+                receive_reply(fd, req->opaque, deadline, out, &why) == 0) {
+                if (!is_not_ready(&out->cmd)) {
+                    close(fd);
+                    rv = 0;
+                    break;
+                }
+                why =
+                    out->cmd.code == CODE_GO_AWAY ? "going away" : "not ready";
+            }
+            close(fd);
+        }
+        fprintf(stderr, "raftnsctl: %s: %s\n", ctl->addrs[i], why);
+        ns_cmd_close(&out->cmd);
+        ns_cmd_init(&out->cmd);
+        ns_buf_reset(&out->rx);
+    }
+    if (rv == EXIT_UNREACHABLE)
+        fprintf(stderr, "raftnsctl: no name server answered\n");
+    ns_buf_close(&frame);
+    return rv;
+}
+
+static void reply_close(struct reply *r)
+{
+    ns_cmd_close(&r->cmd);
+    ns_buf_close(&r->rx);
+}
+
+/* Builds a request with the given ext fields (NULL-terminated key, value
+ * pairs), sends it, and turns a non-zero reply code into EXIT_SERVER (code and
+ * remark on stderr). */
+static int call(const struct ctl *ctl, int32_t code, const char *const *ext,
+                const uint8_t *body, size_t body_len, struct reply *out)
+{
+    struct ns_cmd req;
+    int rv = EXIT_SERVER;
+
+    ns_cmd_init(&req);
+    req.code = code;
+    req.language = NS_LANG_OTHER;
+    req.version = NS_SERVER_VERSION;
+    req.ser = NS_SER_JSON;
+    req.body = body;
+    req.body_len = body_len;
+    for (size_t i = 0; ext && ext[i]; i += 2) {
+        if (ns_cmd_ext_set(&req, ext[i], ext[i + 1]) != 0) {
+            fprintf(stderr, "raftnsctl: out of memory\n");
+            goto err_after_req;
+        }
+    }
+    rv = exchange(ctl, &req, out);
+    if (rv != 0)
+        goto err_after_req;
+    if (out->cmd.code != CODE_SUCCESS) {
+        fprintf(stderr, "raftnsctl: error %" PRId32 " (%s): %s\n",
+                out->cmd.code, code_name(out->cmd.code),
+                out->cmd.remark ? out->cmd.remark : "");
+        reply_close(out);
+        rv = EXIT_SERVER;
+        goto err_after_req;
+    }
+    rv = 0;
+err_after_req:
+    ns_cmd_close(&req);
+    return rv;
+}
+
+/* ---------------------------------------------------------------- output
+ * helpers */
+
+/* Parses the reply body as fastjson output, or prints why not. Returns an owned
+ * tree or NULL. */
+static cJSON *parse_body(const struct reply *r)
+{
+    cJSON *doc = NULL;
+    if (r->cmd.body_len > 0)
+        doc = ns_json_parse((const char *)r->cmd.body, r->cmd.body_len);
+    if (!doc)
+        fprintf(stderr, "raftnsctl: the reply has no readable JSON body\n");
+    return doc;
+}
+
+/* Prints a tree as standard JSON on stdout. Returns 0 or EXIT_SERVER. */
+static int print_json(const cJSON *doc)
+{
+    char *text = cJSON_Print(doc);
+    if (!text) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return EXIT_SERVER;
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    return 0;
+}
+
+/* --json output of a reply without body: {"code":0, ext fields as strings...}.
+ */
+static int print_ext_json(const struct reply *r)
+{
+    cJSON *obj = cJSON_CreateObject();
+    int rv = EXIT_SERVER;
+    if (!obj || !cJSON_AddNumberToObject(obj, "code", r->cmd.code))
+        goto err_after_obj;
+    for (size_t i = 0; i < r->cmd.n_ext; i++) {
+        if (!cJSON_AddStringToObject(obj, r->cmd.ext[i].key,
+                                     r->cmd.ext[i].value))
+            goto err_after_obj;
+    }
+    rv = print_json(obj);
+err_after_obj:
+    cJSON_Delete(obj);
+    return rv;
+}
+
+/* A text table: row 0 is the header. Cells are owned copies. */
+struct table {
+    size_t n_cols;
+    size_t n_rows;
+    char **cells;
+    bool oom;
+};
+
+static void table_init(struct table *t, size_t n_cols)
+{
+    memset(t, 0, sizeof *t);
+    t->n_cols = n_cols;
+}
+
+static void table_close(struct table *t)
+{
+    for (size_t i = 0; i < t->n_rows * t->n_cols; i++)
+        ns_free(t->cells[i]);
+    ns_free(t->cells);
+}
+
+/* Appends one row of n_cols strings (NULL prints as "-"); out of memory is
+ * sticky. */
+static void table_add(struct table *t, const char *const *row)
+{
+    char **cells;
+    if (t->oom)
+        return;
+    cells = ns_realloc(t->cells, (t->n_rows + 1) * t->n_cols * sizeof *cells);
+    if (!cells) {
+        t->oom = true;
+        return;
+    }
+    t->cells = cells;
+    for (size_t c = 0; c < t->n_cols; c++) {
+        char *copy = ns_strdup(row[c] ? row[c] : "-");
+        if (!copy)
+            t->oom = true;
+        cells[t->n_rows * t->n_cols + c] = copy;
+    }
+    t->n_rows++;
+}
+
+static bool is_integer(const char *s, long long *v)
+{
+    char *end;
+    if (!*s)
+        return false;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return *end == '\0' && errno == 0;
+}
+
+/* Row order: column by column, numerically when both cells are integers. */
+static int compare_rows(const void *a, const void *b, void *arg)
+{
+    const char *const *ra = a;
+    const char *const *rb = b;
+    size_t n_cols = *(const size_t *)arg;
+    for (size_t c = 0; c < n_cols; c++) {
+        long long x, y;
+        int d;
+        if (is_integer(ra[c], &x) && is_integer(rb[c], &y))
+            d = x < y ? -1 : x > y;
+        else
+            d = strcmp(ra[c], rb[c]);
+        if (d)
+            return d;
+    }
+    return 0;
+}
+
+/* Sorts the body rows (the header stays first) and prints aligned columns. */
+static int table_print(struct table *t)
+{
+    size_t width[8] = {0};
+    if (t->oom || t->n_cols > 8) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return EXIT_SERVER;
+    }
+    if (t->n_rows > 2)
+        qsort_r(t->cells + t->n_cols, t->n_rows - 1, t->n_cols * sizeof(char *),
+                compare_rows, &t->n_cols);
+    for (size_t r = 0; r < t->n_rows; r++)
+        for (size_t c = 0; c < t->n_cols; c++) {
+            size_t l = strlen(t->cells[r * t->n_cols + c]);
+            if (l > width[c])
+                width[c] = l;
+        }
+    for (size_t r = 0; r < t->n_rows; r++) {
+        for (size_t c = 0; c < t->n_cols; c++) {
+            const char *cell = t->cells[r * t->n_cols + c];
+            if (c + 1 == t->n_cols)
+                printf("%s\n", cell);
+            else
+                printf("%-*s  ", (int)width[c], cell);
+        }
+    }
+    return 0;
+}
+
+static void int_text(char *out, size_t len, const cJSON *obj, const char *key)
+{
+    snprintf(out, len, "%" PRId64, ns_json_get_int64(obj, key, 0));
+}
+
+/* Adds one row per broker id of a BrokerData; cluster NULL means "take it from
+ * the data". */
+static void add_broker_rows(struct table *t, const cJSON *bd,
+                            const char *cluster)
+{
+    const cJSON *addrs = cJSON_GetObjectItemCaseSensitive(bd, "brokerAddrs");
+    const cJSON *a;
+    const char *name = ns_json_get_string(bd, "brokerName");
+    if (!cluster)
+        cluster = ns_json_get_string(bd, "cluster");
+    cJSON_ArrayForEach(a, addrs)
+    {
+        const char *row[] = {cluster, name, a->string, cJSON_GetStringValue(a)};
+        table_add(t, row);
+    }
+}
+
+/* ---------------------------------------------------------------- commands */
+
+static int cmd_route(const struct ctl *ctl)
+{
+    const char *ext[] = {"topic", NULL, NULL};
+    struct reply r;
+    struct table brokers, queues;
+    const cJSON *item;
+    cJSON *doc;
+    int rv;
+
+    if (ctl->n_args != 2)
+        return usage_error("route takes one TOPIC", NULL);
+    ext[1] = ctl->args[1];
+    rv = call(ctl, 105, ext, NULL, 0, &r);
+    if (rv != 0)
+        return rv;
+    doc = parse_body(&r);
+    rv = EXIT_SERVER;
+    if (!doc)
+        goto err_after_reply;
+    if (ctl->json) {
+        rv = print_json(doc);
+        goto err_after_doc;
+    }
+    table_init(&brokers, 4);
+    table_init(&queues, 5);
+    table_add(&brokers,
+              (const char *const[]){"CLUSTER", "BROKER", "ID", "ADDRESS"});
+    cJSON_ArrayForEach(item,
+                       cJSON_GetObjectItemCaseSensitive(doc, "brokerDatas"))
+        add_broker_rows(&brokers, item, NULL);
+    table_add(&queues, (const char *const[]){"BROKER", "READ", "WRITE", "PERM",
+                                             "SYSFLAG"});
+    cJSON_ArrayForEach(item,
+                       cJSON_GetObjectItemCaseSensitive(doc, "queueDatas"))
+    {
+        char rq[24], wq[24], perm[24], sys[24];
+        int_text(rq, sizeof rq, item, "readQueueNums");
+        int_text(wq, sizeof wq, item, "writeQueueNums");
+        int_text(perm, sizeof perm, item, "perm");
+        int_text(sys, sizeof sys, item, "topicSysFlag");
+        table_add(&queues,
+                  (const char *const[]){ns_json_get_string(item, "brokerName"),
+                                        rq, wq, perm, sys});
+    }
+    printf("topic %s\n", ctl->args[1]);
+    rv = table_print(&brokers);
+    if (rv == 0) {
+        const char *order = ns_json_get_string(doc, "orderTopicConf");
+        printf("\n");
+        rv = table_print(&queues);
+        if (rv == 0 && order)
+            printf("\norderTopicConf %s\n", order);
+    }
+    table_close(&queues);
+    table_close(&brokers);
+err_after_doc:
+    cJSON_Delete(doc);
+err_after_reply:
+    reply_close(&r);
+    return rv;
+}
+
+static int cmd_clusters(const struct ctl *ctl)
+{
+    struct reply r;
+    struct table t;
+    const cJSON *cluster;
+    const cJSON *brokers;
+    cJSON *doc;
+    int rv;
+
+    if (ctl->n_args != 1)
+        return usage_error("clusters takes no operands", NULL);
+    rv = call(ctl, 106, NULL, NULL, 0, &r);
+    if (rv != 0)
+        return rv;
+    doc = parse_body(&r);
+    rv = EXIT_SERVER;
+    if (!doc)
+        goto err_after_reply;
+    if (ctl->json) {
+        rv = print_json(doc);
+        goto err_after_doc;
+    }
+    brokers = cJSON_GetObjectItemCaseSensitive(doc, "brokerAddrTable");
+    table_init(&t, 4);
+    table_add(&t, (const char *const[]){"CLUSTER", "BROKER", "ID", "ADDRESS"});
+    /* clusterAddrTable names the groups of each cluster; a group listed nowhere
+     * still shows. */
+    cJSON_ArrayForEach(
+        cluster, cJSON_GetObjectItemCaseSensitive(doc, "clusterAddrTable"))
+    {
+        const cJSON *name;
+        cJSON_ArrayForEach(name, cluster)
+        {
+            const char *bn = cJSON_GetStringValue(name);
+            const cJSON *bd =
+                bn ? cJSON_GetObjectItemCaseSensitive(brokers, bn) : NULL;
+            if (bd)
+                add_broker_rows(&t, bd, cluster->string);
+        }
+    }
+    const cJSON *bd;
+    cJSON_ArrayForEach(bd, brokers)
+    {
+        bool listed = false;
+        cJSON_ArrayForEach(
+            cluster, cJSON_GetObjectItemCaseSensitive(doc, "clusterAddrTable"))
+        {
+            const cJSON *name;
+            cJSON_ArrayForEach(name, cluster)
+            {
+                const char *bn = cJSON_GetStringValue(name);
+                listed =
+                    listed || (bn && bd->string && strcmp(bn, bd->string) == 0);
+            }
+        }
+        if (!listed)
+            add_broker_rows(&t, bd, NULL);
+    }
+    rv = table_print(&t);
+    table_close(&t);
+err_after_doc:
+    cJSON_Delete(doc);
+err_after_reply:
+    reply_close(&r);
+    return rv;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Prints the string elements of an array, sorted, one per line. */
+static int print_sorted_strings(const cJSON *arr)
+{
+    int n = cJSON_GetArraySize(arr);
+    const char **v = ns_calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    const cJSON *item;
+    size_t k = 0;
+    if (!v) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return EXIT_SERVER;
+    }
+    cJSON_ArrayForEach(item, arr)
+    {
+        if (cJSON_IsString(item))
+            v[k++] = item->valuestring;
+    }
+    qsort(v, k, sizeof *v, compare_strings);
+    for (size_t i = 0; i < k; i++)
+        printf("%s\n", v[i]);
+    ns_free(v);
+    return 0;
+}
+
+static int cmd_topics(const struct ctl *ctl)
+{
+    const char *ext[] = {"cluster", NULL, NULL};
+    const char *cluster = NULL;
+    struct reply r;
+    cJSON *doc;
+    int rv;
+
+    for (size_t i = 1; i < ctl->n_args; i++) {
+        if (strcmp(ctl->args[i], "--cluster") == 0 && i + 1 < ctl->n_args)
+            cluster = ctl->args[++i];
+        else if (strncmp(ctl->args[i], "--cluster=", 10) == 0)
+            cluster = ctl->args[i] + 10;
+        else
+            return usage_error("topics takes only --cluster CLUSTER",
+                               ctl->args[i]);
+    }
+    ext[1] = cluster;
+    rv = call(ctl, cluster ? 224 : 206, cluster ? ext : NULL, NULL, 0, &r);
+    if (rv != 0)
+        return rv;
+    doc = parse_body(&r);
+    rv = EXIT_SERVER;
+    if (doc) {
+        rv = ctl->json ? print_json(doc)
+                       : print_sorted_strings(cJSON_GetObjectItemCaseSensitive(
+                             doc, "topicList"));
+        cJSON_Delete(doc);
+    }
+    reply_close(&r);
+    return rv;
+}
+
+static int cmd_kv(const struct ctl *ctl)
+{
+    const char *ext[] = {"namespace", NULL, "key", NULL, "value", NULL, NULL};
+    const char *verb = ctl->n_args > 1 ? ctl->args[1] : "";
+    struct reply r;
+    int32_t code;
+    size_t want;
+    int rv;
+
+    if (strcmp(verb, "get") == 0) {
+        code = 101, want = 4;
+    } else if (strcmp(verb, "put") == 0) {
+        code = 100, want = 5;
+    } else if (strcmp(verb, "delete") == 0) {
+        code = 102, want = 4;
+    } else if (strcmp(verb, "list") == 0) {
+        code = 219, want = 3;
+    } else {
+        return usage_error("kv needs get, put, delete or list", verb);
+    }
+    if (ctl->n_args != want)
+        return usage_error("wrong number of operands for kv", verb);
+    ext[1] = ctl->args[2];
+    if (want >= 4)
+        ext[3] = ctl->args[3];
+    else
+        ext[2] = NULL;
+    if (want == 5)
+        ext[5] = ctl->args[4];
+    else
+        ext[4] = NULL;
+    rv = call(ctl, code, ext, NULL, 0, &r);
+    if (rv != 0)
+        return rv;
+    if (code == 219) {
+        cJSON *doc = parse_body(&r);
+        rv = EXIT_SERVER;
+        if (doc && ctl->json) {
+            rv = print_json(doc);
+        } else if (doc) {
+            struct table t;
+            const cJSON *kv;
+            table_init(&t, 2);
+            table_add(&t, (const char *const[]){"KEY", "VALUE"});
+            cJSON_ArrayForEach(kv,
+                               cJSON_GetObjectItemCaseSensitive(doc, "table"))
+            {
+                table_add(&t, (const char *const[]){kv->string,
+                                                    cJSON_GetStringValue(kv)});
+            }
+            rv = table_print(&t);
+            table_close(&t);
+        }
+        cJSON_Delete(doc);
+    } else if (ctl->json) {
+        rv = print_ext_json(&r);
+    } else if (code == 101) {
+        const char *value = ns_cmd_ext_find(&r.cmd, "value");
+        printf("%s\n", value ? value : "");
+    } else {
+        printf("ok\n");
+    }
+    reply_close(&r);
+    return rv;
+}
+
+/* Appends s to a properties text, escaped as java.util.Properties reads it
+ * back. */
+static void put_escaped(struct ns_buf *b, const char *s, bool is_key)
+{
+    for (size_t i = 0; s[i]; i++) {
+        char c = s[i];
+        if (c == '\\' || ((is_key || i == 0) && c == ' ') ||
+            (is_key && (c == '=' || c == ':')) ||
+            (i == 0 && (c == '#' || c == '!')))
+            ns_buf_put_u8(b, '\\');
+        if (c == '\n')
+            ns_buf_append_str(b, "\\n");
+        else if (c == '\r')
+            ns_buf_append_str(b, "\\r");
+        else
+            ns_buf_put_u8(b, (uint8_t)c);
+    }
+}
+
+/* config get prints the properties text as is, or as a JSON object of strings.
+ */
+static int print_config(const struct reply *r, bool json)
+{
+    const char *p = (const char *)r->cmd.body;
+    const char *end = p + r->cmd.body_len;
+    cJSON *obj;
+    int rv = EXIT_SERVER;
+
+    if (!json) {
+        fwrite(p, 1, r->cmd.body_len, stdout);
+        if (r->cmd.body_len > 0 && end[-1] != '\n')
+            printf("\n");
+        return 0;
+    }
+    obj = cJSON_CreateObject();
+    if (!obj)
+        goto err_after_obj;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *line_end = nl ? nl : end;
+        const char *eq = memchr(p, '=', (size_t)(line_end - p));
+        if (eq && *p != '#' && *p != '!') {
+            char *key = ns_strndup(p, (size_t)(eq - p));
+            char *value = ns_strndup(eq + 1, (size_t)(line_end - eq - 1));
+            bool ok = key && value && cJSON_AddStringToObject(obj, key, value);
+            ns_free(key);
+            ns_free(value);
+            if (!ok)
+                goto err_after_obj;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    rv = print_json(obj);
+err_after_obj:
+    if (rv != 0)
+        fprintf(stderr, "raftnsctl: out of memory\n");
+    cJSON_Delete(obj);
+    return rv;
+}
+
+static int cmd_config(const struct ctl *ctl)
+{
+    const char *verb = ctl->n_args > 1 ? ctl->args[1] : "";
+    struct reply r;
+    struct ns_buf body;
+    int rv;
+
+    if (strcmp(verb, "get") == 0) {
+        if (ctl->n_args != 2)
+            return usage_error("config get takes no operands", NULL);
+        rv = call(ctl, 319, NULL, NULL, 0, &r);
+        if (rv != 0)
+            return rv;
+        rv = print_config(&r, ctl->json);
+        reply_close(&r);
+        return rv;
+    }
+    if (strcmp(verb, "set") != 0)
+        return usage_error("config needs get or set", verb);
+    if (ctl->n_args < 3)
+        return usage_error("config set needs KEY=VALUE", NULL);
+    ns_buf_init(&body);
+    for (size_t i = 2; i < ctl->n_args; i++) {
+        const char *eq = strchr(ctl->args[i], '=');
+        char *key;
+        if (!eq || eq == ctl->args[i]) {
+            ns_buf_close(&body);
+            return usage_error("expected KEY=VALUE", ctl->args[i]);
+        }
+        key = ns_strndup(ctl->args[i], (size_t)(eq - ctl->args[i]));
+        if (!key) {
+            body.err = NS_ENOMEM;
+            break;
+        }
+        put_escaped(&body, key, true);
+        ns_buf_put_u8(&body, '=');
+        put_escaped(&body, eq + 1, false);
+        ns_buf_put_u8(&body, '\n');
+        ns_free(key);
+    }
+    if (body.err != 0) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        ns_buf_close(&body);
+        return EXIT_SERVER;
+    }
+    rv = call(ctl, 318, NULL, body.data, body.len, &r);
+    ns_buf_close(&body);
+    if (rv != 0)
+        return rv;
+    if (ctl->json)
+        rv = print_ext_json(&r);
+    else
+        printf("ok\n");
+    reply_close(&r);
+    return rv;
+}
+
+/* ---------------------------------------------------------------- command line
+ */
+
+/* Adds every address of a ',' / ';' separated list. Returns 0 or EXIT_USAGE. */
+static int add_addrs(struct ctl *ctl, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",;");
+        if (n > 0) {
+            char *a;
+            if (ctl->n_addrs == MAX_ADDRS)
+                return usage_error("too many addresses", NULL);
+            a = ns_strndup(p, n);
+            if (!a)
+                return usage_error("out of memory", NULL);
+            ctl->addrs[ctl->n_addrs++] = a;
+        }
+        p += n;
+        if (*p)
+            p++;
+    }
+    return 0;
+}
+
+static int parse_timeout(struct ctl *ctl, const char *text)
+{
+    long long v;
+    if (!is_integer(text, &v) || v <= 0 || v > 3600 * 1000)
+        return usage_error("bad --timeout-ms", text);
+    ctl->timeout_ms = (int)v;
+    return 0;
+}
+
+/* Takes the global options out of argv (anywhere before "--"); the rest are the
+ * command. */
+static int parse_args(struct ctl *ctl, int argc, char **argv)
+{
+    bool opts = true;
+    int rv = 0;
+
+    ctl->args = ns_calloc((size_t)argc + 1, sizeof *ctl->args);
+    if (!ctl->args)
+        return usage_error("out of memory", NULL);
+    ctl->timeout_ms = DEFAULT_TIMEOUT_MS;
+    for (int i = 1; i < argc && rv == 0; i++) {
+        const char *a = argv[i];
+        if (opts && strcmp(a, "--") == 0) {
+            opts = false;
+        } else if (opts &&
+                   (strcmp(a, "-n") == 0 || strcmp(a, "--namesrv") == 0)) {
+            rv = i + 1 < argc ? add_addrs(ctl, argv[++i])
+                              : usage_error("-n needs ADDR", NULL);
+        } else if (opts && strncmp(a, "-n", 2) == 0 && a[2] != '\0') {
+            rv = add_addrs(ctl, a + 2);
+        } else if (opts && strncmp(a, "--namesrv=", 10) == 0) {
+            rv = add_addrs(ctl, a + 10);
+        } else if (opts && strcmp(a, "--json") == 0) {
+            ctl->json = true;
+        } else if (opts && strcmp(a, "--timeout-ms") == 0) {
+            rv = i + 1 < argc ? parse_timeout(ctl, argv[++i])
+                              : usage_error("--timeout-ms needs N", NULL);
+        } else if (opts && strncmp(a, "--timeout-ms=", 13) == 0) {
+            rv = parse_timeout(ctl, a + 13);
+        } else if (opts && a[0] == '-' && a[1] != '\0' && ctl->n_args == 0) {
+            rv = usage_error("unknown option", a);
+        } else {
+            ctl->args[ctl->n_args++] = argv[i];
+        }
+    }
+    if (rv == 0 && ctl->n_addrs == 0)
+        rv = add_addrs(ctl, DEFAULT_ADDR);
+    if (rv == 0 && ctl->n_args == 0)
+        rv = usage_error("no command given", NULL);
+    return rv;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl ctl;
+    int rv;
+
+    memset(&ctl, 0, sizeof ctl);
+    ns_json_use_ns_alloc();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+    }
+    rv = parse_args(&ctl, argc, argv);
+    if (rv != 0)
+        goto out;
+    const char *cmd = ctl.args[0];
+    if (strcmp(cmd, "route") == 0)
+        rv = cmd_route(&ctl);
+    else if (strcmp(cmd, "clusters") == 0)
+        rv = cmd_clusters(&ctl);
+    else if (strcmp(cmd, "topics") == 0)
+        rv = cmd_topics(&ctl);
+    else if (strcmp(cmd, "kv") == 0)
+        rv = cmd_kv(&ctl);
+    else if (strcmp(cmd, "config") == 0)
+        rv = cmd_config(&ctl);
+    else
+        rv = usage_error("unknown command", cmd);
+    fflush(stdout);
+out:
+    for (size_t i = 0; i < ctl.n_addrs; i++)
+        ns_free(ctl.addrs[i]);
+    ns_free(ctl.args);
+    return rv;
+}
