@@ -21,6 +21,9 @@ void ns_json_use_ns_alloc(void);
  * Returns an owned tree (free with cJSON_Delete) or NULL when the text is not JSON, nests
  * deeper than NS_JSON_MAX_DEPTH, or memory runs out. */
 cJSON *ns_json_parse(const char *text, size_t len);
+/* As ns_json_parse; when it returns NULL, *rv says why: NS_EPROTO (not JSON, trailing bytes,
+ * too deep) or NS_ENOMEM. *rv is 0 on success. Lets decoders report NS_ENOMEM faithfully. */
+cJSON *ns_json_parse_rv(const char *text, size_t len, int *rv);
 
 /* Field helpers over a parsed tree (borrowed). Missing or wrong-typed fields give the default;
  * numbers given as strings are accepted, as fastjson does. */

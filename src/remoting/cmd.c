@@ -1,0 +1,221 @@
+/* struct ns_cmd: its lifetime, ext fields, and whole-frame decode/encode around
+ * the two header encodings (PROTOCOL.md §2). It does not find frame boundaries
+ * in a stream (frame.c does). */
+#include "raftns/remoting.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "header_codec.h"
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+
+void ns_cmd_init(struct ns_cmd *c)
+{
+    memset(c, 0, sizeof *c);
+    c->language = NS_LANG_JAVA;
+    c->ser = NS_SER_JSON;
+}
+
+void ns_cmd_close(struct ns_cmd *c)
+{
+    for (size_t i = 0; i < c->n_ext; i++) {
+        ns_free(c->ext[i].key);
+        ns_free(c->ext[i].value);
+    }
+    ns_free(c->ext);
+    ns_free(c->remark);
+    c->ext = NULL;
+    c->n_ext = 0;
+    c->remark = NULL;
+}
+
+/* The array grows to 4, 8, 16...: it is full when n_ext is 0 or a power of two
+ * >= 4. */
+static int grow_ext(struct ns_cmd *c)
+{
+    size_t n = c->n_ext;
+    if (n != 0 && (n < 4 || (n & (n - 1)) != 0)) {
+        return 0;
+    }
+    size_t cap = n == 0 ? 4 : n * 2;
+    if (cap > SIZE_MAX / sizeof *c->ext) {
+        return NS_ENOMEM;
+    }
+    struct ns_ext *ext = ns_realloc(c->ext, cap * sizeof *ext);
+    if (ext == NULL) {
+        return NS_ENOMEM;
+    }
+    c->ext = ext;
+    return 0;
+}
+
+int cmd_ext_append(struct ns_cmd *c, char *key, char *value)
+{
+    int rv = grow_ext(c);
+    if (rv != 0) {
+        return rv;
+    }
+    c->ext[c->n_ext].key = key;
+    c->ext[c->n_ext].value = value;
+    c->n_ext++;
+    c->has_ext = true;
+    return 0;
+}
+
+/* Last match wins, as in Java's map when a header repeats a key. */
+static struct ns_ext *find_ext(const struct ns_cmd *c, const char *key)
+{
+    for (size_t i = c->n_ext; i-- > 0;) {
+        if (c->ext[i].key != NULL && strcmp(c->ext[i].key, key) == 0) {
+            return &c->ext[i];
+        }
+    }
+    return NULL;
+}
+
+const char *ns_cmd_ext_find(const struct ns_cmd *c, const char *key)
+{
+    struct ns_ext *e = find_ext(c, key);
+    return e ? e->value : NULL;
+}
+
+int ns_cmd_ext_set(struct ns_cmd *c, const char *key, const char *value)
+{
+    char *v = ns_strdup(value);
+    if (v == NULL) {
+        return NS_ENOMEM;
+    }
+    struct ns_ext *e = find_ext(c, key);
+    if (e != NULL) {
+        ns_free(e->value);
+        e->value = v;
+        c->has_ext = true;
+        return 0;
+    }
+    char *k = ns_strdup(key);
+    if (k == NULL) {
+        goto err_after_value;
+    }
+    if (cmd_ext_append(c, k, v) != 0) {
+        goto err_after_key;
+    }
+    return 0;
+
+err_after_key:
+    ns_free(k);
+err_after_value:
+    ns_free(v);
+    return NS_ENOMEM;
+}
+
+int ns_cmd_set_remark(struct ns_cmd *c, const char *remark)
+{
+    char *copy = NULL;
+    if (remark != NULL && (copy = ns_strdup(remark)) == NULL) {
+        return NS_ENOMEM;
+    }
+    ns_free(c->remark);
+    c->remark = copy;
+    return 0;
+}
+
+int ns_cmd_decode(const uint8_t *frame, size_t frame_len, struct ns_cmd *out)
+{
+    size_t checked = 0;
+    ns_cmd_init(out);
+    int rv = ns_frame_check(frame, frame_len, SIZE_MAX, &checked);
+    if (rv != 0 || checked != frame_len) {
+        return NS_EPROTO;
+    }
+    uint32_t length = ns_load_u32(frame);
+    uint32_t info = ns_load_u32(frame + 4);
+    size_t h_len = info & 0xFFFFFFu;
+    const uint8_t *h = frame + 8;
+    out->ser = (enum ns_serialize)(info >> 24);
+    if (out->ser == NS_SER_JSON) {
+        rv = header_json_decode(h, h_len, out);
+    } else {
+        rv = header_binary_decode(h, h_len, out);
+    }
+    if (rv != 0) {
+        goto err_after_header;
+    }
+    out->body_len = (size_t)length - 4 - h_len;
+    out->body = out->body_len > 0 ? h + h_len : NULL;
+    return 0;
+
+err_after_header:
+    ns_cmd_close(out);
+    ns_cmd_init(out);
+    return rv;
+}
+
+int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
+{
+    size_t start = out->len;
+    ns_buf_put_u32(out, 0);
+    ns_buf_put_u32(out, 0);
+    if (c->ser == NS_SER_ROCKETMQ) {
+        header_binary_encode(c, out);
+    } else {
+        header_json_encode(c, out);
+    }
+    if (out->err) {
+        return out->err;
+    }
+    size_t h_len = out->len - start - 8;
+    if (h_len > 0xFFFFFFu || c->body_len > UINT32_MAX - 4 - h_len) {
+        return out->err = NS_ETOOBIG;
+    }
+    if (c->body_len > 0) {
+        ns_buf_append(out, c->body, c->body_len);
+    }
+    uint32_t ser = c->ser == NS_SER_ROCKETMQ ? 1u : 0u;
+    ns_buf_patch_u32(out, start, (uint32_t)(4 + h_len + c->body_len));
+    ns_buf_patch_u32(out, start + 4, ser << 24 | (uint32_t)h_len);
+    return out->err;
+}
+
+/* Long.parseLong: optional sign, at least one decimal digit, nothing else, no
+ * overflow. */
+static bool parse_int64(const char *s, int64_t *out)
+{
+    bool neg = false;
+    if (*s == '+' || *s == '-') {
+        neg = *s++ == '-';
+    }
+    if (*s == '\0') {
+        return false;
+    }
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t v = 0;
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9') {
+            return false;
+        }
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (limit - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+bool ns_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out)
+{
+    const char *v = ns_cmd_ext_find(c, key);
+    return v != NULL && parse_int64(v, out);
+}
+
+bool ns_ext_bool(const struct ns_cmd *c, const char *key, bool *out)
+{
+    const char *v = ns_cmd_ext_find(c, key);
+    if (v == NULL) {
+        return false;
+    }
+    *out = strcasecmp(v, "true") == 0;
+    return true;
+}
