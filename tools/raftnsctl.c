@@ -306,9 +306,16 @@ static bool is_not_ready(const struct ns_cmd *c)
            strstr(c->remark, "not ready");
 }
 
+static void reply_close(struct reply *r)
+{
+    ns_cmd_close(&r->cmd);
+    ns_buf_close(&r->rx);
+}
+
 /* Sends req to each address in turn until one answers. On 0, *out holds the
  * reply (the caller closes it with reply_close). Returns 0, EXIT_UNREACHABLE
- * (reasons printed) or EXIT_SERVER on a local failure. */
+ * (reasons printed) or EXIT_SERVER on a local failure; then *out needs no
+ * close. */
 static int exchange(const struct ctl *ctl, struct ns_cmd *req,
                     struct reply *out)
 {
@@ -349,14 +356,10 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
     }
     if (rv == EXIT_UNREACHABLE)
         fprintf(stderr, "raftnsctl: no name server answered\n");
+    if (rv != 0)
+        reply_close(out);
     ns_buf_close(&frame);
     return rv;
-}
-
-static void reply_close(struct reply *r)
-{
-    ns_cmd_close(&r->cmd);
-    ns_buf_close(&r->rx);
 }
 
 /* Builds a request with the given ext fields (NULL-terminated key, value
