@@ -1,0 +1,544 @@
+/* Binary encoding of replicated commands (include/raftns/command.h). It only
+ * encodes and decodes; applying a command is fsm.c's job. Pure.
+ *
+ * WARNING: this is a persisted and replicated format (the raft log). Version 1
+ * layout, all integers big-endian, strings u32-length-prefixed (0xFFFFFFFF =
+ * NULL): u8 version, u8 type, u64 leader_time_ms, then per type:
+ *   REGISTER_BROKER   str cluster, str broker_name, str broker_addr, str?
+ * ha_addr, str? zone, u64 broker_id, u64 heartbeat_timeout_ms, u8 acting_master
+ * (0xFF = -1), u64 dv.counter, u64 dv.state_version, u64 dv.timestamp, u32
+ * n_topics {str name, u32 read, u32 write, u32 perm, u32 sys_flag}, u32
+ * n_mappings {str topic, str bname, str? scope, u64 epoch, u32 total_queues, u8
+ * dirty, u32 n_ids {u32 key, u32 value}}, u8 has_filter_servers, u32
+ * n_filter_servers {str} UNREGISTER/EXPIRE u32 n {str cluster, str broker_addr,
+ * str? broker_name, u64 broker_id} KV_PUT            str ns, str key, str?
+ * value KV_DELETE         str ns, str key WIPE/ADD_PERM     str broker_name
+ *   DELETE_TOPIC      str topic, str? cluster
+ *   REGISTER_TOPIC    str topic, u32 n {str broker_name, u32 read, u32 write,
+ * u32 perm, u32 sys_flag} UPDATE_CONFIG     u32 n {str key, str value}
+ *   CHECKPOINT        u64 index, u64 digest
+ *   SET_MEMBER        u64 id, str? raft_addr, str? client_addr, str? http_addr
+ * Never change this layout; add a version or a type. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/command.h"
+#include "raftns/err.h"
+
+void ns_command_init(struct ns_command *c, enum ns_command_type type)
+{
+    memset(c, 0, sizeof *c);
+    c->version = NS_COMMAND_VERSION;
+    c->type = type;
+    if (type == NS_CMD_REGISTER_BROKER) {
+        ns_register_init(&c->u.reg);
+    }
+}
+
+static void close_refs(struct ns_broker_ref *refs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ns_free(refs[i].cluster);
+        ns_free(refs[i].broker_addr);
+        ns_free(refs[i].broker_name);
+    }
+    ns_free(refs);
+}
+
+void ns_command_close(struct ns_command *c)
+{
+    switch (c->type) {
+    case NS_CMD_REGISTER_BROKER:
+        ns_register_close(&c->u.reg);
+        break;
+    case NS_CMD_UNREGISTER_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS:
+        close_refs(c->u.brokers.refs, c->u.brokers.n);
+        break;
+    case NS_CMD_KV_PUT:
+    case NS_CMD_KV_DELETE:
+        ns_free(c->u.kv.ns);
+        ns_free(c->u.kv.key);
+        ns_free(c->u.kv.value);
+        break;
+    case NS_CMD_WIPE_WRITE_PERM:
+    case NS_CMD_ADD_WRITE_PERM:
+        ns_free(c->u.perm.broker_name);
+        break;
+    case NS_CMD_DELETE_TOPIC:
+        ns_free(c->u.topic_delete.topic);
+        ns_free(c->u.topic_delete.cluster);
+        break;
+    case NS_CMD_REGISTER_TOPIC:
+        ns_free(c->u.topic_register.topic);
+        for (size_t i = 0; i < c->u.topic_register.n; i++) {
+            ns_free(c->u.topic_register.qds[i].broker_name);
+        }
+        ns_free(c->u.topic_register.qds);
+        break;
+    case NS_CMD_UPDATE_CONFIG:
+        ns_props_close(&c->u.config);
+        break;
+    case NS_CMD_CHECKPOINT:
+        break;
+    case NS_CMD_SET_MEMBER:
+        ns_free(c->u.member.raft_addr);
+        ns_free(c->u.member.client_addr);
+        ns_free(c->u.member.http_addr);
+        break;
+    }
+    memset(&c->u, 0, sizeof c->u);
+}
+
+/* --- encode --- */
+
+static void put_i32(struct ns_buf *b, int32_t v)
+{
+    ns_buf_put_u32(b, (uint32_t)v);
+}
+
+static void put_i64(struct ns_buf *b, int64_t v)
+{
+    ns_buf_put_u64(b, (uint64_t)v);
+}
+
+static void encode_register(const struct ns_register *r, struct ns_buf *b)
+{
+    ns_buf_put_str(b, r->cluster ? r->cluster : "");
+    ns_buf_put_str(b, r->broker_name ? r->broker_name : "");
+    ns_buf_put_str(b, r->broker_addr ? r->broker_addr : "");
+    ns_buf_put_str(b, r->ha_addr);
+    ns_buf_put_str(b, r->zone);
+    put_i64(b, r->broker_id);
+    put_i64(b, r->heartbeat_timeout_ms);
+    ns_buf_put_u8(b, (uint8_t)r->acting_master);
+    put_i64(b, r->dv.counter);
+    put_i64(b, r->dv.state_version);
+    put_i64(b, r->dv.timestamp);
+    ns_buf_put_u32(b, (uint32_t)r->n_topics);
+    for (size_t i = 0; i < r->n_topics; i++) {
+        const struct ns_topic_config *t = &r->topics[i];
+        ns_buf_put_str(b, t->name);
+        put_i32(b, t->read_queues);
+        put_i32(b, t->write_queues);
+        put_i32(b, t->perm);
+        put_i32(b, t->sys_flag);
+    }
+    ns_buf_put_u32(b, (uint32_t)r->n_mappings);
+    for (size_t i = 0; i < r->n_mappings; i++) {
+        const struct ns_mapping_info *m = &r->mappings[i];
+        ns_buf_put_str(b, m->topic);
+        ns_buf_put_str(b, m->bname);
+        ns_buf_put_str(b, m->scope);
+        put_i64(b, m->epoch);
+        put_i32(b, m->total_queues);
+        ns_buf_put_u8(b, m->dirty ? 1 : 0);
+        ns_buf_put_u32(b, (uint32_t)m->n_curr_ids);
+        for (size_t j = 0; j < m->n_curr_ids; j++) {
+            put_i32(b, m->curr_ids[j].key);
+            put_i32(b, m->curr_ids[j].value);
+        }
+    }
+    ns_buf_put_u8(b, r->has_filter_servers ? 1 : 0);
+    ns_buf_put_u32(b, (uint32_t)r->n_filter_servers);
+    for (size_t i = 0; i < r->n_filter_servers; i++) {
+        ns_buf_put_str(b, r->filter_servers[i]);
+    }
+}
+
+static void encode_payload(const struct ns_command *c, struct ns_buf *b)
+{
+    switch (c->type) {
+    case NS_CMD_REGISTER_BROKER:
+        encode_register(&c->u.reg, b);
+        break;
+    case NS_CMD_UNREGISTER_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS:
+        ns_buf_put_u32(b, (uint32_t)c->u.brokers.n);
+        for (size_t i = 0; i < c->u.brokers.n; i++) {
+            const struct ns_broker_ref *r = &c->u.brokers.refs[i];
+            ns_buf_put_str(b, r->cluster ? r->cluster : "");
+            ns_buf_put_str(b, r->broker_addr ? r->broker_addr : "");
+            ns_buf_put_str(b, r->broker_name);
+            put_i64(b, r->broker_id);
+        }
+        break;
+    case NS_CMD_KV_PUT:
+    case NS_CMD_KV_DELETE:
+        ns_buf_put_str(b, c->u.kv.ns ? c->u.kv.ns : "");
+        ns_buf_put_str(b, c->u.kv.key ? c->u.kv.key : "");
+        if (c->type == NS_CMD_KV_PUT) {
+            ns_buf_put_str(b, c->u.kv.value);
+        }
+        break;
+    case NS_CMD_WIPE_WRITE_PERM:
+    case NS_CMD_ADD_WRITE_PERM:
+        ns_buf_put_str(b, c->u.perm.broker_name ? c->u.perm.broker_name : "");
+        break;
+    case NS_CMD_DELETE_TOPIC:
+        ns_buf_put_str(b,
+                       c->u.topic_delete.topic ? c->u.topic_delete.topic : "");
+        ns_buf_put_str(b, c->u.topic_delete.cluster);
+        break;
+    case NS_CMD_REGISTER_TOPIC:
+        ns_buf_put_str(b, c->u.topic_register.topic ? c->u.topic_register.topic
+                                                    : "");
+        ns_buf_put_u32(b, (uint32_t)c->u.topic_register.n);
+        for (size_t i = 0; i < c->u.topic_register.n; i++) {
+            const struct ns_queue_data *q = &c->u.topic_register.qds[i];
+            ns_buf_put_str(b, q->broker_name ? q->broker_name : "");
+            put_i32(b, q->read_queues);
+            put_i32(b, q->write_queues);
+            put_i32(b, q->perm);
+            put_i32(b, q->sys_flag);
+        }
+        break;
+    case NS_CMD_UPDATE_CONFIG:
+        ns_buf_put_u32(b, (uint32_t)c->u.config.n);
+        for (size_t i = 0; i < c->u.config.n; i++) {
+            ns_buf_put_str(b, c->u.config.items[i].key);
+            ns_buf_put_str(b, c->u.config.items[i].value);
+        }
+        break;
+    case NS_CMD_CHECKPOINT:
+        ns_buf_put_u64(b, c->u.checkpoint.index);
+        ns_buf_put_u64(b, c->u.checkpoint.digest);
+        break;
+    case NS_CMD_SET_MEMBER:
+        ns_buf_put_u64(b, c->u.member.id);
+        ns_buf_put_str(b, c->u.member.raft_addr);
+        ns_buf_put_str(b, c->u.member.client_addr);
+        ns_buf_put_str(b, c->u.member.http_addr);
+        break;
+    }
+}
+
+int ns_command_encode(const struct ns_command *c, struct ns_buf *out)
+{
+    ns_buf_put_u8(out, NS_COMMAND_VERSION);
+    ns_buf_put_u8(out, (uint8_t)c->type);
+    put_i64(out, c->leader_time_ms);
+    encode_payload(c, out);
+    return out->err;
+}
+
+/* --- decode --- */
+
+static int32_t rd_i32(struct ns_rd *r)
+{
+    return (int32_t)ns_rd_u32(r);
+}
+
+static int64_t rd_i64(struct ns_rd *r)
+{
+    return (int64_t)ns_rd_u64(r);
+}
+
+static int rd_bool(struct ns_rd *r, bool *out)
+{
+    uint8_t v = ns_rd_u8(r);
+    if (r->err || v > 1) {
+        return NS_EPROTO;
+    }
+    *out = v == 1;
+    return 0;
+}
+
+/* A string that must not be NULL. */
+static int rd_req_str(struct ns_rd *r, char **out)
+{
+    int rv = ns_rd_str(r, out);
+    if (rv == 0 && *out == NULL) {
+        rv = NS_EPROTO;
+    }
+    return rv;
+}
+
+/* Reads a u32 count and checks that count elements of at least min_size bytes
+ * fit. */
+static int rd_count(struct ns_rd *r, size_t min_size, size_t *n)
+{
+    uint32_t v = ns_rd_u32(r);
+    if (r->err || v > ns_rd_left(r) / min_size) {
+        return NS_EPROTO;
+    }
+    *n = v;
+    return 0;
+}
+
+static void *alloc_array(size_t n, size_t size)
+{
+    return ns_calloc(n ? n : 1, size);
+}
+
+static int decode_mapping(struct ns_rd *r, struct ns_mapping_info *m)
+{
+    int rv = rd_req_str(r, &m->topic);
+    if (rv == 0) {
+        rv = rd_req_str(r, &m->bname);
+    }
+    if (rv == 0) {
+        rv = ns_rd_str(r, &m->scope);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    m->epoch = rd_i64(r);
+    m->total_queues = rd_i32(r);
+    size_t n;
+    rv = rd_bool(r, &m->dirty);
+    if (rv == 0) {
+        rv = rd_count(r, 8, &n);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    m->curr_ids = alloc_array(n, sizeof *m->curr_ids);
+    if (m->curr_ids == NULL) {
+        return NS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m->curr_ids[i].key = rd_i32(r);
+        m->curr_ids[i].value = rd_i32(r);
+    }
+    m->n_curr_ids = n;
+    return r->err;
+}
+
+static int decode_register(struct ns_rd *r, struct ns_register *g)
+{
+    int rv = rd_req_str(r, &g->cluster);
+    if (rv == 0) {
+        rv = rd_req_str(r, &g->broker_name);
+    }
+    if (rv == 0) {
+        rv = rd_req_str(r, &g->broker_addr);
+    }
+    if (rv == 0) {
+        rv = ns_rd_str(r, &g->ha_addr);
+    }
+    if (rv == 0) {
+        rv = ns_rd_str(r, &g->zone);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    g->broker_id = rd_i64(r);
+    g->heartbeat_timeout_ms = rd_i64(r);
+    g->acting_master = (int8_t)ns_rd_u8(r);
+    g->dv.counter = rd_i64(r);
+    g->dv.state_version = rd_i64(r);
+    g->dv.timestamp = rd_i64(r);
+    if (r->err || g->acting_master < -1 || g->acting_master > 1) {
+        return NS_EPROTO;
+    }
+    size_t n;
+    if ((rv = rd_count(r, 20, &n)) != 0) {
+        return rv;
+    }
+    if ((g->topics = alloc_array(n, sizeof *g->topics)) == NULL) {
+        return NS_ENOMEM;
+    }
+    for (; g->n_topics < n; g->n_topics++) {
+        struct ns_topic_config *t = &g->topics[g->n_topics];
+        if ((rv = rd_req_str(r, &t->name)) != 0) {
+            return rv;
+        }
+        t->read_queues = rd_i32(r);
+        t->write_queues = rd_i32(r);
+        t->perm = rd_i32(r);
+        t->sys_flag = rd_i32(r);
+    }
+    if ((rv = rd_count(r, 29, &n)) != 0) {
+        return rv;
+    }
+    if ((g->mappings = alloc_array(n, sizeof *g->mappings)) == NULL) {
+        return NS_ENOMEM;
+    }
+    while (g->n_mappings < n) {
+        rv = decode_mapping(r, &g->mappings[g->n_mappings++]);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    if ((rv = rd_bool(r, &g->has_filter_servers)) != 0 ||
+        (rv = rd_count(r, 4, &n)) != 0) {
+        return rv;
+    }
+    if ((g->filter_servers = alloc_array(n, sizeof *g->filter_servers)) ==
+        NULL) {
+        return NS_ENOMEM;
+    }
+    for (; g->n_filter_servers < n; g->n_filter_servers++) {
+        if ((rv = rd_req_str(r, &g->filter_servers[g->n_filter_servers])) !=
+            0) {
+            return rv;
+        }
+    }
+    return r->err;
+}
+
+static int decode_refs(struct ns_rd *r, struct ns_command *c)
+{
+    size_t n;
+    int rv = rd_count(r, 20, &n);
+    if (rv != 0) {
+        return rv;
+    }
+    if ((c->u.brokers.refs = alloc_array(n, sizeof *c->u.brokers.refs)) ==
+        NULL) {
+        return NS_ENOMEM;
+    }
+    for (; c->u.brokers.n < n; c->u.brokers.n++) {
+        struct ns_broker_ref *ref = &c->u.brokers.refs[c->u.brokers.n];
+        if ((rv = rd_req_str(r, &ref->cluster)) != 0 ||
+            (rv = rd_req_str(r, &ref->broker_addr)) != 0 ||
+            (rv = ns_rd_str(r, &ref->broker_name)) != 0) {
+            c->u.brokers.n++; /* partially filled: close frees it */
+            return rv;
+        }
+        ref->broker_id = rd_i64(r);
+    }
+    return r->err;
+}
+
+static int decode_topic_register(struct ns_rd *r, struct ns_command *c)
+{
+    size_t n;
+    int rv = rd_req_str(r, &c->u.topic_register.topic);
+    if (rv == 0) {
+        rv = rd_count(r, 20, &n);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    c->u.topic_register.qds = alloc_array(n, sizeof *c->u.topic_register.qds);
+    if (c->u.topic_register.qds == NULL) {
+        return NS_ENOMEM;
+    }
+    for (; c->u.topic_register.n < n; c->u.topic_register.n++) {
+        struct ns_queue_data *q =
+            &c->u.topic_register.qds[c->u.topic_register.n];
+        if ((rv = rd_req_str(r, &q->broker_name)) != 0) {
+            return rv;
+        }
+        q->read_queues = rd_i32(r);
+        q->write_queues = rd_i32(r);
+        q->perm = rd_i32(r);
+        q->sys_flag = rd_i32(r);
+    }
+    return r->err;
+}
+
+/* Keys must be strictly increasing (ns_props is sorted), so the encoding is
+ * canonical. */
+static int decode_config(struct ns_rd *r, struct ns_props *p)
+{
+    size_t n;
+    int rv = rd_count(r, 8, &n);
+    if (rv != 0) {
+        return rv;
+    }
+    if ((p->items = alloc_array(n, sizeof *p->items)) == NULL) {
+        return NS_ENOMEM;
+    }
+    for (; p->n < n; p->n++) {
+        struct ns_prop *it = &p->items[p->n];
+        rv = rd_req_str(r, &it->key);
+        if (rv == 0) {
+            rv = rd_req_str(r, &it->value);
+        }
+        if (rv == 0 && p->n > 0 &&
+            strcmp(p->items[p->n - 1].key, it->key) >= 0) {
+            rv = NS_EPROTO;
+        }
+        if (rv != 0) {
+            p->n++;
+            return rv;
+        }
+    }
+    return 0;
+}
+
+static int decode_payload(struct ns_rd *r, struct ns_command *c)
+{
+    int rv = 0;
+    switch (c->type) {
+    case NS_CMD_REGISTER_BROKER:
+        return decode_register(r, &c->u.reg);
+    case NS_CMD_UNREGISTER_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS:
+        return decode_refs(r, c);
+    case NS_CMD_KV_PUT:
+    case NS_CMD_KV_DELETE:
+        rv = rd_req_str(r, &c->u.kv.ns);
+        if (rv == 0) {
+            rv = rd_req_str(r, &c->u.kv.key);
+        }
+        if (rv == 0 && c->type == NS_CMD_KV_PUT) {
+            rv = ns_rd_str(r, &c->u.kv.value);
+        }
+        return rv;
+    case NS_CMD_WIPE_WRITE_PERM:
+    case NS_CMD_ADD_WRITE_PERM:
+        return rd_req_str(r, &c->u.perm.broker_name);
+    case NS_CMD_DELETE_TOPIC:
+        rv = rd_req_str(r, &c->u.topic_delete.topic);
+        return rv ? rv : ns_rd_str(r, &c->u.topic_delete.cluster);
+    case NS_CMD_REGISTER_TOPIC:
+        return decode_topic_register(r, c);
+    case NS_CMD_UPDATE_CONFIG:
+        return decode_config(r, &c->u.config);
+    case NS_CMD_CHECKPOINT:
+        c->u.checkpoint.index = ns_rd_u64(r);
+        c->u.checkpoint.digest = ns_rd_u64(r);
+        return r->err;
+    case NS_CMD_SET_MEMBER:
+        c->u.member.id = ns_rd_u64(r);
+        rv = ns_rd_str(r, &c->u.member.raft_addr);
+        if (rv == 0) {
+            rv = ns_rd_str(r, &c->u.member.client_addr);
+        }
+        return rv ? rv : ns_rd_str(r, &c->u.member.http_addr);
+    }
+    return NS_EPROTO;
+}
+
+static bool is_known_type(uint8_t t)
+{
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_SET_MEMBER;
+}
+
+int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out)
+{
+    struct ns_rd r;
+    ns_rd_init(&r, p, len);
+    uint8_t version = ns_rd_u8(&r);
+    uint8_t type = ns_rd_u8(&r);
+    int64_t leader_time = rd_i64(&r);
+    memset(out, 0, sizeof *out);
+    out->type = NS_CMD_CHECKPOINT; /* nothing owned yet */
+    if (r.err) {
+        return NS_EPROTO;
+    }
+    if (version != NS_COMMAND_VERSION) {
+        return version > NS_COMMAND_VERSION ? NS_EVERSION : NS_EPROTO;
+    }
+    if (!is_known_type(type)) {
+        return NS_EPROTO;
+    }
+    ns_command_init(out, (enum ns_command_type)type);
+    out->leader_time_ms = leader_time;
+    int rv = decode_payload(&r, out);
+    if (rv == 0 && r.err != 0) {
+        rv = r.err;
+    }
+    if (rv == 0 && ns_rd_left(&r) != 0) {
+        rv = NS_EPROTO;
+    }
+    if (rv != 0) {
+        ns_command_close(out);
+        ns_command_init(out, NS_CMD_CHECKPOINT);
+    }
+    return rv;
+}

@@ -1,0 +1,256 @@
+/* The replicated state machine: state life cycle and ns_fsm_apply, a table of
+ * apply_<command>() functions over the route, KV and config modules. It never
+ * validates (commands are checked before they are proposed) and never does I/O.
+ * Snapshots are in snapshot.c. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/fsm.h"
+
+int ns_state_init(struct ns_state *s)
+{
+    memset(s, 0, sizeof *s);
+    s->route = ns_route_create();
+    s->kv = ns_kv_create();
+    s->config = ns_config_create();
+    if (s->route == NULL || s->kv == NULL || s->config == NULL) {
+        ns_state_close(s);
+        return NS_ENOMEM;
+    }
+    return 0;
+}
+
+static void free_member(struct ns_member *m)
+{
+    ns_free(m->raft_addr);
+    ns_free(m->client_addr);
+    ns_free(m->http_addr);
+}
+
+void ns_state_close(struct ns_state *s)
+{
+    if (s->route != NULL) {
+        ns_route_destroy(s->route);
+    }
+    ns_kv_destroy(s->kv);
+    ns_config_destroy(s->config);
+    for (size_t i = 0; i < s->n_members; i++) {
+        free_member(&s->members[i]);
+    }
+    ns_free(s->members);
+    memset(s, 0, sizeof *s);
+}
+
+void ns_apply_result_close(struct ns_apply_result *res)
+{
+    ns_register_result_close(&res->reg);
+}
+
+static int apply_register_broker(struct ns_state *s, const struct ns_command *c,
+                                 struct ns_apply_result *res)
+{
+    const struct ns_settings *st = ns_config_settings(s->config);
+    return ns_route_register_broker(s->route, &c->u.reg,
+                                    st->delete_topic_with_broker_registration,
+                                    &res->reg);
+}
+
+static int apply_unregister_brokers(struct ns_state *s,
+                                    const struct ns_command *c,
+                                    struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_unregister_brokers(s->route, c->u.brokers.refs,
+                                       c->u.brokers.n);
+}
+
+static int apply_expire_brokers(struct ns_state *s, const struct ns_command *c,
+                                struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_expire_brokers(s->route, c->u.brokers.refs, c->u.brokers.n);
+}
+
+static int apply_kv_put(struct ns_state *s, const struct ns_command *c,
+                        struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_kv_put(s->kv, c->u.kv.ns, c->u.kv.key, c->u.kv.value);
+}
+
+static int apply_kv_delete(struct ns_state *s, const struct ns_command *c,
+                           struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_kv_delete(s->kv, c->u.kv.ns, c->u.kv.key);
+}
+
+static int apply_wipe_write_perm(struct ns_state *s, const struct ns_command *c,
+                                 struct ns_apply_result *res)
+{
+    return ns_route_wipe_write_perm(s->route, c->u.perm.broker_name,
+                                    &res->count);
+}
+
+static int apply_add_write_perm(struct ns_state *s, const struct ns_command *c,
+                                struct ns_apply_result *res)
+{
+    return ns_route_add_write_perm(s->route, c->u.perm.broker_name,
+                                   &res->count);
+}
+
+static int apply_delete_topic(struct ns_state *s, const struct ns_command *c,
+                              struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_delete_topic(s->route, c->u.topic_delete.topic,
+                                 c->u.topic_delete.cluster);
+}
+
+static int apply_register_topic(struct ns_state *s, const struct ns_command *c,
+                                struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_register_topic(s->route, c->u.topic_register.topic,
+                                   c->u.topic_register.qds,
+                                   c->u.topic_register.n);
+}
+
+static int apply_update_config(struct ns_state *s, const struct ns_command *c,
+                               struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_config_update(s->config, &c->u.config, false);
+}
+
+static int apply_checkpoint(struct ns_state *s, const struct ns_command *c,
+                            struct ns_apply_result *res)
+{
+    (void)res;
+    s->last_checkpoint_digest = c->u.checkpoint.digest;
+    return 0;
+}
+
+/* Index of id in the sorted member array (found) or its insertion point. */
+static size_t search_member(const struct ns_state *s, uint64_t id, bool *found)
+{
+    size_t lo = 0, hi = s->n_members;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->members[mid].id == id) {
+            *found = true;
+            return mid;
+        }
+        if (s->members[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    *found = false;
+    return lo;
+}
+
+static int apply_set_member(struct ns_state *s, const struct ns_command *c,
+                            struct ns_apply_result *res)
+{
+    (void)res;
+    bool found;
+    size_t i = search_member(s, c->u.member.id, &found);
+    bool remove = c->u.member.raft_addr == NULL &&
+                  c->u.member.client_addr == NULL &&
+                  c->u.member.http_addr == NULL;
+    if (remove) {
+        if (found) {
+            free_member(&s->members[i]);
+            memmove(&s->members[i], &s->members[i + 1],
+                    (s->n_members - i - 1) * sizeof *s->members);
+            s->n_members--;
+        }
+        return 0;
+    }
+    struct ns_member m = {c->u.member.id, ns_strdup(c->u.member.raft_addr),
+                          ns_strdup(c->u.member.client_addr),
+                          ns_strdup(c->u.member.http_addr)};
+    if ((c->u.member.raft_addr && !m.raft_addr) ||
+        (c->u.member.client_addr && !m.client_addr) ||
+        (c->u.member.http_addr && !m.http_addr)) {
+        goto err_after_member;
+    }
+    if (found) {
+        free_member(&s->members[i]);
+        s->members[i] = m;
+        return 0;
+    }
+    struct ns_member *arr =
+        ns_realloc(s->members, (s->n_members + 1) * sizeof *arr);
+    if (arr == NULL) {
+        goto err_after_member;
+    }
+    s->members = arr;
+    memmove(&arr[i + 1], &arr[i], (s->n_members - i) * sizeof *arr);
+    arr[i] = m;
+    s->n_members++;
+    return 0;
+
+err_after_member:
+    free_member(&m);
+    return NS_ENOMEM;
+}
+
+typedef int (*apply_fn)(struct ns_state *s, const struct ns_command *c,
+                        struct ns_apply_result *res);
+
+static const apply_fn APPLY[] = {
+    [NS_CMD_REGISTER_BROKER] = apply_register_broker,
+    [NS_CMD_UNREGISTER_BROKERS] = apply_unregister_brokers,
+    [NS_CMD_EXPIRE_BROKERS] = apply_expire_brokers,
+    [NS_CMD_KV_PUT] = apply_kv_put,
+    [NS_CMD_KV_DELETE] = apply_kv_delete,
+    [NS_CMD_WIPE_WRITE_PERM] = apply_wipe_write_perm,
+    [NS_CMD_ADD_WRITE_PERM] = apply_add_write_perm,
+    [NS_CMD_DELETE_TOPIC] = apply_delete_topic,
+    [NS_CMD_REGISTER_TOPIC] = apply_register_topic,
+    [NS_CMD_UPDATE_CONFIG] = apply_update_config,
+    [NS_CMD_CHECKPOINT] = apply_checkpoint,
+    [NS_CMD_SET_MEMBER] = apply_set_member,
+};
+
+int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
+                 struct ns_apply_result *res)
+{
+    struct ns_apply_result scratch;
+    if (res == NULL) {
+        res = &scratch;
+    }
+    memset(res, 0, sizeof *res);
+    res->type = c->type;
+    if ((size_t)c->type >= sizeof APPLY / sizeof APPLY[0] ||
+        APPLY[c->type] == NULL) {
+        return NS_EINVAL; /* programmer error: decode never yields an unknown
+                             type */
+    }
+    int rv = APPLY[c->type](s, c, res);
+    if (res == &scratch) {
+        ns_apply_result_close(&scratch);
+    }
+    s->n_applied++;
+    return rv;
+}
+
+int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
+                       struct ns_apply_result *res)
+{
+    struct ns_command c;
+    int rv = ns_command_decode(p, len, &c);
+    if (rv != 0) {
+        if (res != NULL) {
+            memset(res, 0, sizeof *res);
+        }
+        return rv;
+    }
+    rv = ns_fsm_apply(s, &c, res);
+    ns_command_close(&c);
+    return rv;
+}

@@ -1,0 +1,128 @@
+/* Snapshot encoding of the whole replicated state, and its digest. Not the raft
+ * snapshot plumbing (node.c). Pure.
+ *
+ * WARNING: persisted and replicated format. Version 1 layout: u32 magic "RNSS",
+ * u16 version, route state (ns_route_encode_state), KV state, config state, u32
+ * n_members {u64 id, str? raft_addr, str? client_addr, str? http_addr} sorted
+ * by id. Nothing may follow. Never change it; add a version. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/fsm.h"
+
+#define SNAPSHOT_MAGIC 0x524E5353u /* "RNSS" */
+#define SNAPSHOT_VERSION 1
+
+int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
+{
+    ns_buf_put_u32(out, SNAPSHOT_MAGIC);
+    ns_buf_put_u16(out, SNAPSHOT_VERSION);
+    int rv = ns_route_encode_state(s->route, out);
+    if (rv == 0) {
+        rv = ns_kv_encode_state(s->kv, out);
+    }
+    if (rv == 0) {
+        rv = ns_config_encode_state(s->config, out);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    ns_buf_put_u32(out, (uint32_t)s->n_members);
+    for (size_t i = 0; i < s->n_members; i++) {
+        ns_buf_put_u64(out, s->members[i].id);
+        ns_buf_put_str(out, s->members[i].raft_addr);
+        ns_buf_put_str(out, s->members[i].client_addr);
+        ns_buf_put_str(out, s->members[i].http_addr);
+    }
+    return out->err;
+}
+
+static int decode_members(struct ns_state *s, struct ns_rd *in)
+{
+    uint32_t n = ns_rd_u32(in);
+    if (in->err || n > ns_rd_left(in) / 20) {
+        return NS_EPROTO;
+    }
+    s->members = ns_calloc(n ? n : 1, sizeof *s->members);
+    if (s->members == NULL) {
+        return NS_ENOMEM;
+    }
+    for (; s->n_members < n; s->n_members++) {
+        struct ns_member *m = &s->members[s->n_members];
+        m->id = ns_rd_u64(in);
+        int rv = ns_rd_str(in, &m->raft_addr);
+        if (rv == 0) {
+            rv = ns_rd_str(in, &m->client_addr);
+        }
+        if (rv == 0) {
+            rv = ns_rd_str(in, &m->http_addr);
+        }
+        if (rv == 0 && s->n_members > 0 &&
+            s->members[s->n_members - 1].id >= m->id) {
+            rv = NS_EPROTO;
+        }
+        if (rv != 0) {
+            s->n_members++; /* partially filled: ns_state_close frees it */
+            return rv;
+        }
+    }
+    return 0;
+}
+
+int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
+{
+    struct ns_rd in;
+    ns_rd_init(&in, p, len);
+    uint32_t magic = ns_rd_u32(&in);
+    uint16_t version = ns_rd_u16(&in);
+    if (in.err || magic != SNAPSHOT_MAGIC) {
+        return NS_EPROTO;
+    }
+    if (version != SNAPSHOT_VERSION) {
+        return version > SNAPSHOT_VERSION ? NS_EVERSION : NS_EPROTO;
+    }
+    struct ns_state fresh;
+    int rv = ns_state_init(&fresh);
+    if (rv != 0) {
+        return rv;
+    }
+    rv = ns_route_decode_state(fresh.route, &in);
+    if (rv == 0) {
+        rv = ns_kv_decode_state(fresh.kv, &in);
+    }
+    if (rv == 0) {
+        rv = ns_config_decode_state(fresh.config, &in);
+    }
+    if (rv == 0) {
+        rv = decode_members(&fresh, &in);
+    }
+    if (rv == 0 && (in.err != 0 || ns_rd_left(&in) != 0)) {
+        rv = NS_EPROTO;
+    }
+    if (rv != 0) {
+        ns_state_close(&fresh);
+        return rv;
+    }
+    fresh.last_checkpoint_digest = s->last_checkpoint_digest;
+    ns_state_close(s);
+    *s = fresh;
+    return 0;
+}
+
+int ns_state_digest(const struct ns_state *s, uint64_t *out)
+{
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = ns_snapshot_encode(s, &b);
+    if (rv == 0) {
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+        for (size_t i = 0; i < b.len; i++) {
+            h ^= b.data[i];
+            h *= 0x100000001b3ull;
+        }
+        *out = h;
+    }
+    ns_buf_close(&b);
+    return rv;
+}
