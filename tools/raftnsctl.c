@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,26 +90,17 @@ static int usage_error(const char *what, const char *arg)
 
 static const char *code_name(int32_t code)
 {
-    switch (code) {
-    case 0:
-        return "SUCCESS";
-    case 1:
-        return "SYSTEM_ERROR";
-    case 2:
-        return "SYSTEM_BUSY";
-    case 3:
-        return "REQUEST_CODE_NOT_SUPPORTED";
-    case 16:
-        return "NO_PERMISSION";
-    case 17:
-        return "TOPIC_NOT_EXIST";
-    case 22:
-        return "QUERY_NOT_FOUND";
-    case 1500:
-        return "GO_AWAY";
-    default:
-        return "UNKNOWN";
-    }
+    static const struct {
+        int32_t code;
+        const char *name;
+    } names[] = {{0, "SUCCESS"},          {1, "SYSTEM_ERROR"},
+                 {2, "SYSTEM_BUSY"},      {3, "REQUEST_CODE_NOT_SUPPORTED"},
+                 {16, "NO_PERMISSION"},   {17, "TOPIC_NOT_EXIST"},
+                 {22, "QUERY_NOT_FOUND"}, {1500, "GO_AWAY"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == code)
+            return names[i].name;
+    return "UNKNOWN";
 }
 
 /* ---------------------------------------------------------------- time and
@@ -448,18 +440,39 @@ err_after_obj:
     return rv;
 }
 
-/* A text table: row 0 is the header. Cells are owned copies. */
+/* A text table whose rows are sorted before printing; the optional header row
+ * stays first. Cells are owned copies. */
 struct table {
-    size_t n_cols;
+    size_t n_cols; /* at most TABLE_MAX_COLS */
     size_t n_rows;
+    size_t n_head; /* 1 when row 0 is a header */
     char **cells;
     bool oom;
 };
 
-static void table_init(struct table *t, size_t n_cols)
+#define TABLE_MAX_COLS 8
+
+static void table_add(struct table *t, const char *const *row);
+
+/* The header is n_cols strings after n_cols, or a single NULL for none. */
+static void table_init(struct table *t, size_t n_cols, ...)
 {
+    const char *head[TABLE_MAX_COLS] = {NULL};
+    va_list ap;
+
     memset(t, 0, sizeof *t);
     t->n_cols = n_cols;
+    va_start(ap, n_cols);
+    for (size_t c = 0; c < n_cols; c++) {
+        head[c] = va_arg(ap, const char *);
+        if (!head[c])
+            break;
+    }
+    va_end(ap);
+    if (head[0]) {
+        table_add(t, head);
+        t->n_head = 1;
+    }
 }
 
 static void table_close(struct table *t)
@@ -523,14 +536,14 @@ static int compare_rows(const void *a, const void *b, void *arg)
 /* Sorts the body rows (the header stays first) and prints aligned columns. */
 static int table_print(struct table *t)
 {
-    size_t width[8] = {0};
-    if (t->oom || t->n_cols > 8) {
+    size_t width[TABLE_MAX_COLS] = {0};
+    size_t n_body = t->n_rows - t->n_head;
+    if (t->oom) {
         fprintf(stderr, "raftnsctl: out of memory\n");
         return EXIT_SERVER;
     }
-    if (t->n_rows > 2)
-        qsort_r(t->cells + t->n_cols, t->n_rows - 1, t->n_cols * sizeof(char *),
-                compare_rows, &t->n_cols);
+    qsort_r(t->cells + t->n_head * t->n_cols, n_body,
+            t->n_cols * sizeof(char *), compare_rows, &t->n_cols);
     for (size_t r = 0; r < t->n_rows; r++)
         for (size_t c = 0; c < t->n_cols; c++) {
             size_t l = strlen(t->cells[r * t->n_cols + c]);
@@ -554,16 +567,13 @@ static void int_text(char *out, size_t len, const cJSON *obj, const char *key)
     snprintf(out, len, "%" PRId64, ns_json_get_int64(obj, key, 0));
 }
 
-/* Adds one row per broker id of a BrokerData; cluster NULL means "take it from
- * the data". */
-static void add_broker_rows(struct table *t, const cJSON *bd,
-                            const char *cluster)
+/* Adds one row (cluster, name, id, address) per broker id of a BrokerData. */
+static void add_broker_rows(struct table *t, const cJSON *bd)
 {
     const cJSON *addrs = cJSON_GetObjectItemCaseSensitive(bd, "brokerAddrs");
     const cJSON *a;
     const char *name = ns_json_get_string(bd, "brokerName");
-    if (!cluster)
-        cluster = ns_json_get_string(bd, "cluster");
+    const char *cluster = ns_json_get_string(bd, "cluster");
     cJSON_ArrayForEach(a, addrs)
     {
         const char *row[] = {cluster, name, a->string, cJSON_GetStringValue(a)};
@@ -573,38 +583,40 @@ static void add_broker_rows(struct table *t, const cJSON *bd,
 
 /* ---------------------------------------------------------------- commands */
 
-static int cmd_route(const struct ctl *ctl)
-{
-    const char *ext[] = {"topic", NULL, NULL};
-    struct reply r;
-    struct table brokers, queues;
-    const cJSON *item;
-    cJSON *doc;
-    int rv;
+/* Renders a parsed reply body for humans. */
+typedef int (*ns_render_fn)(const struct ctl *ctl, const cJSON *doc);
 
-    if (ctl->n_args != 2)
-        return usage_error("route takes one TOPIC", NULL);
-    ext[1] = ctl->args[1];
-    rv = call(ctl, 105, ext, NULL, 0, &r);
+/* Sends a request whose reply carries a JSON body, then prints the body as
+ * standard JSON (--json) or through render. Returns an exit status. */
+static int run_body(const struct ctl *ctl, int32_t code, const char *const *ext,
+                    ns_render_fn render)
+{
+    struct reply r;
+    cJSON *doc;
+    int rv = call(ctl, code, ext, NULL, 0, &r);
     if (rv != 0)
         return rv;
     doc = parse_body(&r);
     rv = EXIT_SERVER;
-    if (!doc)
-        goto err_after_reply;
-    if (ctl->json) {
-        rv = print_json(doc);
-        goto err_after_doc;
-    }
-    table_init(&brokers, 4);
-    table_init(&queues, 5);
-    table_add(&brokers,
-              (const char *const[]){"CLUSTER", "BROKER", "ID", "ADDRESS"});
+    if (doc)
+        rv = ctl->json ? print_json(doc) : render(ctl, doc);
+    cJSON_Delete(doc);
+    reply_close(&r);
+    return rv;
+}
+
+static int render_route(const struct ctl *ctl, const cJSON *doc)
+{
+    struct table brokers, queues;
+    const char *order = ns_json_get_string(doc, "orderTopicConf");
+    const cJSON *item;
+    int rv;
+
+    table_init(&brokers, 4, "CLUSTER", "BROKER", "ID", "ADDRESS");
+    table_init(&queues, 5, "BROKER", "READ", "WRITE", "PERM", "SYSFLAG");
     cJSON_ArrayForEach(item,
                        cJSON_GetObjectItemCaseSensitive(doc, "brokerDatas"))
-        add_broker_rows(&brokers, item, NULL);
-    table_add(&queues, (const char *const[]){"BROKER", "READ", "WRITE", "PERM",
-                                             "SYSFLAG"});
+        add_broker_rows(&brokers, item);
     cJSON_ArrayForEach(item,
                        cJSON_GetObjectItemCaseSensitive(doc, "queueDatas"))
     {
@@ -620,123 +632,67 @@ static int cmd_route(const struct ctl *ctl)
     printf("topic %s\n", ctl->args[1]);
     rv = table_print(&brokers);
     if (rv == 0) {
-        const char *order = ns_json_get_string(doc, "orderTopicConf");
         printf("\n");
         rv = table_print(&queues);
-        if (rv == 0 && order)
-            printf("\norderTopicConf %s\n", order);
     }
+    if (rv == 0 && order)
+        printf("\norderTopicConf %s\n", order);
     table_close(&queues);
     table_close(&brokers);
-err_after_doc:
-    cJSON_Delete(doc);
-err_after_reply:
-    reply_close(&r);
+    return rv;
+}
+
+static int cmd_route(const struct ctl *ctl)
+{
+    if (ctl->n_args != 2)
+        return usage_error("route takes one TOPIC", NULL);
+    return run_body(ctl, 105,
+                    (const char *const[]){"topic", ctl->args[1], NULL},
+                    render_route);
+}
+
+/* Every group of brokerAddrTable, with the cluster its BrokerData names. */
+static int render_clusters(const struct ctl *ctl, const cJSON *doc)
+{
+    struct table t;
+    const cJSON *bd;
+    int rv;
+
+    (void)ctl;
+    table_init(&t, 4, "CLUSTER", "BROKER", "ID", "ADDRESS");
+    cJSON_ArrayForEach(bd,
+                       cJSON_GetObjectItemCaseSensitive(doc, "brokerAddrTable"))
+        add_broker_rows(&t, bd);
+    rv = table_print(&t);
+    table_close(&t);
     return rv;
 }
 
 static int cmd_clusters(const struct ctl *ctl)
 {
-    struct reply r;
-    struct table t;
-    const cJSON *cluster;
-    const cJSON *brokers;
-    cJSON *doc;
-    int rv;
-
     if (ctl->n_args != 1)
         return usage_error("clusters takes no operands", NULL);
-    rv = call(ctl, 106, NULL, NULL, 0, &r);
-    if (rv != 0)
-        return rv;
-    doc = parse_body(&r);
-    rv = EXIT_SERVER;
-    if (!doc)
-        goto err_after_reply;
-    if (ctl->json) {
-        rv = print_json(doc);
-        goto err_after_doc;
-    }
-    brokers = cJSON_GetObjectItemCaseSensitive(doc, "brokerAddrTable");
-    table_init(&t, 4);
-    table_add(&t, (const char *const[]){"CLUSTER", "BROKER", "ID", "ADDRESS"});
-    /* clusterAddrTable names the groups of each cluster; a group listed nowhere
-     * still shows. */
-    cJSON_ArrayForEach(
-        cluster, cJSON_GetObjectItemCaseSensitive(doc, "clusterAddrTable"))
-    {
-        const cJSON *name;
-        cJSON_ArrayForEach(name, cluster)
-        {
-            const char *bn = cJSON_GetStringValue(name);
-            const cJSON *bd =
-                bn ? cJSON_GetObjectItemCaseSensitive(brokers, bn) : NULL;
-            if (bd)
-                add_broker_rows(&t, bd, cluster->string);
-        }
-    }
-    const cJSON *bd;
-    cJSON_ArrayForEach(bd, brokers)
-    {
-        bool listed = false;
-        cJSON_ArrayForEach(
-            cluster, cJSON_GetObjectItemCaseSensitive(doc, "clusterAddrTable"))
-        {
-            const cJSON *name;
-            cJSON_ArrayForEach(name, cluster)
-            {
-                const char *bn = cJSON_GetStringValue(name);
-                listed =
-                    listed || (bn && bd->string && strcmp(bn, bd->string) == 0);
-            }
-        }
-        if (!listed)
-            add_broker_rows(&t, bd, NULL);
-    }
+    return run_body(ctl, 106, NULL, render_clusters);
+}
+
+static int render_topics(const struct ctl *ctl, const cJSON *doc)
+{
+    struct table t;
+    const cJSON *item;
+    int rv;
+
+    (void)ctl;
+    table_init(&t, 1, NULL);
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(doc, "topicList"))
+        table_add(&t, (const char *const[]){cJSON_GetStringValue(item)});
     rv = table_print(&t);
     table_close(&t);
-err_after_doc:
-    cJSON_Delete(doc);
-err_after_reply:
-    reply_close(&r);
     return rv;
-}
-
-static int compare_strings(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Prints the string elements of an array, sorted, one per line. */
-static int print_sorted_strings(const cJSON *arr)
-{
-    int n = cJSON_GetArraySize(arr);
-    const char **v = ns_calloc(n > 0 ? (size_t)n : 1, sizeof *v);
-    const cJSON *item;
-    size_t k = 0;
-    if (!v) {
-        fprintf(stderr, "raftnsctl: out of memory\n");
-        return EXIT_SERVER;
-    }
-    cJSON_ArrayForEach(item, arr)
-    {
-        if (cJSON_IsString(item))
-            v[k++] = item->valuestring;
-    }
-    qsort(v, k, sizeof *v, compare_strings);
-    for (size_t i = 0; i < k; i++)
-        printf("%s\n", v[i]);
-    ns_free(v);
-    return 0;
 }
 
 static int cmd_topics(const struct ctl *ctl)
 {
-    const char *ext[] = {"cluster", NULL, NULL};
     const char *cluster = NULL;
-    struct reply r;
-    cJSON *doc;
-    int rv;
 
     for (size_t i = 1; i < ctl->n_args; i++) {
         if (strcmp(ctl->args[i], "--cluster") == 0 && i + 1 < ctl->n_args)
@@ -747,77 +703,58 @@ static int cmd_topics(const struct ctl *ctl)
             return usage_error("topics takes only --cluster CLUSTER",
                                ctl->args[i]);
     }
-    ext[1] = cluster;
-    rv = call(ctl, cluster ? 224 : 206, cluster ? ext : NULL, NULL, 0, &r);
-    if (rv != 0)
-        return rv;
-    doc = parse_body(&r);
-    rv = EXIT_SERVER;
-    if (doc) {
-        rv = ctl->json ? print_json(doc)
-                       : print_sorted_strings(cJSON_GetObjectItemCaseSensitive(
-                             doc, "topicList"));
-        cJSON_Delete(doc);
-    }
-    reply_close(&r);
+    if (!cluster)
+        return run_body(ctl, 206, NULL, render_topics);
+    return run_body(ctl, 224, (const char *const[]){"cluster", cluster, NULL},
+                    render_topics);
+}
+
+static int render_kv_list(const struct ctl *ctl, const cJSON *doc)
+{
+    struct table t;
+    const cJSON *kv;
+    int rv;
+
+    (void)ctl;
+    table_init(&t, 2, "KEY", "VALUE");
+    cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(doc, "table"))
+        table_add(&t,
+                  (const char *const[]){kv->string, cJSON_GetStringValue(kv)});
+    rv = table_print(&t);
+    table_close(&t);
     return rv;
 }
 
 static int cmd_kv(const struct ctl *ctl)
 {
-    const char *ext[] = {"namespace", NULL, "key", NULL, "value", NULL, NULL};
     const char *verb = ctl->n_args > 1 ? ctl->args[1] : "";
+    char *const *a = ctl->args;
     struct reply r;
     int32_t code;
-    size_t want;
     int rv;
 
-    if (strcmp(verb, "get") == 0) {
-        code = 101, want = 4;
-    } else if (strcmp(verb, "put") == 0) {
-        code = 100, want = 5;
-    } else if (strcmp(verb, "delete") == 0) {
-        code = 102, want = 4;
-    } else if (strcmp(verb, "list") == 0) {
-        code = 219, want = 3;
-    } else {
-        return usage_error("kv needs get, put, delete or list", verb);
-    }
-    if (ctl->n_args != want)
-        return usage_error("wrong number of operands for kv", verb);
-    ext[1] = ctl->args[2];
-    if (want >= 4)
-        ext[3] = ctl->args[3];
+    if (strcmp(verb, "list") == 0 && ctl->n_args == 3)
+        return run_body(ctl, 219,
+                        (const char *const[]){"namespace", a[2], NULL},
+                        render_kv_list);
+    if (strcmp(verb, "get") == 0 && ctl->n_args == 4)
+        code = 101;
+    else if (strcmp(verb, "delete") == 0 && ctl->n_args == 4)
+        code = 102;
+    else if (strcmp(verb, "put") == 0 && ctl->n_args == 5)
+        code = 100;
     else
-        ext[2] = NULL;
-    if (want == 5)
-        ext[5] = ctl->args[4];
-    else
-        ext[4] = NULL;
-    rv = call(ctl, code, ext, NULL, 0, &r);
+        return usage_error("kv needs get NS KEY, put NS KEY VALUE, delete NS "
+                           "KEY or list NS",
+                           NULL);
+    rv = call(ctl, code,
+              (const char *const[]){"namespace", a[2], "key", a[3],
+                                    code == 100 ? "value" : NULL,
+                                    code == 100 ? a[4] : NULL, NULL},
+              NULL, 0, &r);
     if (rv != 0)
         return rv;
-    if (code == 219) {
-        cJSON *doc = parse_body(&r);
-        rv = EXIT_SERVER;
-        if (doc && ctl->json) {
-            rv = print_json(doc);
-        } else if (doc) {
-            struct table t;
-            const cJSON *kv;
-            table_init(&t, 2);
-            table_add(&t, (const char *const[]){"KEY", "VALUE"});
-            cJSON_ArrayForEach(kv,
-                               cJSON_GetObjectItemCaseSensitive(doc, "table"))
-            {
-                table_add(&t, (const char *const[]){kv->string,
-                                                    cJSON_GetStringValue(kv)});
-            }
-            rv = table_print(&t);
-            table_close(&t);
-        }
-        cJSON_Delete(doc);
-    } else if (ctl->json) {
+    if (ctl->json) {
         rv = print_ext_json(&r);
     } else if (code == 101) {
         const char *value = ns_cmd_ext_find(&r.cmd, "value");
