@@ -1,0 +1,194 @@
+/* Private structures of the route module: the sorted-vector container and the
+ * tables of PROTOCOL.md §5.1 as kept here. Not a public interface: only
+ * src/route/route*.c include it. */
+#ifndef RAFTNS_ROUTE_INTERNAL_H
+#define RAFTNS_ROUTE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raftns/buf.h"
+#include "raftns/route.h"
+
+/* A vector of item pointers kept sorted by a key: O(log n) lookups,
+ * deterministic order. */
+struct svec {
+    void *
+        *items; /* owned array; the items are owned by whoever holds the svec */
+    size_t n;
+    size_t cap;
+};
+
+/* <0, 0, >0 as item's key compares to key. */
+typedef int (*svec_cmp_fn)(const void *item, const void *key);
+
+/* Position of key (found) or where it would be inserted. */
+size_t svec_search(const struct svec *v, const void *key, svec_cmp_fn cmp,
+                   bool *found);
+/* Borrowed item or NULL. */
+void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp);
+/* Inserts item (taken on success) at pos. 0 or NS_ENOMEM. */
+int svec_insert(struct svec *v, size_t pos, void *item);
+/* Removes and returns the item at pos (the caller owns it again). */
+void *svec_remove_at(struct svec *v, size_t pos);
+/* Frees the array (not the items). */
+void svec_close(struct svec *v);
+/* Items whose first member is a char * (name) compared to a const char * key.
+ */
+int svec_cmp_named(const void *item, const void *key);
+/* Items that are char * strings compared to a const char * key. */
+int svec_cmp_str(const void *item, const void *key);
+/* Inserts an owned copy of s into a sorted string set; no-op when present.
+ * *added (may be NULL) tells whether it was new. 0 or NS_ENOMEM. */
+int svec_add_str(struct svec *v, const char *s, bool *added);
+/* Removes s from a string set (freeing it); true when it was there. */
+bool svec_remove_str(struct svec *v, const char *s);
+/* Frees every string of a string set and the array. */
+void svec_close_strs(struct svec *v);
+
+struct addr_entry {
+    int64_t id;
+    char *addr; /* owned */
+};
+
+/* BrokerData: a broker group (master + slaves). */
+struct group {
+    char *name;    /* owned, first member (svec_cmp_named) */
+    char *cluster; /* owned, fixed at creation */
+    char *zone;    /* owned or NULL */
+    bool acting_master;
+    struct addr_entry *addrs; /* owned, sorted by id ascending */
+    size_t n_addrs;
+};
+
+/* A named set of strings: a clusterAddrTable entry (cluster -> broker names) or
+ * a reverse-index entry (broker name -> topics that have queue data for it). */
+struct named_set {
+    char *name;
+    struct svec items; /* owned strings */
+};
+
+/* One cached encoded TopicRouteData (per JSON flavour). */
+struct cached_route {
+    uint8_t *body; /* owned or NULL */
+    size_t len;
+    uint64_t gen;
+    bool valid;
+};
+
+/* topicQueueTable entry. Never empty: a topic without queue data is removed. */
+struct topic {
+    char *name;
+    struct svec qds; /* owned struct ns_queue_data *, by broker_name */
+    struct cached_route cache[2];
+};
+
+/* Key of brokerLiveTable and filterServerTable. */
+struct pair_key {
+    char *cluster;
+    char *addr;
+};
+
+/* brokerLiveTable entry: replicated data only (no timestamps, no connections).
+ */
+struct live {
+    struct pair_key key; /* owned strings; first member (cmp_pair) */
+    struct ns_data_version dv;
+    char *ha_addr; /* owned or NULL */
+    int64_t timeout_ms;
+};
+
+struct filter {
+    struct pair_key key;
+    char **servers; /* owned array of owned strings, n >= 1 */
+    size_t n;
+};
+
+/* topicQueueMappingInfoTable entry. */
+struct tmap {
+    char *name;        /* topic */
+    struct svec infos; /* owned struct ns_mapping_info *, by bname */
+};
+
+struct route_stats {
+    uint64_t n_encodes;
+    struct ns_buf scratch; /* zone replies of the cached path */
+};
+
+struct ns_route {
+    struct svec topics;        /* struct topic *, by name */
+    struct svec groups;        /* struct group *, by name */
+    struct svec clusters;      /* struct named_set *, by name */
+    struct svec lives;         /* struct live *, by (cluster, addr) */
+    struct svec filters;       /* struct filter *, by (cluster, addr) */
+    struct svec tmaps;         /* struct tmap *, by topic */
+    struct svec bidx;          /* struct named_set *, by broker name */
+    struct route_stats *stats; /* owned; mutable even through a const route */
+};
+
+int route_cmp_pair(const void *item, const void *key);
+int route_cmp_mapping(const void *item, const void *key);
+
+struct group *route_find_group(const struct ns_route *r, const char *name);
+struct topic *route_find_topic(const struct ns_route *r, const char *name);
+struct live *route_find_live(const struct ns_route *r, const char *cluster,
+                             const char *addr);
+struct filter *route_find_filter(const struct ns_route *r, const char *cluster,
+                                 const char *addr);
+struct named_set *route_find_bidx(const struct ns_route *r, const char *bname);
+struct tmap *route_find_tmap(const struct ns_route *r, const char *topic);
+
+/* Address of id in g (borrowed) or NULL. */
+const char *group_find_addr(const struct group *g, int64_t id);
+/* Puts id -> addr (copied). *changed (may be NULL) set when the map changed. */
+int group_put_addr(struct group *g, int64_t id, const char *addr,
+                   bool *changed);
+void group_remove_addr_at(struct group *g, size_t i);
+
+/* Creates group name in cluster (copied). Borrowed result or NULL (out of
+ * memory). */
+struct group *route_create_group(struct ns_route *r, const char *name,
+                                 const char *cluster);
+void route_remove_group(struct ns_route *r, const char *name);
+int route_add_cluster_name(struct ns_route *r, const char *cluster,
+                           const char *bname);
+void route_remove_cluster_name(struct ns_route *r, const char *cluster,
+                               const char *bname);
+
+/* Puts qd (copied) for topic, creating the topic; replaces only when different.
+ * *changed (may be NULL) tells whether anything changed. 0 or NS_ENOMEM. */
+int route_put_qd(struct ns_route *r, const char *topic,
+                 const struct ns_queue_data *qd, bool *changed);
+/* Removes bname's queue data from t, and t itself when left empty (t is then
+ * freed). */
+void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);
+/* Sets the perm of an existing queue data, invalidating the topic's cache when
+ * it changes. */
+void route_set_perm(struct topic *t, struct ns_queue_data *qd, int32_t perm);
+
+int route_put_live(struct ns_route *r, const char *cluster, const char *addr,
+                   const struct ns_data_version *dv, const char *ha_addr,
+                   int64_t timeout);
+void route_remove_live(struct ns_route *r, const char *cluster,
+                       const char *addr);
+/* Stores a copy of servers (n >= 1) for (cluster, addr). */
+int route_put_filter(struct ns_route *r, const char *cluster, const char *addr,
+                     char *const *servers, size_t n);
+void route_remove_filter(struct ns_route *r, const char *cluster,
+                         const char *addr);
+/* Merges a copy of info into
+ * topicQueueMappingInfoTable[info->topic][info->bname]. */
+int route_merge_mapping(struct ns_route *r, const struct ns_mapping_info *info);
+
+/* Cache invalidation. */
+void route_touch_topic(struct topic *t);
+void route_touch_group(struct ns_route *r, const char *bname);
+void route_touch_all(struct ns_route *r);
+
+void route_free_mapping(struct ns_mapping_info *m);
+int route_copy_mapping(const struct ns_mapping_info *src,
+                       struct ns_mapping_info **out);
+bool route_equal_str(const char *a, const char *b); /* NULL-aware */
+
+#endif

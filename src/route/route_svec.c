@@ -1,0 +1,131 @@
+/* The sorted vector of item pointers used for every route table (binary search,
+ * ordered iteration). It owns only its array; item ownership belongs to the
+ * table using it. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "route_internal.h"
+
+size_t svec_search(const struct svec *v, const void *key, svec_cmp_fn cmp,
+                   bool *found)
+{
+    size_t lo = 0;
+    size_t hi = v->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp(v->items[mid], key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    *found = false;
+    return lo;
+}
+
+void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp)
+{
+    bool found;
+    size_t pos = svec_search(v, key, cmp, &found);
+
+    return found ? v->items[pos] : NULL;
+}
+
+int svec_insert(struct svec *v, size_t pos, void *item)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4;
+        void **items = ns_realloc(v->items, cap * sizeof(*items));
+        if (items == NULL) {
+            return NS_ENOMEM;
+        }
+        v->items = items;
+        v->cap = cap;
+    }
+    memmove(&v->items[pos + 1], &v->items[pos],
+            (v->n - pos) * sizeof(*v->items));
+    v->items[pos] = item;
+    v->n++;
+    return 0;
+}
+
+void *svec_remove_at(struct svec *v, size_t pos)
+{
+    void *item = v->items[pos];
+
+    memmove(&v->items[pos], &v->items[pos + 1],
+            (v->n - pos - 1) * sizeof(*v->items));
+    v->n--;
+    return item;
+}
+
+void svec_close(struct svec *v)
+{
+    ns_free(v->items);
+    v->items = NULL;
+    v->n = 0;
+    v->cap = 0;
+}
+
+int svec_cmp_named(const void *item, const void *key)
+{
+    return strcmp(*(char *const *)item, key);
+}
+
+int svec_cmp_str(const void *item, const void *key)
+{
+    return strcmp(item, key);
+}
+
+int svec_add_str(struct svec *v, const char *s, bool *added)
+{
+    bool found;
+    size_t pos = svec_search(v, s, svec_cmp_str, &found);
+    char *copy;
+
+    if (added != NULL) {
+        *added = false;
+    }
+    if (found) {
+        return 0;
+    }
+    copy = ns_strdup(s);
+    if (copy == NULL) {
+        return NS_ENOMEM;
+    }
+    if (svec_insert(v, pos, copy) != 0) {
+        ns_free(copy);
+        return NS_ENOMEM;
+    }
+    if (added != NULL) {
+        *added = true;
+    }
+    return 0;
+}
+
+bool svec_remove_str(struct svec *v, const char *s)
+{
+    bool found;
+    size_t pos = svec_search(v, s, svec_cmp_str, &found);
+
+    if (!found) {
+        return false;
+    }
+    ns_free(svec_remove_at(v, pos));
+    return true;
+}
+
+void svec_close_strs(struct svec *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        ns_free(v->items[i]);
+    }
+    svec_close(v);
+}
