@@ -1,0 +1,716 @@
+/* The raft node: raft_uv wiring, the FSM callbacks over struct ns_state, the
+ * leader barrier (RAFT-NOTES P1), readiness, and a queue of proposals waiting
+ * for a leader. It does not know the client protocol and never changes the
+ * state except through ns_fsm_apply_bytes. */
+#include "raftns/node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+
+#define SEGMENT_SIZE (1u << 20)
+#define CONNECT_RETRY_MS 100
+#define QUEUE_TIMER_MS 100
+
+/* A per-entry FSM result, kept until the apply callback claims it or the next
+ * loop turn (in 0.15 the callback runs synchronously right after apply;
+ * followers never claim). */
+struct result_slot {
+    struct ns_apply_result res;
+    struct result_slot *next;
+    struct result_slot *prev;
+};
+
+struct proposal {
+    struct raft_apply req; /* must stay alive until the raft callback */
+    struct ns_node *node;
+    struct raft_buffer
+        buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
+    ns_node_apply_cb cb;
+    void *arg;
+    uint64_t deadline; /* uv_now while queued */
+    struct proposal *next;
+};
+
+struct barrier_req {
+    struct raft_barrier req;
+    struct ns_node *node;
+    raft_term term; /* leader barrier: the term it was issued in; 0 = a client
+                       barrier */
+    ns_node_barrier_cb cb;
+    void *arg;
+};
+
+struct ns_node {
+    uv_loop_t *loop;
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport;
+    struct raft_fsm fsm;
+    struct raft_transfer transfer;
+    struct ns_state *state; /* borrowed */
+    uint64_t id;
+    char *dir;
+    char *addr;
+    uv_check_t check;
+    uv_timer_t timer;
+    int n_open_handles;
+    int role;
+    raft_term leader_term;  /* term whose leader barrier completed, 0 = none */
+    raft_term barrier_term; /* term a leader barrier was issued for */
+    uint64_t leader_id;
+    uint64_t ready_target;
+    bool ready_target_set;
+    bool ready;
+    bool diverged;
+    bool raft_inited;
+    bool started;
+    bool stopping;
+    struct proposal *q_head;
+    struct proposal *q_tail;
+    struct result_slot *unclaimed;
+    ns_node_watch_cb watch_cb;
+    void *watch_arg;
+    ns_node_stop_cb stop_cb;
+    void *stop_arg;
+};
+
+static const char *role_name(int role)
+{
+    switch (role) {
+    case RAFT_FOLLOWER:
+        return "follower";
+    case RAFT_CANDIDATE:
+        return "candidate";
+    case RAFT_LEADER:
+        return "leader";
+    default:
+        return "unavailable";
+    }
+}
+
+/* --- FSM callbacks --- */
+
+static void unlink_slot(struct ns_node *n, struct result_slot *s)
+{
+    if (s->prev != NULL) {
+        s->prev->next = s->next;
+    } else {
+        n->unclaimed = s->next;
+    }
+    if (s->next != NULL) {
+        s->next->prev = s->prev;
+    }
+    s->next = s->prev = NULL;
+}
+
+static void free_slot(struct result_slot *s)
+{
+    ns_apply_result_close(&s->res);
+    ns_free(s);
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+                     void **result)
+{
+    struct ns_node *n = fsm->data;
+    struct result_slot *s = ns_calloc(1, sizeof *s);
+    *result = NULL;
+    if (s == NULL) {
+        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
+        abort();
+    }
+    int rv = ns_fsm_apply_bytes(n->state, buf->base, buf->len, &s->res);
+    if (rv == NS_ENOMEM) {
+        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
+        abort();
+    }
+    if (rv != 0) {
+        /* Returning non-zero would stall raft forever: skip the entry, stop
+         * serving. */
+        NS_LOG(NS_LOG_ERROR,
+               "fsm: undecodable entry (%zu bytes): %s; node diverged",
+               buf->len, ns_strerror(rv));
+        n->diverged = true;
+        free_slot(s);
+        return 0;
+    }
+    s->next = n->unclaimed;
+    if (s->next != NULL) {
+        s->next->prev = s;
+    }
+    n->unclaimed = s;
+    *result = s;
+    return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+                        unsigned *n_bufs)
+{
+    struct ns_node *n = fsm->data;
+    struct ns_buf b;
+    int rv = RAFT_NOMEM;
+    ns_buf_init(&b);
+    if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
+        goto err_after_buf;
+    }
+    *bufs = raft_malloc(sizeof **bufs);
+    if (*bufs == NULL) {
+        goto err_after_buf;
+    }
+    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
+    if ((*bufs)[0].base == NULL) {
+        raft_free(*bufs);
+        goto err_after_buf;
+    }
+    memcpy((*bufs)[0].base, b.data, b.len);
+    (*bufs)[0].len = b.len;
+    *n_bufs = 1;
+    rv = 0;
+err_after_buf:
+    ns_buf_close(&b);
+    return rv;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    struct ns_node *n = fsm->data;
+    int rv = ns_snapshot_decode(n->state, buf->base, buf->len);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",
+               ns_strerror(rv));
+        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
+    }
+    raft_free(buf->base);
+    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes", buf->len);
+    return 0;
+}
+
+/* --- proposals --- */
+
+static int map_raft_status(int status)
+{
+    switch (status) {
+    case 0:
+        return 0;
+    case RAFT_NOMEM:
+        return NS_ENOMEM;
+    case RAFT_LEADERSHIPLOST:
+    case RAFT_NOTLEADER:
+        return NS_ENOTLEADER;
+    case RAFT_SHUTDOWN:
+        return NS_ESHUTDOWN;
+    default:
+        return NS_EIO;
+    }
+}
+
+static void apply_cb(struct raft_apply *req, int status, void *result)
+{
+    struct proposal *p = req->data;
+    struct ns_node *n = p->node;
+    struct result_slot *s = result;
+    if (status == 0 && s != NULL) {
+        unlink_slot(n, s);
+        p->cb(p->arg, 0, &s->res);
+        free_slot(s);
+    } else {
+        p->cb(p->arg, status == 0 ? NS_EPROTO : map_raft_status(status), NULL);
+    }
+    ns_free(p);
+}
+
+/* Hands p to raft. Returns 0, or RAFT_NOTLEADER (p still ours, buffer kept), or
+ * another raft error (p still ours). */
+static int submit(struct ns_node *n, struct proposal *p)
+{
+    p->req.data = p;
+    return raft_apply(&n->raft, &p->req, &p->buf, 1, apply_cb);
+}
+
+static void fail_proposal(struct proposal *p, int status)
+{
+    raft_free(p->buf.base);
+    p->cb(p->arg, status, NULL);
+    ns_free(p);
+}
+
+static void enqueue(struct ns_node *n, struct proposal *p)
+{
+    p->next = NULL;
+    if (n->q_tail != NULL) {
+        n->q_tail->next = p;
+    } else {
+        n->q_head = p;
+    }
+    n->q_tail = p;
+}
+
+static struct proposal *dequeue(struct ns_node *n)
+{
+    struct proposal *p = n->q_head;
+    if (p != NULL) {
+        n->q_head = p->next;
+        if (n->q_head == NULL) {
+            n->q_tail = NULL;
+        }
+        p->next = NULL;
+    }
+    return p;
+}
+
+static void flush_queue(struct ns_node *n)
+{
+    while (n->q_head != NULL && ns_node_is_leader(n)) {
+        struct proposal *p = n->q_head;
+        int rv = submit(n, p);
+        if (rv == RAFT_NOTLEADER) {
+            return;
+        }
+        dequeue(n);
+        if (rv != 0) {
+            fail_proposal(p, map_raft_status(rv));
+        }
+    }
+}
+
+static void expire_queue(struct ns_node *n, int status, bool all)
+{
+    uint64_t now = uv_now(n->loop);
+    struct proposal **pp = &n->q_head;
+    n->q_tail = NULL;
+    while (*pp != NULL) {
+        struct proposal *p = *pp;
+        if (all || p->deadline <= now) {
+            *pp = p->next;
+            fail_proposal(p, status);
+        } else {
+            n->q_tail = p;
+            pp = &p->next;
+        }
+    }
+}
+
+int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
+                    ns_node_apply_cb cb, void *arg)
+{
+    if (n->stopping) {
+        return NS_ESHUTDOWN;
+    }
+    struct proposal *p = ns_calloc(1, sizeof *p);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    p->buf.base = raft_malloc(len > 0 ? len : 1);
+    if (p->buf.base == NULL) {
+        ns_free(p);
+        return NS_ENOMEM;
+    }
+    memcpy(p->buf.base, bytes, len);
+    p->buf.len = len;
+    p->node = n;
+    p->cb = cb;
+    p->arg = arg;
+    p->deadline = uv_now(n->loop) + NS_NODE_WRITE_WAIT_MS;
+    if (ns_node_is_leader(n) && n->q_head == NULL) {
+        int rv = submit(n, p);
+        if (rv == 0) {
+            return 0;
+        }
+        if (rv != RAFT_NOTLEADER) {
+            raft_free(p->buf.base);
+            ns_free(p);
+            return map_raft_status(rv) == NS_ENOMEM ? NS_ENOMEM : NS_ESHUTDOWN;
+        }
+    }
+    enqueue(n, p);
+    return 0;
+}
+
+/* --- barriers --- */
+
+static void barrier_cb(struct raft_barrier *req, int status)
+{
+    struct barrier_req *b = req->data;
+    struct ns_node *n = b->node;
+    if (b->cb != NULL) {
+        b->cb(b->arg, map_raft_status(status));
+    } else if (status == 0 && b->term == n->raft.current_term &&
+               raft_state(&n->raft) == RAFT_LEADER) {
+        n->leader_term = b->term;
+        NS_LOG(NS_LOG_INFO,
+               "node: leader barrier applied (term %llu); accepting writes",
+               (unsigned long long)b->term);
+        flush_queue(n);
+        if (n->watch_cb != NULL) {
+            n->watch_cb(n->watch_arg);
+        }
+    } else if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "node: leader barrier failed: %s",
+               raft_strerror(status));
+    }
+    ns_free(b);
+}
+
+int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg)
+{
+    if (n->stopping) {
+        return NS_ESHUTDOWN;
+    }
+    struct barrier_req *b = ns_calloc(1, sizeof *b);
+    if (b == NULL) {
+        return NS_ENOMEM;
+    }
+    b->node = n;
+    b->cb = cb;
+    b->arg = arg;
+    b->req.data = b;
+    int rv = raft_barrier(&n->raft, &b->req, barrier_cb);
+    if (rv != 0) {
+        ns_free(b);
+        return map_raft_status(rv);
+    }
+    return 0;
+}
+
+static void issue_leader_barrier(struct ns_node *n)
+{
+    struct barrier_req *b = ns_calloc(1, sizeof *b);
+    if (b == NULL) {
+        NS_LOG(NS_LOG_ERROR, "node: out of memory for the leader barrier");
+        return;
+    }
+    b->node = n;
+    b->term = n->raft.current_term;
+    b->req.data = b;
+    int rv = raft_barrier(&n->raft, &b->req, barrier_cb);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "node: leader barrier not issued: %s",
+               raft_strerror(rv));
+        ns_free(b);
+        return;
+    }
+    n->barrier_term = b->term;
+}
+
+/* --- role watcher (0.15 has no state callback: RAFT-NOTES P12) --- */
+
+static void check_cb(uv_check_t *h)
+{
+    struct ns_node *n = h->data;
+    bool changed = false;
+    while (n->unclaimed != NULL) {
+        struct result_slot *s = n->unclaimed;
+        unlink_slot(n, s);
+        free_slot(s);
+    }
+    if (!n->started || n->stopping) {
+        return;
+    }
+    int role = raft_state(&n->raft);
+    raft_id leader_id = 0;
+    const char *leader_addr = NULL;
+    raft_leader(&n->raft, &leader_id, &leader_addr);
+    if (role != n->role || leader_id != n->leader_id) {
+        NS_LOG(NS_LOG_INFO, "node: role %s, leader %llu (%s), term %llu",
+               role_name(role), (unsigned long long)leader_id,
+               leader_addr != NULL ? leader_addr : "none",
+               (unsigned long long)n->raft.current_term);
+        n->role = role;
+        n->leader_id = leader_id;
+        changed = true;
+    }
+    if (role == RAFT_LEADER && n->barrier_term != n->raft.current_term) {
+        issue_leader_barrier(n);
+    }
+    if (!n->ready && leader_id != 0) {
+        if (!n->ready_target_set) {
+            n->ready_target = n->raft.commit_index;
+            n->ready_target_set = true;
+        }
+        if (raft_last_applied(&n->raft) >= n->ready_target) {
+            n->ready = true;
+            NS_LOG(NS_LOG_INFO, "node: ready (applied %llu)",
+                   (unsigned long long)raft_last_applied(&n->raft));
+            changed = true;
+        }
+    }
+    flush_queue(n);
+    if (changed && n->watch_cb != NULL) {
+        n->watch_cb(n->watch_arg);
+    }
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    struct ns_node *n = t->data;
+    expire_queue(n, NS_ETIMEDOUT, false);
+}
+
+/* --- life cycle --- */
+
+static int make_dirs(const char *path)
+{
+    char *tmp = ns_strdup(path);
+    int rv = 0;
+    if (tmp == NULL) {
+        return NS_ENOMEM;
+    }
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+                NS_LOG(NS_LOG_ERROR, "node: cannot create data dir %s: %s", tmp,
+                       strerror(errno));
+                rv = NS_EIO;
+                break;
+            }
+            *p = c;
+            if (c == '\0') {
+                break;
+            }
+        }
+    }
+    ns_free(tmp);
+    return rv;
+}
+
+static int bootstrap(struct ns_node *n)
+{
+    struct raft_configuration conf;
+    raft_configuration_init(&conf);
+    int rv = raft_configuration_add(&conf, n->id, n->addr, RAFT_VOTER);
+    if (rv == 0) {
+        rv = raft_bootstrap(&n->raft, &conf);
+        if (rv == RAFT_CANTBOOTSTRAP) {
+            rv = 0; /* not pristine: a restart */
+        } else if (rv == 0) {
+            NS_LOG(NS_LOG_INFO, "node: bootstrapped as the only voter");
+        }
+    }
+    raft_configuration_close(&conf);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "node: bootstrap failed: %s (%s)",
+               raft_strerror(rv), raft_errmsg(&n->raft));
+        return NS_EIO;
+    }
+    return 0;
+}
+
+int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
+                   struct ns_state *state, struct ns_node **out)
+{
+    int rv = NS_ENOMEM;
+    struct ns_node *n = ns_calloc(1, sizeof *n);
+    if (n == NULL) {
+        return NS_ENOMEM;
+    }
+    n->loop = loop;
+    n->state = state;
+    n->id = cfg->id;
+    n->role = RAFT_UNAVAILABLE;
+    n->dir = ns_strdup(cfg->data_dir);
+    n->addr = ns_strdup(cfg->raft_addr);
+    if (n->dir == NULL || n->addr == NULL) {
+        goto err_after_node;
+    }
+    rv = make_dirs(n->dir);
+    if (rv != 0) {
+        goto err_after_node;
+    }
+    rv = NS_EIO;
+    int rrv = raft_uv_tcp_init(&n->transport, loop);
+    if (rrv != 0) {
+        NS_LOG(NS_LOG_ERROR, "node: transport init failed: %s",
+               raft_strerror(rrv));
+        goto err_after_node;
+    }
+    rrv = raft_uv_init(&n->io, loop, n->dir, &n->transport);
+    if (rrv != 0) {
+        NS_LOG(NS_LOG_ERROR, "node: raft_uv_init(%s) failed: %s", n->dir,
+               raft_strerror(rrv));
+        goto err_after_transport;
+    }
+    raft_uv_set_segment_size(&n->io, SEGMENT_SIZE);
+    raft_uv_set_connect_retry_delay(&n->io, CONNECT_RETRY_MS);
+    n->fsm.version = 1;
+    n->fsm.data = n;
+    n->fsm.apply = fsm_apply;
+    n->fsm.snapshot = fsm_snapshot;
+    n->fsm.restore = fsm_restore;
+    rrv = raft_init(&n->raft, &n->io, &n->fsm, n->id, n->addr);
+    if (rrv != 0) {
+        NS_LOG(NS_LOG_ERROR, "node: raft_init failed: %s (%s)",
+               raft_strerror(rrv), raft_errmsg(&n->raft));
+        goto err_after_io;
+    }
+    n->raft_inited = true;
+    raft_set_election_timeout(
+        &n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
+    raft_set_heartbeat_timeout(&n->raft,
+                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 100);
+    raft_set_snapshot_threshold(
+        &n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
+    raft_set_snapshot_trailing(
+        &n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
+    raft_set_pre_vote(&n->raft, true);
+    rv = bootstrap(n);
+    if (rv != 0) {
+        goto err_after_io; /* raft_close is asynchronous; the caller stops the
+                              node */
+    }
+    uv_check_init(loop, &n->check);
+    n->check.data = n;
+    uv_timer_init(loop, &n->timer);
+    n->timer.data = n;
+    n->n_open_handles = 2;
+    *out = n;
+    return 0;
+
+err_after_io:
+    if (n->raft_inited) {
+        /* raft_init succeeded: the node must be stopped asynchronously. */
+        *out = n;
+        n->started = false;
+        uv_check_init(loop, &n->check);
+        n->check.data = n;
+        uv_timer_init(loop, &n->timer);
+        n->timer.data = n;
+        n->n_open_handles = 2;
+        return rv;
+    }
+    raft_uv_close(&n->io);
+err_after_transport:
+    raft_uv_tcp_close(&n->transport);
+err_after_node:
+    ns_free(n->dir);
+    ns_free(n->addr);
+    ns_free(n);
+    *out = NULL;
+    return rv;
+}
+
+int ns_node_start(struct ns_node *n)
+{
+    int rv = raft_start(&n->raft);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "node: raft_start failed: %s (%s)",
+               raft_strerror(rv), raft_errmsg(&n->raft));
+        return NS_EIO;
+    }
+    n->started = true;
+    uv_check_start(&n->check, check_cb);
+    uv_timer_start(&n->timer, timer_cb, QUEUE_TIMER_MS, QUEUE_TIMER_MS);
+    NS_LOG(NS_LOG_INFO, "node: raft started on %s, data dir %s", n->addr,
+           n->dir);
+    return 0;
+}
+
+void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg)
+{
+    n->watch_cb = cb;
+    n->watch_arg = arg;
+}
+
+bool ns_node_is_leader(const struct ns_node *n)
+{
+    struct raft *r = (struct raft *)&n->raft;
+    return n->started && !n->stopping && raft_state(r) == RAFT_LEADER &&
+           n->leader_term == r->current_term;
+}
+
+bool ns_node_is_ready(const struct ns_node *n)
+{
+    return n->ready && !n->stopping;
+}
+
+bool ns_node_is_diverged(const struct ns_node *n)
+{
+    return n->diverged;
+}
+
+uint64_t ns_node_leader_id(const struct ns_node *n)
+{
+    return n->leader_id;
+}
+
+uint64_t ns_node_last_applied(const struct ns_node *n)
+{
+    return raft_last_applied((struct raft *)&n->raft);
+}
+
+static void handle_closed_cb(uv_handle_t *h)
+{
+    struct ns_node *n = h->data;
+    if (--n->n_open_handles == 0 && n->stop_cb != NULL) {
+        n->stop_cb(n->stop_arg);
+    }
+}
+
+static void raft_closed_cb(struct raft *r)
+{
+    struct ns_node *n = r->data;
+    raft_uv_close(&n->io);
+    raft_uv_tcp_close(&n->transport);
+    n->raft_inited = false;
+    NS_LOG(NS_LOG_INFO, "node: raft closed");
+    uv_close((uv_handle_t *)&n->check, handle_closed_cb);
+    uv_close((uv_handle_t *)&n->timer, handle_closed_cb);
+}
+
+static void close_raft(struct ns_node *n)
+{
+    while (n->unclaimed != NULL) {
+        struct result_slot *s = n->unclaimed;
+        unlink_slot(n, s);
+        free_slot(s);
+    }
+    n->raft.data = n;
+    raft_close(&n->raft, raft_closed_cb);
+}
+
+static void transfer_cb(struct raft_transfer *req)
+{
+    struct ns_node *n = req->data;
+    close_raft(n);
+}
+
+void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
+{
+    if (n->stopping) {
+        return;
+    }
+    n->stopping = true;
+    n->stop_cb = cb;
+    n->stop_arg = arg;
+    expire_queue(n, NS_ESHUTDOWN, true);
+    uv_check_stop(&n->check);
+    uv_timer_stop(&n->timer);
+    if (n->started && raft_state(&n->raft) == RAFT_LEADER) {
+        n->transfer.data = n;
+        if (raft_transfer(&n->raft, &n->transfer, 0, transfer_cb) == 0) {
+            return; /* single voter: usually RAFT_NOTFOUND, closing at once */
+        }
+    }
+    close_raft(n);
+}
+
+void ns_node_destroy(struct ns_node *n)
+{
+    if (n == NULL) {
+        return;
+    }
+    ns_free(n->dir);
+    ns_free(n->addr);
+    ns_free(n);
+}

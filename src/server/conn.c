@@ -1,0 +1,347 @@
+/* Client connections: accept, read and cut frames, queue encoded replies and
+ * flush them once per loop turn, flow control, idle close. One allocation per
+ * connection (the uv_tcp_t is embedded), freed only in the close callback.
+ * Request meaning lives in dispatch.c. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "server_int.h"
+
+static void list_unlink(struct ns_server *srv, struct ns_conn *c)
+{
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        srv->conn_head = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    } else {
+        srv->conn_tail = c->prev;
+    }
+    c->prev = c->next = NULL;
+}
+
+static void list_append(struct ns_server *srv, struct ns_conn *c)
+{
+    c->prev = srv->conn_tail;
+    c->next = NULL;
+    if (srv->conn_tail != NULL) {
+        srv->conn_tail->next = c;
+    } else {
+        srv->conn_head = c;
+    }
+    srv->conn_tail = c;
+}
+
+/* Moves c to the most-recently-active end, so the idle sweep reads from the
+ * head only. */
+static void mark_active(struct ns_conn *c)
+{
+    c->last_active = uv_now(c->srv->loop);
+    if (!c->closing && c->srv->conn_tail != c) {
+        list_unlink(c->srv, c);
+        list_append(c->srv, c);
+    }
+}
+
+static void closed_cb(uv_handle_t *h)
+{
+    struct ns_conn *c = (struct ns_conn *)h;
+    ns_buf_close(&c->rbuf);
+    ns_buf_close(&c->out);
+    ns_free(c->wdata);
+    ns_free(c);
+}
+
+void ns_conn_close(struct ns_conn *c, const char *reason)
+{
+    struct ns_server *srv = c->srv;
+    if (c->closing) {
+        return;
+    }
+    c->closing = true;
+    if (reason != NULL) {
+        NS_LOG(NS_LOG_INFO, "conn %llu %s: closing: %s",
+               (unsigned long long)c->id, c->peer, reason);
+    }
+    list_unlink(srv, c);
+    srv->n_conns--;
+    ns_pending_detach_all(c);
+    ns_liveness_conn_closed(srv, c);
+    if (c->dirty) {
+        struct ns_conn **pp = &srv->dirty;
+        while (*pp != c) {
+            pp = &(*pp)->dirty_next;
+        }
+        *pp = c->dirty_next;
+        c->dirty = false;
+    }
+    uv_close((uv_handle_t *)&c->tcp, closed_cb);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct ns_conn *c = (struct ns_conn *)h;
+    (void)suggested;
+    /* One shared chunk: libuv calls read_cb right after alloc_cb on this
+     * thread, and the bytes are consumed or copied to the connection before the
+     * next alloc. */
+    buf->base = (char *)c->srv->scratch;
+    buf->len = sizeof c->srv->scratch;
+}
+
+/* Cuts and dispatches whole frames from p[0..len). Returns bytes consumed, or
+ * -1 when the connection was closed. */
+static long process(struct ns_conn *c, const uint8_t *p, size_t len)
+{
+    size_t off = 0;
+    while (!c->closing && !c->paused) {
+        size_t frame_len = 0;
+        int rv = ns_frame_check(p + off, len - off, NS_FRAME_MAX, &frame_len);
+        if (rv == NS_EAGAIN) {
+            break;
+        }
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "conn %llu %s: bad frame: %s",
+                   (unsigned long long)c->id, c->peer,
+                   rv == NS_ETOOBIG ? "frame over 16 MiB" : ns_strerror(rv));
+            ns_conn_close(c, NULL);
+            return -1;
+        }
+        struct ns_cmd cmd;
+        rv = ns_cmd_decode(p + off, frame_len, &cmd);
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "conn %llu %s: bad frame: header: %s",
+                   (unsigned long long)c->id, c->peer, ns_strerror(rv));
+            ns_conn_close(c, NULL);
+            return -1;
+        }
+        rv = ns_dispatch(c->srv, c, &cmd);
+        ns_cmd_close(&cmd);
+        off += frame_len;
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "conn %llu %s: request failed: %s",
+                   (unsigned long long)c->id, c->peer, ns_strerror(rv));
+            ns_conn_close(c, NULL);
+            return -1;
+        }
+    }
+    return c->closing ? -1 : (long)off;
+}
+
+/* Processes what is buffered (after a pause ends, or new bytes arrived). */
+static void drain_rbuf(struct ns_conn *c)
+{
+    long used = process(c, c->rbuf.data, c->rbuf.len);
+    if (used < 0) {
+        return;
+    }
+    if ((size_t)used == c->rbuf.len) {
+        ns_buf_reset(&c->rbuf);
+    } else if (used > 0) {
+        memmove(c->rbuf.data, c->rbuf.data + used, c->rbuf.len - (size_t)used);
+        c->rbuf.len -= (size_t)used;
+    }
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct ns_conn *c = (struct ns_conn *)s;
+    if (nread == 0 || c->closing) {
+        return;
+    }
+    if (nread < 0) {
+        ns_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    const uint8_t *p = (const uint8_t *)buf->base;
+    size_t n = (size_t)nread;
+    if (!c->got_bytes) {
+        c->got_bytes = true;
+        if (p[0] == 0x16) {
+            NS_LOG(NS_LOG_WARN,
+                   "conn %llu %s: TLS handshake on a plaintext port",
+                   (unsigned long long)c->id, c->peer);
+            ns_conn_close(c, NULL);
+            return;
+        }
+    }
+    mark_active(c);
+    if (c->rbuf.len == 0 && !c->paused) {
+        long used = process(c, p, n);
+        if (used < 0) {
+            return;
+        }
+        p += used;
+        n -= (size_t)used;
+        if (n == 0) {
+            return;
+        }
+    }
+    /* Keep the rest (a partial frame or bytes read while paused): grows with
+     * bytes actually received only. */
+    if (ns_buf_append(&c->rbuf, p, n) != 0) {
+        ns_conn_close(c, "out of memory buffering input");
+        return;
+    }
+    if (!c->paused) {
+        drain_rbuf(c);
+    }
+}
+
+static void write_cb(uv_write_t *w, int status)
+{
+    struct ns_conn *c = w->data;
+    ns_free(c->wdata);
+    c->wdata = NULL;
+    c->wlen = 0;
+    c->writing = false;
+    if (c->closing) {
+        return;
+    }
+    if (status != 0) {
+        ns_conn_close(c, uv_strerror(status));
+        return;
+    }
+    mark_active(c);
+    if (c->out.len > 0 && !c->dirty) {
+        c->dirty = true;
+        c->dirty_next = c->srv->dirty;
+        c->srv->dirty = c;
+    }
+    ns_conn_update_flow(c);
+}
+
+static void flush_one(struct ns_conn *c)
+{
+    if (c->closing || c->writing || c->out.len == 0) {
+        return;
+    }
+    size_t len = 0;
+    c->wdata = ns_buf_take(&c->out, &len);
+    c->wlen = len;
+    uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
+    c->wreq.data = c;
+    int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+    if (rv != 0) {
+        ns_conn_close(c, uv_strerror(rv));
+        return;
+    }
+    c->writing = true;
+}
+
+void ns_conn_flush_all(struct ns_server *srv)
+{
+    struct ns_conn *c = srv->dirty;
+    srv->dirty = NULL;
+    while (c != NULL) {
+        struct ns_conn *next = c->dirty_next;
+        c->dirty = false;
+        c->dirty_next = NULL;
+        flush_one(c);
+        c = next;
+    }
+}
+
+int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
+{
+    if (c->closing) {
+        return 0;
+    }
+    if (c->out.len + c->wlen + frame->len > NS_CONN_OUT_MAX) {
+        ns_conn_close(c, "unflushed output over the limit (peer not reading)");
+        return NS_ETOOBIG;
+    }
+    if (ns_buf_append(&c->out, frame->data, frame->len) != 0) {
+        ns_conn_close(c, "out of memory queueing a reply");
+        return NS_ENOMEM;
+    }
+    if (!c->dirty) {
+        c->dirty = true;
+        c->dirty_next = c->srv->dirty;
+        c->srv->dirty = c;
+    }
+    ns_conn_update_flow(c);
+    return 0;
+}
+
+void ns_conn_update_flow(struct ns_conn *c)
+{
+    if (c->closing) {
+        return;
+    }
+    bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT ||
+                c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
+    if (over && !c->paused) {
+        c->paused = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    } else if (!over && c->paused && c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
+               c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
+        c->paused = false;
+        drain_rbuf(c);
+        if (!c->closing && !c->paused) {
+            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        }
+    }
+}
+
+static void describe_peer(struct ns_conn *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    char ip[48] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            uv_ip4_name(in, ip, sizeof ip);
+            port = ntohs(in->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            uv_ip6_name(in6, ip, sizeof ip);
+            port = ntohs(in6->sin6_port);
+        }
+    }
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+}
+
+void ns_conn_accept(struct ns_server *srv)
+{
+    struct ns_conn *c = ns_calloc(1, sizeof *c);
+    if (c == NULL) {
+        NS_LOG(NS_LOG_ERROR, "accept: out of memory");
+        return;
+    }
+    c->srv = srv;
+    uv_tcp_init(srv->loop, &c->tcp);
+    c->id = ++srv->next_conn_id;
+    ns_buf_init(&c->rbuf);
+    ns_buf_init(&c->out);
+    list_append(srv, c);
+    srv->n_conns++;
+    int rv = uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp);
+    if (rv == 0) {
+        uv_tcp_nodelay(&c->tcp, 1);
+        describe_peer(c);
+        rv = uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
+    if (rv != 0) {
+        ns_conn_close(c, uv_strerror(rv));
+        return;
+    }
+    c->last_active = uv_now(srv->loop);
+    NS_LOG(NS_LOG_DEBUG, "conn %llu %s: accepted", (unsigned long long)c->id,
+           c->peer);
+}
+
+void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms)
+{
+    uint64_t now = uv_now(srv->loop);
+    while (srv->conn_head != NULL &&
+           srv->conn_head->last_active + idle_ms <= now) {
+        ns_conn_close(srv->conn_head, "idle");
+    }
+}

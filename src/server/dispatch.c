@@ -1,0 +1,95 @@
+/* Request dispatch: a table from request code to handler and flags, and the
+ * generic checks that run before any handler (responses dropped, unknown codes,
+ * readiness, divergence). Handlers live in handle_*.c; nothing here knows a
+ * request's fields. */
+#include <stdio.h>
+
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "server_int.h"
+
+enum {
+    F_READ = 1 << 0,    /* served from local state: needs a ready node */
+    F_MUTATE = 1 << 1,  /* proposes a command */
+    F_LIVENESS = 1 << 2 /* only refreshes liveness, answers from local state */
+};
+
+struct handler {
+    int32_t code;
+    int (*fn)(struct ns_req *req);
+    unsigned flags;
+};
+
+static const struct handler handlers[] = {
+    {100, ns_handle_put_kv, F_MUTATE},
+    {101, ns_handle_get_kv, F_READ},
+    {102, ns_handle_delete_kv, F_MUTATE},
+    {103, ns_handle_register_broker, F_MUTATE},
+    {104, ns_handle_unregister_broker, F_MUTATE},
+    {105, ns_handle_route, F_READ},
+    {106, ns_handle_cluster_info, F_READ},
+    {205, ns_handle_wipe_write_perm, F_MUTATE},
+    {206, ns_handle_all_topics, F_READ},
+    {216, ns_handle_delete_topic, F_MUTATE},
+    {217, ns_handle_register_topic, F_MUTATE},
+    {219, ns_handle_kvlist, F_READ},
+    {224, ns_handle_topics_by_cluster, F_READ},
+    {304, ns_handle_system_topics, F_READ},
+    {311, ns_handle_unit_topics, F_READ},
+    {312, ns_handle_unit_sub_topics, F_READ},
+    {313, ns_handle_unit_sub_ununit_topics, F_READ},
+    {318, ns_handle_update_config, F_MUTATE},
+    {319, ns_handle_get_config, F_READ},
+    {322, ns_handle_query_data_version, F_READ | F_LIVENESS},
+    {327, ns_handle_add_write_perm, F_MUTATE},
+    {901, ns_handle_member_group, F_READ},
+    {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS},
+};
+
+static const struct handler *find_handler(int32_t code)
+{
+    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++) {
+        if (handlers[i].code == code) {
+            return &handlers[i];
+        }
+    }
+    return NULL;
+}
+
+int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
+                const struct ns_cmd *cmd)
+{
+    struct ns_req req = {.srv = srv, .conn = conn, .cmd = cmd};
+    req.to.conn = conn;
+    req.to.opaque = cmd->opaque;
+    req.to.req_code = cmd->code;
+    req.to.req_version = cmd->version;
+    req.to.ser = cmd->ser;
+    req.to.oneway = (cmd->flag & NS_FLAG_ONEWAY) != 0;
+
+    if (cmd->flag & NS_FLAG_RESPONSE) {
+        NS_LOG(NS_LOG_INFO,
+               "conn %llu %s: unexpected response code %d opaque %d dropped",
+               (unsigned long long)conn->id, conn->peer, (int)cmd->code,
+               (int)cmd->opaque);
+        return 0;
+    }
+    const struct handler *h = find_handler(cmd->code);
+    if (h == NULL) {
+        char remark[64];
+        snprintf(remark, sizeof remark, " request type %d not supported",
+                 (int)cmd->code);
+        return ns_reply_simple(&req.to, 3, remark);
+    }
+    if (ns_node_is_diverged(srv->node)) {
+        return ns_reply_simple(&req.to, 1,
+                               "not ready: this node's state diverged");
+    }
+    if ((h->flags & F_READ) && !ns_node_is_ready(srv->node)) {
+        return ns_reply_simple(&req.to, 1, "not ready");
+    }
+    NS_LOG(NS_LOG_DEBUG, "conn %llu %s: request code %d opaque %d",
+           (unsigned long long)conn->id, conn->peer, (int)cmd->code,
+           (int)cmd->opaque);
+    return h->fn(&req);
+}

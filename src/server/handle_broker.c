@@ -1,0 +1,296 @@
+/* Handlers of the broker codes: 103 REGISTER_BROKER (validation, the heartbeat
+ * short-cut, proposal), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
+ * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
+ * liveness in liveness.c. */
+#include <string.h>
+
+#include <zlib.h>
+
+#include "raftns/alloc.h"
+#include "raftns/config.h"
+#include "raftns/err.h"
+#include "raftns/kv.h"
+#include "raftns/log.h"
+#include "raftns/route.h"
+#include "server_int.h"
+
+static const char *ext_or_empty(const struct ns_cmd *cmd, const char *key)
+{
+    const char *v = ns_cmd_ext_find(cmd, key);
+    return v != NULL ? v : "";
+}
+
+/* Appends the ORDER_TOPIC_CONFIG KVTable when it exists and the setting allows
+ * it. */
+static int add_order_body(struct ns_server *srv, struct ns_buf *body)
+{
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    if (!st->return_order_topic_config_to_broker ||
+        !ns_kv_has_namespace(srv->state->kv, NS_KV_ORDER_TOPIC_CONFIG)) {
+        return 0;
+    }
+    int rv =
+        ns_kv_encode_namespace(srv->state->kv, NS_KV_ORDER_TOPIC_CONFIG, body);
+    return rv != 0 ? rv : body->err;
+}
+
+/* SUCCESS with extFields ({} or master/ha) and the order-config body. */
+static int reply_registered(struct ns_server *srv, const struct ns_reply_to *to,
+                            const char *master_addr, const char *ha_addr)
+{
+    struct ns_cmd reply;
+    struct ns_buf body;
+    int rv = NS_ENOMEM;
+    ns_reply_init(&reply, to, 0);
+    ns_buf_init(&body);
+    reply.has_ext = true;
+    if (ha_addr != NULL &&
+        ns_cmd_ext_set(&reply, "haServerAddr", ha_addr) != 0) {
+        goto err;
+    }
+    if (master_addr != NULL &&
+        ns_cmd_ext_set(&reply, "masterAddr", master_addr) != 0) {
+        goto err;
+    }
+    if (add_order_body(srv, &body) != 0) {
+        goto err;
+    }
+    reply.body = body.data;
+    reply.body_len = body.len;
+    rv = ns_reply_send(to, &reply);
+    ns_buf_close(&body);
+    return rv;
+err:
+    ns_cmd_close(&reply);
+    ns_buf_close(&body);
+    return rv;
+}
+
+static int reply_error_ext(const struct ns_reply_to *to, const char *remark)
+{
+    struct ns_cmd reply;
+    ns_reply_init(&reply, to, 1);
+    reply.has_ext = true;
+    if (ns_cmd_set_remark(&reply, remark) != 0) {
+        ns_cmd_close(&reply);
+        return NS_ENOMEM;
+    }
+    return ns_reply_send(to, &reply);
+}
+
+static void register_done(struct ns_pending *p, int status,
+                          const struct ns_apply_result *res)
+{
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    const struct ns_register_result *r = &res->reg;
+    if (r->status == NS_REGISTER_FAILED) {
+        reply_error_ext(&p->to, "register broker failed");
+        return;
+    }
+    if (r->status == NS_REGISTER_OK) {
+        ns_liveness_register(&p->srv->live, p->cluster, p->addr,
+                             uv_now(p->srv->loop), (uint64_t)p->timeout_ms,
+                             p->to.conn);
+    }
+    reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
+}
+
+static int check_crc(const struct ns_cmd *cmd)
+{
+    int64_t want = 0;
+    ns_ext_int64(cmd, "bodyCrc32", &want);
+    if (want == 0) {
+        return 0;
+    }
+    uLong crc = crc32(0L, Z_NULL, 0);
+    if (cmd->body_len > 0) {
+        crc = crc32(crc, cmd->body, (uInt)cmd->body_len);
+    }
+    return ((int64_t)(crc & 0x7FFFFFFF) == want) ? 0 : -1;
+}
+
+static int fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
+{
+    reg->cluster = ns_strdup(ext_or_empty(cmd, "clusterName"));
+    reg->broker_name = ns_strdup(ext_or_empty(cmd, "brokerName"));
+    reg->broker_addr = ns_strdup(ext_or_empty(cmd, "brokerAddr"));
+    const char *ha = ns_cmd_ext_find(cmd, "haServerAddr");
+    const char *zone = ns_cmd_ext_find(cmd, "__ZONE_NAME");
+    reg->ha_addr = ha != NULL ? ns_strdup(ha) : NULL;
+    reg->zone = zone != NULL ? ns_strdup(zone) : NULL;
+    if (reg->cluster == NULL || reg->broker_name == NULL ||
+        reg->broker_addr == NULL || (ha != NULL && reg->ha_addr == NULL) ||
+        (zone != NULL && reg->zone == NULL)) {
+        return NS_ENOMEM;
+    }
+    reg->broker_id = 0;
+    ns_ext_int64(cmd, "brokerId", &reg->broker_id);
+    reg->heartbeat_timeout_ms = NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    ns_ext_int64(cmd, "heartbeatTimeoutMillis", &reg->heartbeat_timeout_ms);
+    if (reg->heartbeat_timeout_ms <= 0) {
+        reg->heartbeat_timeout_ms = NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    }
+    bool acting = false;
+    ns_ext_bool(cmd, "enableActingMaster", &acting);
+    /* Absent = an "old" (4.9.x) broker. */
+    reg->acting_master = ns_cmd_ext_find(cmd, "enableActingMaster") == NULL ? -1
+                         : acting                                           ? 1
+                                                                            : 0;
+    return 0;
+}
+
+int ns_handle_register_broker(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    const struct ns_cmd *cmd = req->cmd;
+    if (check_crc(cmd) != 0) {
+        return reply_error_ext(&req->to, "crc32 not match");
+    }
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_REGISTER_BROKER);
+    ns_register_init(&c.u.reg);
+    c.leader_time_ms = ns_wall_ms();
+    struct ns_register *reg = &c.u.reg;
+    int rv = fill_header(cmd, reg);
+    if (rv != 0) {
+        goto out;
+    }
+    bool compressed = false;
+    ns_ext_bool(cmd, "compressed", &compressed);
+    char errmsg[256] = "";
+    rv = ns_register_decode_body(reg, cmd->version, compressed, cmd->body,
+                                 cmd->body_len, c.leader_time_ms, errmsg,
+                                 sizeof errmsg);
+    if (rv == NS_EPROTO) {
+        rv = reply_error_ext(
+            &req->to, errmsg[0] ? errmsg : "register body decode failed");
+        goto out;
+    }
+    if (rv != 0) {
+        goto out;
+    }
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    /* Heartbeat short-cut: a master's unchanged re-registration only refreshes
+     * liveness. (A slave's reply needs its master's addresses, computed by the
+     * FSM.) */
+    if (reg->broker_id == 0 && ns_route_is_unchanged_registration(
+                                   srv->state->route, reg,
+                                   st->delete_topic_with_broker_registration)) {
+        rv = ns_liveness_register(
+            &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+            (uint64_t)reg->heartbeat_timeout_ms, req->conn);
+        if (rv == 0) {
+            rv = reply_registered(srv, &req->to, NULL, NULL);
+        }
+        goto out;
+    }
+    struct ns_pending *p = NULL;
+    rv = ns_propose(req, &c, register_done, &p);
+    if (rv == 0) {
+        p->cluster = ns_strdup(reg->cluster);
+        p->addr = ns_strdup(reg->broker_addr);
+        p->timeout_ms = reg->heartbeat_timeout_ms;
+        if (p->cluster == NULL || p->addr == NULL) {
+            NS_LOG(NS_LOG_WARN,
+                   "register: out of memory for liveness bookkeeping");
+        }
+    } else if (rv != NS_ENOMEM) {
+        rv = ns_reply_write_error(&req->to, rv);
+    }
+out:
+    ns_command_close(&c);
+    return rv;
+}
+
+static void unregister_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
+{
+    if (status == 0 && p->cluster != NULL && p->addr != NULL) {
+        ns_liveness_remove(&p->srv->live, p->cluster, p->addr);
+    }
+    ns_done_simple(p, status, res);
+}
+
+int ns_handle_unregister_broker(struct ns_req *req)
+{
+    struct ns_command c;
+    int rv = NS_ENOMEM;
+    ns_command_init(&c, NS_CMD_UNREGISTER_BROKERS);
+    c.leader_time_ms = ns_wall_ms();
+    c.u.brokers.refs = ns_calloc(1, sizeof *c.u.brokers.refs);
+    if (c.u.brokers.refs == NULL) {
+        goto out;
+    }
+    c.u.brokers.n = 1;
+    struct ns_broker_ref *ref = &c.u.brokers.refs[0];
+    ref->cluster = ns_strdup(ext_or_empty(req->cmd, "clusterName"));
+    ref->broker_addr = ns_strdup(ext_or_empty(req->cmd, "brokerAddr"));
+    ref->broker_name = ns_strdup(ext_or_empty(req->cmd, "brokerName"));
+    ns_ext_int64(req->cmd, "brokerId", &ref->broker_id);
+    if (ref->cluster == NULL || ref->broker_addr == NULL ||
+        ref->broker_name == NULL) {
+        goto out;
+    }
+    struct ns_pending *p = NULL;
+    rv = ns_propose(req, &c, unregister_done, &p);
+    if (rv == 0) {
+        p->cluster = ns_strdup(ref->cluster);
+        p->addr = ns_strdup(ref->broker_addr);
+    } else if (rv != NS_ENOMEM) {
+        rv = ns_reply_write_error(&req->to, rv);
+    }
+out:
+    ns_command_close(&c);
+    return rv;
+}
+
+int ns_handle_query_data_version(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    const char *cluster = ext_or_empty(req->cmd, "clusterName");
+    const char *addr = ext_or_empty(req->cmd, "brokerAddr");
+    struct ns_data_version dv;
+    bool have =
+        req->cmd->body_len > 0 &&
+        ns_data_version_decode(req->cmd->body, req->cmd->body_len, &dv) == 0;
+    const struct ns_data_version *stored =
+        ns_route_find_data_version(srv->state->route, cluster, addr);
+    bool changed =
+        !have || stored == NULL || !ns_data_version_equal(stored, &dv);
+    ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+
+    struct ns_cmd reply;
+    struct ns_buf body;
+    int rv = NS_ENOMEM;
+    ns_reply_init(&reply, &req->to, 0);
+    ns_buf_init(&body);
+    if (ns_cmd_ext_set(&reply, "changed", changed ? "true" : "false") != 0) {
+        goto err;
+    }
+    if (stored != NULL) {
+        ns_data_version_encode(stored, &body);
+        if (body.err != 0) {
+            goto err;
+        }
+        reply.body = body.data;
+        reply.body_len = body.len;
+    }
+    rv = ns_reply_send(&req->to, &reply);
+    ns_buf_close(&body);
+    return rv;
+err:
+    ns_cmd_close(&reply);
+    ns_buf_close(&body);
+    return rv;
+}
+
+int ns_handle_broker_heartbeat(struct ns_req *req)
+{
+    ns_liveness_touch(&req->srv->live, ext_or_empty(req->cmd, "clusterName"),
+                      ext_or_empty(req->cmd, "brokerAddr"),
+                      uv_now(req->srv->loop));
+    return ns_reply_simple(&req->to, 0, NULL);
+}

@@ -1,0 +1,50 @@
+/* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG (PROTOCOL.md
+ * §5.8, §7). Protected keys are refused with NO_PERMISSION; accepted updates
+ * are replicated and never written to any file. */
+#include "raftns/config.h"
+#include "raftns/err.h"
+#include "server_int.h"
+
+int ns_handle_update_config(struct ns_req *req)
+{
+    const struct ns_cmd *cmd = req->cmd;
+    if (cmd->body_len == 0) {
+        return ns_reply_simple(&req->to, 0, NULL);
+    }
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_UPDATE_CONFIG);
+    ns_props_init(&c.u.config);
+    c.leader_time_ms = ns_wall_ms();
+    int rv =
+        ns_props_parse((const char *)cmd->body, cmd->body_len, &c.u.config);
+    if (rv == NS_EPROTO) {
+        rv = ns_reply_simple(&req->to, 1, "string2Properties error");
+        goto out;
+    }
+    if (rv != 0) {
+        goto out;
+    }
+    if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {
+        rv = ns_reply_simple(&req->to, 16,
+                             "Can not update config in black list.");
+        goto out;
+    }
+    if (c.u.config.n == 0) {
+        rv = ns_reply_simple(&req->to, 0, NULL);
+        goto out;
+    }
+    rv = ns_propose_simple(req, &c);
+out:
+    ns_command_close(&c);
+    return rv;
+}
+
+int ns_handle_get_config(struct ns_req *req)
+{
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = ns_reply_buf(
+        &req->to, ns_config_encode_properties(req->srv->state->config, &b), &b);
+    ns_buf_close(&b);
+    return rv;
+}

@@ -1,0 +1,90 @@
+/* Handlers of the KV configuration codes 100 PUT, 101 GET, 102 DELETE and 219
+ * LIST (PROTOCOL.md §3.2, §5.8). Reads answer from the local state; writes are
+ * proposed. */
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/kv.h"
+#include "server_int.h"
+
+static const char *or_null(const char *s)
+{
+    return s != NULL ? s : "null";
+}
+
+static int propose_kv(struct ns_req *req, enum ns_command_type type,
+                      bool with_value)
+{
+    const char *ns = ns_cmd_ext_find(req->cmd, "namespace");
+    const char *key = ns_cmd_ext_find(req->cmd, "key");
+    const char *value = ns_cmd_ext_find(req->cmd, "value");
+    if (ns == NULL || key == NULL) {
+        return ns_reply_simple(&req->to, 1, "namespace or key is null");
+    }
+    struct ns_command c;
+    int rv = NS_ENOMEM;
+    ns_command_init(&c, type);
+    c.leader_time_ms = ns_wall_ms();
+    c.u.kv.ns = ns_strdup(ns);
+    c.u.kv.key = ns_strdup(key);
+    if (with_value && value != NULL) {
+        c.u.kv.value = ns_strdup(value);
+        if (c.u.kv.value == NULL) {
+            goto err_after_cmd;
+        }
+    }
+    if (c.u.kv.ns == NULL || c.u.kv.key == NULL) {
+        goto err_after_cmd;
+    }
+    rv = ns_propose_simple(req, &c);
+err_after_cmd:
+    ns_command_close(&c);
+    return rv;
+}
+
+int ns_handle_put_kv(struct ns_req *req)
+{
+    return propose_kv(req, NS_CMD_KV_PUT, true);
+}
+
+int ns_handle_delete_kv(struct ns_req *req)
+{
+    return propose_kv(req, NS_CMD_KV_DELETE, false);
+}
+
+int ns_handle_get_kv(struct ns_req *req)
+{
+    const char *ns = ns_cmd_ext_find(req->cmd, "namespace");
+    const char *key = ns_cmd_ext_find(req->cmd, "key");
+    const char *value = NULL;
+    if (ns != NULL && key != NULL) {
+        value = ns_kv_find(req->srv->state->kv, ns, key);
+    }
+    if (value == NULL) {
+        return ns_reply_remarkf(&req->to, 22,
+                                "No config item, Namespace: %s Key: %s",
+                                or_null(ns), or_null(key));
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &req->to, 0);
+    if (ns_cmd_ext_set(&reply, "value", value) != 0) {
+        ns_cmd_close(&reply);
+        return NS_ENOMEM;
+    }
+    return ns_reply_send(&req->to, &reply);
+}
+
+int ns_handle_kvlist(struct ns_req *req)
+{
+    const char *ns = ns_cmd_ext_find(req->cmd, "namespace");
+    const struct ns_kv *kv = req->srv->state->kv;
+    if (ns == NULL || !ns_kv_has_namespace(kv, ns)) {
+        return ns_reply_remarkf(&req->to, 22, "No config item, Namespace: %s",
+                                or_null(ns));
+    }
+    struct ns_buf body;
+    ns_buf_init(&body);
+    int rv =
+        ns_reply_buf(&req->to, ns_kv_encode_namespace(kv, ns, &body), &body);
+    ns_buf_close(&body);
+    return rv;
+}

@@ -1,0 +1,144 @@
+/* Proposals from request handlers: encode a command, hand it to the node, and
+ * keep the reply target until the local FSM applied it. Handlers decide what
+ * the reply says. */
+#include <time.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "server_int.h"
+
+int64_t ns_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void detach(struct ns_pending *p)
+{
+    struct ns_conn *c = p->to.conn;
+    if (c == NULL) {
+        return;
+    }
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        c->pending = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    }
+    p->prev = p->next = NULL;
+    p->to.conn = NULL;
+    c->n_inflight--;
+}
+
+void ns_pending_detach_all(struct ns_conn *c)
+{
+    while (c->pending != NULL) {
+        detach(c->pending);
+    }
+}
+
+static void applied_cb(void *arg, int status, const struct ns_apply_result *res)
+{
+    struct ns_pending *p = arg;
+    struct ns_conn *c = p->to.conn;
+    p->done(p, status, res);
+    detach(p);
+    if (c != NULL) {
+        ns_conn_update_flow(c);
+    }
+    ns_free(p->cluster);
+    ns_free(p->addr);
+    ns_free(p);
+}
+
+static int encode(const struct ns_command *c, struct ns_buf *out)
+{
+    int rv = ns_command_encode(c, out);
+    if (rv == 0 && out->err != 0) {
+        rv = out->err;
+    }
+    return rv;
+}
+
+int ns_propose(struct ns_req *req, const struct ns_command *c,
+               ns_pending_done done, struct ns_pending **out)
+{
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = encode(c, &b);
+    if (rv != 0) {
+        goto err_after_buf;
+    }
+    struct ns_pending *p = ns_calloc(1, sizeof *p);
+    if (p == NULL) {
+        rv = NS_ENOMEM;
+        goto err_after_buf;
+    }
+    p->srv = req->srv;
+    p->to = req->to;
+    p->done = done;
+    rv = ns_node_propose(req->srv->node, b.data, b.len, applied_cb, p);
+    if (rv != 0) {
+        ns_free(p);
+        goto err_after_buf;
+    }
+    /* Attach to the connection so its close detaches the reply target. */
+    struct ns_conn *conn = p->to.conn;
+    if (conn != NULL) {
+        p->next = conn->pending;
+        if (p->next != NULL) {
+            p->next->prev = p;
+        }
+        conn->pending = p;
+        conn->n_inflight++;
+        ns_conn_update_flow(conn);
+    }
+    if (out != NULL) {
+        *out = p;
+    }
+err_after_buf:
+    ns_buf_close(&b);
+    return rv;
+}
+
+static void internal_done(struct ns_pending *p, int status,
+                          const struct ns_apply_result *res)
+{
+    (void)res;
+    (void)p;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
+               ns_strerror(status));
+    }
+}
+
+int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
+{
+    struct ns_req req = {.srv = srv};
+    req.to.oneway = true;
+    return ns_propose(&req, c, internal_done, NULL);
+}
+
+void ns_done_simple(struct ns_pending *p, int status,
+                    const struct ns_apply_result *res)
+{
+    (void)res;
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    ns_reply_simple(&p->to, 0, NULL);
+}
+
+int ns_propose_simple(struct ns_req *req, const struct ns_command *c)
+{
+    int rv = ns_propose(req, c, ns_done_simple, NULL);
+    if (rv == 0 || rv == NS_ENOMEM) {
+        return rv;
+    }
+    return ns_reply_write_error(&req->to, rv);
+}

@@ -1,0 +1,214 @@
+/* The server object: the listener, the per-turn flush, the expiry and idle
+ * timers, and the reaction to node role changes (liveness seeding and reset).
+ * Connection handling is in conn.c, request handling in dispatch.c and
+ * handle_*.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/config.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "server_int.h"
+
+#define IDLE_SWEEP_MS 1000
+#define BACKLOG 1024
+
+static const struct ns_settings *settings(const struct ns_server *s)
+{
+    return ns_config_settings(s->state->config);
+}
+
+static uint64_t scan_interval(const struct ns_server *s)
+{
+    int64_t ms = settings(s)->scan_not_active_broker_interval_ms;
+    return ms > 0 ? (uint64_t)ms : 5000;
+}
+
+int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
+                     struct ns_state *state, struct ns_node *node,
+                     struct ns_server **out)
+{
+    struct ns_server *s = ns_calloc(1, sizeof *s);
+    if (s == NULL) {
+        return NS_ENOMEM;
+    }
+    if (ns_liveness_init(&s->live) != 0) {
+        ns_free(s);
+        return NS_ENOMEM;
+    }
+    s->loop = loop;
+    s->state = state;
+    s->node = node;
+    snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
+    *out = s;
+    return 0;
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct ns_server *s = listener->data;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    ns_conn_accept(s);
+}
+
+static void flush_cb(uv_check_t *h)
+{
+    ns_conn_flush_all(h->data);
+}
+
+static void scan_cb(uv_timer_t *t)
+{
+    struct ns_server *s = t->data;
+    ns_liveness_scan(s);
+    uint64_t interval = scan_interval(s);
+    if (uv_timer_get_repeat(t) != interval) {
+        uv_timer_set_repeat(t, interval);
+    }
+}
+
+static void idle_cb(uv_timer_t *t)
+{
+    struct ns_server *s = t->data;
+    int64_t secs = settings(s)->server_channel_max_idle_time_seconds;
+    if (secs > 0) {
+        ns_conn_sweep_idle(s, (uint64_t)secs * 1000u);
+    }
+}
+
+/* Role changes: seed liveness once the replayed state is there; a new leader
+ * grants every broker a full timeout so a failover never expires a live broker
+ * (DESIGN.md §5). */
+static void watch_cb(void *arg)
+{
+    struct ns_server *s = arg;
+    uint64_t now = uv_now(s->loop);
+    if (!s->seeded && ns_node_is_ready(s->node)) {
+        s->seeded = true;
+        if (ns_liveness_seed(&s->live, s->state->route, now) != 0) {
+            NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+        }
+        NS_LOG(NS_LOG_INFO, "server: ready; %zu brokers, %zu topics",
+               ns_route_n_brokers(s->state->route),
+               ns_route_n_topics(s->state->route));
+    }
+    bool leader = ns_node_is_leader(s->node);
+    if (leader && !s->was_leader) {
+        ns_liveness_reset_all(&s->live, now);
+    }
+    s->was_leader = leader;
+}
+
+static int parse_addr(const char *text, struct sockaddr_in *sa)
+{
+    char host[64];
+    const char *colon = strrchr(text, ':');
+    if (colon == NULL || (size_t)(colon - text) >= sizeof host) {
+        return NS_EINVAL;
+    }
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535) {
+        return NS_EINVAL;
+    }
+    return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : NS_EINVAL;
+}
+
+int ns_server_start(struct ns_server *s)
+{
+    struct sockaddr_in sa;
+    if (parse_addr(s->client_addr, &sa) != 0) {
+        NS_LOG(NS_LOG_ERROR,
+               "server: bad client address %s (want IPv4 a.b.c.d:port)",
+               s->client_addr);
+        return NS_EINVAL;
+    }
+    uv_tcp_init(s->loop, &s->listener);
+    s->listener.data = s;
+    uv_check_init(s->loop, &s->flush_check);
+    s->flush_check.data = s;
+    uv_timer_init(s->loop, &s->scan_timer);
+    s->scan_timer.data = s;
+    uv_timer_init(s->loop, &s->idle_timer);
+    s->idle_timer.data = s;
+    s->n_open_handles = 4;
+    s->started = true;
+    s->start_ms = uv_now(s->loop);
+
+    int rv = uv_tcp_bind(&s->listener, (const struct sockaddr *)&sa, 0);
+    if (rv == 0) {
+        rv = uv_listen((uv_stream_t *)&s->listener, BACKLOG, on_connection);
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "server: cannot listen on %s: %s", s->client_addr,
+               uv_strerror(rv));
+        return NS_EIO;
+    }
+    struct sockaddr_in bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
+    s->port = ntohs(bound.sin_port);
+    uv_check_start(&s->flush_check, flush_cb);
+    uint64_t interval = scan_interval(s);
+    uv_timer_start(&s->scan_timer, scan_cb, interval, interval);
+    uv_timer_start(&s->idle_timer, idle_cb, IDLE_SWEEP_MS, IDLE_SWEEP_MS);
+    ns_node_set_watch(s->node, watch_cb, s);
+    watch_cb(s);
+    char ip[32] = "?";
+    uv_ip4_name(&bound, ip, sizeof ip);
+    NS_LOG(NS_LOG_INFO, "server: listening for clients on %s:%d", ip, s->port);
+    return 0;
+}
+
+int ns_server_port(const struct ns_server *s)
+{
+    return s->port;
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct ns_server *s = h->data;
+    if (--s->n_open_handles == 0 && s->stop_cb != NULL) {
+        s->stop_cb(s->stop_arg);
+    }
+}
+
+void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
+{
+    if (s->stopping) {
+        return;
+    }
+    s->stopping = true;
+    s->stop_cb = cb;
+    s->stop_arg = arg;
+    ns_node_set_watch(s->node, NULL, NULL);
+    if (!s->started) {
+        if (cb != NULL) {
+            cb(arg);
+        }
+        return;
+    }
+    while (s->conn_head != NULL) {
+        ns_conn_close(s->conn_head, NULL);
+    }
+    NS_LOG(NS_LOG_INFO, "server: stopping");
+    uv_close((uv_handle_t *)&s->listener, handle_closed);
+    uv_close((uv_handle_t *)&s->flush_check, handle_closed);
+    uv_close((uv_handle_t *)&s->scan_timer, handle_closed);
+    uv_close((uv_handle_t *)&s->idle_timer, handle_closed);
+}
+
+void ns_server_destroy(struct ns_server *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    ns_liveness_close(&s->live);
+    ns_free(s);
+}

@@ -1,0 +1,247 @@
+/* Private structures shared by the server files (connections, requests, pending
+ * replies, liveness). Not a public interface: only src/server/ includes it. */
+#ifndef RAFTNS_SERVER_INT_H
+#define RAFTNS_SERVER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "raftns/buf.h"
+#include "raftns/command.h"
+#include "raftns/fsm.h"
+#include "raftns/node.h"
+#include "raftns/remoting.h"
+#include "raftns/server.h"
+
+#define NS_CONN_MAX_INFLIGHT                                                   \
+    1024 /* pending writes per connection: pause reads */
+#define NS_CONN_OUT_PAUSE                                                      \
+    (8u * 1024u * 1024u) /* unflushed output that pauses reads */
+#define NS_CONN_OUT_MAX (64u * 1024u * 1024u) /* unflushed output that closes  \
+                                               */
+#define NS_READ_CHUNK 65536
+
+struct ns_conn;
+struct ns_live;
+
+/* Where a reply goes; conn is NULL once the connection closed. */
+struct ns_reply_to {
+    struct ns_conn *conn; /* borrowed */
+    int32_t opaque;
+    int32_t req_code;
+    int32_t req_version;
+    enum ns_serialize ser;
+    bool oneway;
+};
+
+struct ns_pending;
+/* status/res as ns_node_apply_cb. The pending struct is freed after this
+ * returns. */
+typedef void (*ns_pending_done)(struct ns_pending *p, int status,
+                                const struct ns_apply_result *res);
+
+/* A reply that waits for the local FSM to apply a proposed command. */
+struct ns_pending {
+    struct ns_server *srv;
+    struct ns_reply_to to;
+    ns_pending_done done;
+    struct ns_pending *prev, *next; /* in to.conn's list while attached */
+    char *cluster;                  /* owned, handler data (may be NULL) */
+    char *addr;                     /* owned, handler data (may be NULL) */
+    int64_t timeout_ms;             /* handler data */
+};
+
+struct ns_conn {
+    uv_tcp_t tcp; /* first: the handle is the allocation */
+    struct ns_server *srv;
+    struct ns_conn *prev, *next; /* server list, least recently active first */
+    struct ns_conn *dirty_next;
+    uint64_t id;
+    char peer[64];
+    struct ns_buf rbuf; /* partial frame bytes */
+    struct ns_buf out;  /* encoded replies not yet handed to uv_write */
+    uv_write_t wreq;
+    uint8_t *wdata; /* owned while a write is in flight */
+    size_t wlen;
+    uint64_t last_active;
+    unsigned n_inflight;
+    bool dirty;
+    bool writing;
+    bool closing;
+    bool paused;
+    bool got_bytes;
+    struct ns_pending *pending; /* replies waiting for apply */
+    struct ns_live *brokers; /* brokers that registered over this connection */
+};
+
+/* Per-broker liveness (local to the node, never replicated). */
+struct ns_live {
+    char *cluster; /* owned */
+    char *addr;    /* owned */
+    uint64_t deadline;
+    uint64_t timeout_ms;
+    size_t heap_idx;
+    struct ns_conn
+        *conn; /* borrowed: the connection that last registered it, or NULL */
+    struct ns_live *conn_prev, *conn_next;
+    struct ns_live *hnext;
+};
+
+struct ns_liveness {
+    struct ns_live **buckets;
+    size_t n_buckets;
+    size_t n;
+    struct ns_live **heap; /* min-heap on deadline */
+    size_t heap_cap;
+};
+
+struct ns_server {
+    uv_loop_t *loop;
+    struct ns_state *state; /* borrowed */
+    struct ns_node *node;   /* borrowed */
+    char client_addr[64];
+    int port;
+    uv_tcp_t listener;
+    uv_check_t flush_check;
+    uv_timer_t scan_timer;
+    uv_timer_t idle_timer;
+    int n_open_handles;
+    bool started;
+    bool stopping;
+    bool was_leader;
+    bool seeded;
+    ns_server_stop_cb stop_cb;
+    void *stop_arg;
+    struct ns_conn *conn_head, *conn_tail;
+    size_t n_conns;
+    struct ns_conn *dirty;
+    uint64_t next_conn_id;
+    uint64_t start_ms;
+    struct ns_liveness live;
+    uint8_t scratch[NS_READ_CHUNK];
+};
+
+/* A decoded request being dispatched. */
+struct ns_req {
+    struct ns_server *srv;
+    struct ns_conn *conn;
+    const struct ns_cmd *cmd; /* borrowed for the handler call */
+    struct ns_reply_to to;
+};
+
+/* --- conn.c --- */
+void ns_conn_accept(struct ns_server *srv);
+/* Closes (idempotent); freed in the close callback. reason is logged when
+ * non-NULL. */
+void ns_conn_close(struct ns_conn *c, const char *reason);
+/* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
+ * (closed). */
+int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
+/* Flushes every connection with pending output (once per loop turn). */
+void ns_conn_flush_all(struct ns_server *srv);
+/* Closes connections idle longer than idle_ms. */
+void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms);
+/* Re-evaluates read pausing after an in-flight request finished. */
+void ns_conn_update_flow(struct ns_conn *c);
+
+/* --- dispatch.c --- */
+/* Handles one decoded request; non-zero = close the connection. */
+int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
+                const struct ns_cmd *cmd);
+
+/* --- reply.c --- */
+/* Starts a reply (code, flag 1, opaque, JAVA, server version, request's
+ * serialize type). */
+void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
+                   int32_t code);
+/* Encodes and queues reply (then closes it). Nothing is sent for oneway or
+ * closed targets. Returns 0 or NS_ENOMEM. */
+int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply);
+/* A reply with only a code and a remark (borrowed, may be NULL). */
+int ns_reply_simple(const struct ns_reply_to *to, int32_t code,
+                    const char *remark);
+/* A reply whose remark is formatted (no length limit). */
+int ns_reply_remarkf(const struct ns_reply_to *to, int32_t code,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Answers code 0 with the body in b (borrowed; NS_ENOMEM when b has an error or
+ * rv != 0). */
+int ns_reply_buf(const struct ns_reply_to *to, int rv, const struct ns_buf *b);
+/* A reply with a body (borrowed bytes). */
+int ns_reply_body(const struct ns_reply_to *to, int32_t code,
+                  const uint8_t *body, size_t len);
+/* SYSTEM_ERROR for a failed proposal, with a remark naming the cause. */
+int ns_reply_write_error(const struct ns_reply_to *to, int status);
+
+/* --- propose.c --- */
+/* Encodes c and proposes it; the reply goes to req->to from done. *out (may be
+ * NULL) is the pending record for handler data. Returns 0 (done runs exactly
+ * once) or an NS_E* code. */
+int ns_propose(struct ns_req *req, const struct ns_command *c,
+               ns_pending_done done, struct ns_pending **out);
+/* A done callback that answers SUCCESS (or the write error). */
+void ns_done_simple(struct ns_pending *p, int status,
+                    const struct ns_apply_result *res);
+/* Proposes c and answers SUCCESS once applied; a refused proposal is answered
+ * with the write error (NS_ENOMEM is returned instead: close). */
+int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
+/* A proposal with no client waiting (expiry); the outcome is logged. 0 or
+ * NS_E*. */
+int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
+/* Detaches every pending reply of a closing connection. */
+void ns_pending_detach_all(struct ns_conn *c);
+/* Wall-clock milliseconds for commands (leader_time_ms) and DataVersion
+ * defaults. */
+int64_t ns_wall_ms(void);
+
+/* --- liveness.c --- */
+int ns_liveness_init(struct ns_liveness *lv);
+void ns_liveness_close(struct ns_liveness *lv);
+/* Records a registration: deadline = now + timeout, connection = conn
+ * (borrowed, may be NULL). 0 or NS_ENOMEM. */
+int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
+                         const char *addr, uint64_t now, uint64_t timeout_ms,
+                         struct ns_conn *conn);
+/* Refreshes a known broker (904, 322); false when unknown. */
+bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
+                       const char *addr, uint64_t now);
+void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
+                        const char *addr);
+/* Grants every known broker a full timeout from now. */
+void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now);
+/* Adds brokers of the route not yet known, with a full timeout from now. */
+int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
+                     uint64_t now);
+/* Expiry scan and connection-close expiry (server policy in liveness.c). */
+void ns_liveness_scan(struct ns_server *srv);
+void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn);
+
+/* --- handlers (handle_*.c) --- */
+int ns_handle_put_kv(struct ns_req *req);
+int ns_handle_get_kv(struct ns_req *req);
+int ns_handle_delete_kv(struct ns_req *req);
+int ns_handle_kvlist(struct ns_req *req);
+int ns_handle_register_broker(struct ns_req *req);
+int ns_handle_unregister_broker(struct ns_req *req);
+int ns_handle_query_data_version(struct ns_req *req);
+int ns_handle_broker_heartbeat(struct ns_req *req);
+int ns_handle_route(struct ns_req *req);
+int ns_handle_cluster_info(struct ns_req *req);
+int ns_handle_all_topics(struct ns_req *req);
+int ns_handle_topics_by_cluster(struct ns_req *req);
+int ns_handle_system_topics(struct ns_req *req);
+int ns_handle_unit_topics(struct ns_req *req);
+int ns_handle_unit_sub_topics(struct ns_req *req);
+int ns_handle_unit_sub_ununit_topics(struct ns_req *req);
+int ns_handle_member_group(struct ns_req *req);
+int ns_handle_wipe_write_perm(struct ns_req *req);
+int ns_handle_add_write_perm(struct ns_req *req);
+int ns_handle_delete_topic(struct ns_req *req);
+int ns_handle_register_topic(struct ns_req *req);
+int ns_handle_update_config(struct ns_req *req);
+int ns_handle_get_config(struct ns_req *req);
+
+#endif
