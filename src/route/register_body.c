@@ -45,6 +45,23 @@ static int fail_json(struct body_ctx *c, const char *what)
 
 /* --- JSON helpers --- */
 
+/* Parses text; on failure returns NS_ENOMEM or NS_EPROTO with a fastjson-like
+ * message. */
+static int parse_json(struct body_ctx *c, const char *text, size_t len,
+                      const char *what, cJSON **out)
+{
+    int rv;
+    *out = ns_json_parse_rv(text, len, &rv);
+    if (*out != NULL) {
+        return 0;
+    }
+    if (rv == NS_ENOMEM) {
+        return NS_ENOMEM;
+    }
+    return fail(c, "com.alibaba.fastjson.JSONException: syntax error, %s",
+                what);
+}
+
 /* An int field of obj that must fit an int32 (fastjson rejects overflow). */
 static int get_int32(struct body_ctx *c, const cJSON *obj, const char *key,
                      int32_t dflt, int32_t *out)
@@ -290,11 +307,12 @@ static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper)
 static int decode_json_body(struct body_ctx *c, bool bare_wrapper,
                             const uint8_t *body, size_t len)
 {
-    cJSON *root = ns_json_parse((const char *)body, len);
-    if (root == NULL) {
-        return fail_json(c, "syntax error, not a JSON object");
+    cJSON *root;
+    int rv =
+        parse_json(c, (const char *)body, len, "RegisterBrokerBody", &root);
+    if (rv != 0) {
+        return rv;
     }
-    int rv;
     if (!cJSON_IsObject(root)) {
         rv = fail(c, "java.lang.NullPointerException: body is not an object");
     } else if (bare_wrapper) {
@@ -485,7 +503,11 @@ static int decode_topic_line(struct body_ctx *c, const char *s, size_t n,
                        "TopicFilterType");
     }
     if (ntok == 6) {
-        cJSON *attrs = ns_json_parse(tok[5], tlen[5]);
+        cJSON *attrs;
+        int rv = parse_json(c, tok[5], tlen[5], "topic attributes", &attrs);
+        if (rv != 0) {
+            return rv;
+        }
         bool ok = cJSON_IsObject(attrs);
         cJSON_Delete(attrs);
         if (!ok) {
@@ -553,9 +575,9 @@ static int decode_compressed_mappings(struct body_ctx *c, struct ns_rd *rd)
         if (rv != 0) {
             return rv;
         }
-        cJSON *o = ns_json_parse(p, n);
-        if (o == NULL) {
-            return fail_json(c, "syntax error, TopicQueueMappingInfo");
+        cJSON *o;
+        if ((rv = parse_json(c, p, n, "TopicQueueMappingInfo", &o)) != 0) {
+            return rv;
         }
         rv = decode_mapping_json(c, o, NULL, &r->mappings[r->n_mappings]);
         r->n_mappings++;
@@ -584,7 +606,10 @@ static int decode_compressed(struct body_ctx *c, int32_t req_version,
     if (rv != 0) {
         goto out;
     }
-    cJSON *dv = ns_json_parse(p, n);
+    cJSON *dv;
+    if ((rv = parse_json(c, p, n, "dataVersion", &dv)) != 0) {
+        goto out;
+    }
     if (!cJSON_IsObject(dv)) {
         cJSON_Delete(dv);
         rv = fail_json(c, "syntax error, dataVersion");
@@ -597,10 +622,9 @@ static int decode_compressed(struct body_ctx *c, int32_t req_version,
         rv = read_record(c, &rd, &p, &n);
     }
     if (rv == 0) {
-        cJSON *fs = ns_json_parse(p, n);
-        if (fs == NULL) {
-            rv = fail_json(c, "syntax error, filterServerList");
-        } else {
+        cJSON *fs;
+        rv = parse_json(c, p, n, "filterServerList", &fs);
+        if (rv == 0) {
             rv = decode_filter_servers(c, fs);
             c->r->has_filter_servers = true;
             cJSON_Delete(fs);
