@@ -256,7 +256,7 @@ static void test_compressed(void **state)
     }
     /* A cut zlib stream fails unless every record was already inflated (Java
      * reads the records lazily and never looks at the adler32 trailer). */
-    for (size_t cut = 0; cut < zlen; cut++) {
+    for (size_t cut = 1; cut < zlen; cut++) {
         int rv = decode(&r, 479, true, z, cut, err);
         if (cut < zlen / 2 || rv != 0) {
             assert_int_equal(rv, NS_EPROTO);
