@@ -143,7 +143,8 @@ class Node:
 
     def stop(self, timeout=None, check=True):
         """SIGTERM, wait; asserts exit code 0 and a clean log when check."""
-        if self.proc is None or self.proc.poll() is not None:
+        already = self.proc is not None and self.proc.poll() is not None
+        if self.proc is None or already:
             rc = self.proc.returncode if self.proc else 0
         else:
             self.proc.send_signal(signal.SIGTERM)
@@ -159,8 +160,9 @@ class Node:
         if check:
             self.assert_clean_log()
             if rc != 0:
-                raise AssertionError("raftns exit code %s after SIGTERM (expected 0)\n%s" %
-                                     (rc, self.log_tail()))
+                raise AssertionError("raftns %s %s (expected 0 after SIGTERM)\n%s" % (
+                    "had already exited with code" if already else "exit code", rc,
+                    self.log_tail()))
         return rc
 
     def kill9(self):
