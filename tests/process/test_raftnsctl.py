@@ -36,11 +36,12 @@ def addr_of(node):
     return "%s:%d" % node.addr
 
 
-def register(node, name, broker_id, addr, topics, cluster="c1"):
+def register(conn, name, broker_id, addr, topics, cluster="c1"):
+    """Registers over conn, which must stay open: closing it unregisters the broker."""
     body = ns.register_body(topics)
     ext = ns.register_ext(name=name, broker_id=broker_id, addr=addr,
                           ha=addr.rsplit(":", 1)[0] + ":1", cluster=cluster, body=body)
-    r = ns.request_once(node.addr, ns.REGISTER_BROKER, ext, body)
+    r = conn.request(ns.REGISTER_BROKER, ext, body)
     assert r.code == 0, r
 
 
@@ -262,9 +263,9 @@ class NodeCtlTest(harness.NodeTestCase):
         return err
 
     def populate(self):
-        register(self.node, "broker-a", 0, "127.0.0.1:10911", ["TopicA", "TopicB"])
-        register(self.node, "broker-a", 1, "127.0.0.1:10921", ["TopicA", "TopicB"])
-        register(self.node, "broker-b", 0, "127.0.0.1:20911", ["TopicA", "TopicC"],
+        register(self.conn(), "broker-a", 0, "127.0.0.1:10911", ["TopicA", "TopicB"])
+        register(self.conn(), "broker-a", 1, "127.0.0.1:10921", ["TopicA", "TopicB"])
+        register(self.conn(), "broker-b", 0, "127.0.0.1:20911", ["TopicA", "TopicC"],
                  cluster="c2")
 
     def test_clusters(self):
