@@ -53,12 +53,21 @@ class Restart(harness.NodeTestCase):
         self.assertEqual(r.code, 0)
 
     def assert_same(self, before, after):
-        for k in before:
-            self.assertEqual(after.get(k), before[k], "%s differs after restart" % k)
+        diffs = ["%s: before %r\n    after %r" % (k, before[k], after.get(k))
+                 for k in before if after.get(k) != before[k]]
+        self.assertFalse(diffs, "differs after restart:\n  " + "\n  ".join(diffs))
+
+    def broker_conn(self):
+        """The broker's connection stays open until the server goes down: closing it would
+        (rightly) unregister the broker (case 34)."""
+        b = ns.Conn(self.node.addr)
+        self.addCleanup(b.close)
+        return b
 
     def test_sigterm_restart(self):
+        b = self.broker_conn()
+        self.populate(b)
         with ns.Conn(self.node.addr) as c:
-            self.populate(c)
             before = snapshot(c)
         self.assertEqual(before["route TopicA"][0], 0)
         self.assertEqual(before["route TopicA"][2].get("orderTopicConf"), "broker-a:4")
@@ -76,13 +85,14 @@ class Restart(harness.NodeTestCase):
             self.assert_same(before, snapshot(c))
 
     def test_kill9_keeps_acknowledged_writes(self):
+        b = self.broker_conn()
+        self.populate(b)
         with ns.Conn(self.node.addr) as c:
-            self.populate(c)
             for i in range(50):
                 r = c.request(ns.PUT_KV_CONFIG, {"namespace": "bulk", "key": "k%03d" % i,
                                                  "value": "v%d" % i}, timeout=T(5))
                 self.assertEqual(r.code, 0)
-            self.assertEqual(register(c, B0, ["TopicB", "TopicC"]).code, 0)
+            self.assertEqual(register(b, B0, ["TopicB", "TopicC"]).code, 0)
             r = c.request(ns.DELETE_KV_CONFIG, {"namespace": "bulk", "key": "k000"})
             self.assertEqual(r.code, 0)
             before = snapshot(c)
