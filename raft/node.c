@@ -20,6 +20,12 @@
 #define SEGMENT_SIZE (1u << 20)
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
+/* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
+ * pads entries to 8 bytes but its loader does not skip the padding, so an entry
+ * whose length is not a multiple of 8 corrupts the segment on restart. Every
+ * entry is therefore: u32 big-endian command length, the command bytes, zero
+ * padding to a multiple of 8. */
+#define ENTRY_PREFIX 4
 
 /* A per-entry FSM result, kept until the apply callback claims it or the next
  * loop turn (in 0.15 the callback runs synchronously right after apply;
@@ -129,7 +135,12 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
         abort();
     }
-    int rv = ns_fsm_apply_bytes(n->state, buf->base, buf->len, &s->res);
+    const uint8_t *p = buf->base;
+    int rv = NS_EPROTO;
+    if (buf->len >= ENTRY_PREFIX && ns_load_u32(p) <= buf->len - ENTRY_PREFIX) {
+        rv = ns_fsm_apply_bytes(n->state, p + ENTRY_PREFIX, ns_load_u32(p),
+                                &s->res);
+    }
     if (rv == NS_ENOMEM) {
         NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
         abort();
@@ -310,13 +321,24 @@ int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    p->buf.base = raft_malloc(len > 0 ? len : 1);
+    if (len > UINT32_MAX - 16) {
+        ns_free(p);
+        return NS_ENOMEM;
+    }
+    size_t total = (ENTRY_PREFIX + len + 7) & ~(size_t)7;
+    p->buf.base = raft_malloc(total);
     if (p->buf.base == NULL) {
         ns_free(p);
         return NS_ENOMEM;
     }
-    memcpy(p->buf.base, bytes, len);
-    p->buf.len = len;
+    uint8_t *e = p->buf.base;
+    memset(e, 0, total);
+    e[0] = (uint8_t)(len >> 24);
+    e[1] = (uint8_t)(len >> 16);
+    e[2] = (uint8_t)(len >> 8);
+    e[3] = (uint8_t)len;
+    memcpy(e + ENTRY_PREFIX, bytes, len);
+    p->buf.len = total;
     p->node = n;
     p->cb = cb;
     p->arg = arg;
