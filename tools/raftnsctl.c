@@ -542,8 +542,9 @@ static int table_print(struct table *t)
         fprintf(stderr, "raftnsctl: out of memory\n");
         return EXIT_SERVER;
     }
-    qsort_r(t->cells + t->n_head * t->n_cols, n_body,
-            t->n_cols * sizeof(char *), compare_rows, &t->n_cols);
+    if (n_body > 1) /* cells is NULL for an empty table without header */
+        qsort_r(t->cells + t->n_head * t->n_cols, n_body,
+                t->n_cols * sizeof(char *), compare_rows, &t->n_cols);
     for (size_t r = 0; r < t->n_rows; r++)
         for (size_t c = 0; c < t->n_cols; c++) {
             size_t l = strlen(t->cells[r * t->n_cols + c]);
