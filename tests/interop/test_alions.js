@@ -12,9 +12,15 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const MQClientAPI = require('ali-ons/lib/mq_client_api');
-const MQClient = require('ali-ons/lib/mq_client');
-const ClientConfig = require('ali-ons/lib/client_config');
+let MQClientAPI, MQClient, ClientConfig;
+try {
+  MQClientAPI = require('ali-ons/lib/mq_client_api');
+  MQClient = require('ali-ons/lib/mq_client');
+  ClientConfig = require('ali-ons/lib/client_config');
+} catch (err) {
+  console.error(`FAIL: cannot load ali-ons (run \`npm ci\` in ${__dirname}): ${err.message}`);
+  process.exit(1);
+}
 
 const RAFTNS_BIN = process.env.RAFTNS_BIN ||
   path.join(__dirname, '..', '..', 'build', 'raftns');
