@@ -14,8 +14,9 @@
 
 #include "raftns/fsm.h"
 
-#define NS_NODE_WRITE_WAIT_MS 3000 /* a proposal waits this long for a leader  \
-                                    */
+#define NS_NODE_WRITE_WAIT_MS                                                  \
+    3000 /* a proposal waits this long for a leader                            \
+          */
 
 struct ns_node_config {
     uint64_t id;                  /* raft server id, >= 1 */

@@ -20,8 +20,9 @@
     1024 /* pending writes per connection: pause reads */
 #define NS_CONN_OUT_PAUSE                                                      \
     (8u * 1024u * 1024u) /* unflushed output that pauses reads */
-#define NS_CONN_OUT_MAX (64u * 1024u * 1024u) /* unflushed output that closes  \
-                                               */
+#define NS_CONN_OUT_MAX                                                        \
+    (64u * 1024u * 1024u) /* unflushed output that closes                      \
+                           */
 #define NS_READ_CHUNK 65536
 
 struct ns_conn;
