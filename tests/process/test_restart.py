@@ -107,6 +107,36 @@ class Restart(harness.NodeTestCase):
         self.assert_same(before, after)
         names = {bd["brokerName"] for bd in after["route TopicB"][2]["brokerDatas"]}
         self.assertEqual(names, {"broker-a", "broker-b"})
+    def test_many_writes_across_snapshots_and_restarts(self):
+        """Enough entries to cross the default snapshot threshold (4096), then alternate
+        kill -9 and SIGTERM restarts with more writes in between."""
+        total = 0
+        with ns.Conn(self.node.addr) as c:
+            for batch in range(20):
+                reqs = [dict(code=ns.PUT_KV_CONFIG, ext={"namespace": "big", "key": "k%05d" % i,
+                                                         "value": "v%d" % i})
+                        for i in range(batch * 250, batch * 250 + 250)]
+                self.assertEqual({r.code for r in c.pipeline(reqs, timeout=T(30))}, {0})
+            total = 5000
+        for cycle, hard in enumerate((True, False, True)):
+            if hard:
+                self.node.kill9()
+            else:
+                self.assertEqual(self.node.stop(), 0)
+            self.node.start()
+            with ns.Conn(self.node.addr) as c:
+                r = c.request(ns.GET_KVLIST_BY_NAMESPACE, {"namespace": "big"}, timeout=T(10))
+                self.assertEqual(r.code, 0, repr(r))
+                table = r.body_json()["table"]
+                self.assertEqual(len(table), total, "cycle %d (%s): %d of %d entries" % (
+                    cycle, "kill -9" if hard else "SIGTERM", len(table), total))
+                self.assertEqual(table, {"k%05d" % i: "v%d" % i for i in range(total)})
+                reqs = [dict(code=ns.PUT_KV_CONFIG, ext={"namespace": "big",
+                                                         "key": "k%05d" % i, "value": "v%d" % i})
+                        for i in range(total, total + 100)]
+                self.assertEqual({r.code for r in c.pipeline(reqs, timeout=T(30))}, {0})
+                total += 100
+
 
 if __name__ == "__main__":
     harness.main()
