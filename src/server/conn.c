@@ -47,6 +47,15 @@ static void mark_active(struct ns_conn *c)
     }
 }
 
+static void mark_dirty(struct ns_conn *c)
+{
+    if (!c->dirty) {
+        c->dirty = true;
+        c->dirty_next = c->srv->dirty;
+        c->srv->dirty = c;
+    }
+}
+
 static void closed_cb(uv_handle_t *h)
 {
     struct ns_conn *c = (struct ns_conn *)h;
@@ -207,10 +216,8 @@ static void write_cb(uv_write_t *w, int status)
         return;
     }
     mark_active(c);
-    if (c->out.len > 0 && !c->dirty) {
-        c->dirty = true;
-        c->dirty_next = c->srv->dirty;
-        c->srv->dirty = c;
+    if (c->out.len > 0) {
+        mark_dirty(c);
     }
     ns_conn_update_flow(c);
 }
@@ -233,16 +240,32 @@ static void flush_one(struct ns_conn *c)
     c->writing = true;
 }
 
+/* Resumes a paused connection here rather than inside an apply callback, so new
+ * requests are never dispatched (and proposed) from within raft's callbacks. */
+static void resume(struct ns_conn *c)
+{
+    c->resume = false;
+    if (c->closing || !c->paused) {
+        return;
+    }
+    c->paused = false;
+    drain_rbuf(c);
+    if (!c->closing && !c->paused) {
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
+}
+
 void ns_conn_flush_all(struct ns_server *srv)
 {
-    struct ns_conn *c = srv->dirty;
-    srv->dirty = NULL;
-    while (c != NULL) {
-        struct ns_conn *next = c->dirty_next;
+    while (srv->dirty != NULL) {
+        struct ns_conn *c = srv->dirty;
+        srv->dirty = c->dirty_next;
         c->dirty = false;
         c->dirty_next = NULL;
+        if (c->resume) {
+            resume(c);
+        }
         flush_one(c);
-        c = next;
     }
 }
 
@@ -259,11 +282,7 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         ns_conn_close(c, "out of memory queueing a reply");
         return NS_ENOMEM;
     }
-    if (!c->dirty) {
-        c->dirty = true;
-        c->dirty_next = c->srv->dirty;
-        c->srv->dirty = c;
-    }
+    mark_dirty(c);
     ns_conn_update_flow(c);
     return 0;
 }
@@ -278,13 +297,11 @@ void ns_conn_update_flow(struct ns_conn *c)
     if (over && !c->paused) {
         c->paused = true;
         uv_read_stop((uv_stream_t *)&c->tcp);
-    } else if (!over && c->paused && c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
+    } else if (!over && c->paused && !c->resume &&
+               c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
                c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
-        c->paused = false;
-        drain_rbuf(c);
-        if (!c->closing && !c->paused) {
-            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-        }
+        c->resume = true;
+        mark_dirty(c);
     }
 }
 

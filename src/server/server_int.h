@@ -73,6 +73,7 @@ struct ns_conn {
     bool writing;
     bool closing;
     bool paused;
+    bool resume; /* un-pause at the next flush */
     bool got_bytes;
     struct ns_pending *pending; /* replies waiting for apply */
     struct ns_live *brokers; /* brokers that registered over this connection */
