@@ -102,6 +102,20 @@ class BadInput(unittest.TestCase):
         h = bytes(h)
         self.assert_closed_silently(struct.pack(">II", 4 + len(h), (1 << 24) | len(h)) + h)
 
+    def test_05b_binary_ext_past_header(self):
+        h = bytearray(ns.encode_binary_header(106, {"k": "v"}, 0, 1, 479))
+        h[17:21] = struct.pack(">i", len(h) + 100)  # ext blob length E > H
+        h = bytes(h)
+        self.assert_closed_silently(struct.pack(">II", 4 + len(h), (1 << 24) | len(h)) + h)
+
+    def test_05c_negative_length(self):
+        self.assert_closed_silently(b"\xff\xff\xff\xff\x00\x00\x00\x10")
+
+    def test_05d_tls_client_hello(self):
+        # First byte 0x16: a plaintext-only server closes (PROTOCOL.md section 1).
+        hello = bytes.fromhex("160301020001000200" "0303") + os.urandom(32)
+        self.assert_closed_silently(hello, within=2.0)
+
     def test_06_http2_preface(self):
         before = self.node.rss_kb()
         t0 = time.monotonic()
