@@ -1,11 +1,11 @@
-/* Replicated commands: every mutation of the state is one of these, encoded as a versioned
- * binary record and applied by ns_fsm_apply. Pure.
+/* Replicated commands: every mutation of the state is one of these, encoded as
+ * a versioned binary record and applied by ns_fsm_apply. Pure.
  *
- * WARNING: the encoding is a persisted and replicated format (raft log). Never change the
- * meaning of an existing version or type; add a new version or type instead, and keep the
- * golden-byte tests passing. Layout: u8 format version (NS_COMMAND_VERSION), u8 type,
- * u64 leader_time_ms, then the type's payload (u32-length-prefixed strings, big-endian
- * integers). */
+ * WARNING: the encoding is a persisted and replicated format (raft log). Never
+ * change the meaning of an existing version or type; add a new version or type
+ * instead, and keep the golden-byte tests passing. Layout: u8 format version
+ * (NS_COMMAND_VERSION), u8 type, u64 leader_time_ms, then the type's payload
+ * (u32-length-prefixed strings, big-endian integers). */
 #ifndef RAFTNS_COMMAND_H
 #define RAFTNS_COMMAND_H
 
@@ -46,15 +46,15 @@ struct ns_command {
         } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS */
         struct {
             char *ns, *key, *value; /* owned; value may be NULL */
-        } kv; /* KV_PUT, KV_DELETE */
+        } kv;                       /* KV_PUT, KV_DELETE */
         struct {
             char *broker_name; /* owned */
-        } perm; /* WIPE_WRITE_PERM, ADD_WRITE_PERM */
+        } perm;                /* WIPE_WRITE_PERM, ADD_WRITE_PERM */
         struct {
             char *topic, *cluster; /* owned; cluster may be NULL */
         } topic_delete;
         struct {
-            char *topic; /* owned */
+            char *topic;               /* owned */
             struct ns_queue_data *qds; /* owned */
             size_t n;
         } topic_register;
@@ -65,7 +65,8 @@ struct ns_command {
         } checkpoint;
         struct {
             uint64_t id;
-            char *raft_addr, *client_addr, *http_addr; /* owned; all NULL = remove */
+            char *raft_addr, *client_addr,
+                *http_addr; /* owned; all NULL = remove */
         } member;
     } u;
 };
@@ -75,9 +76,9 @@ void ns_command_init(struct ns_command *c, enum ns_command_type type);
 void ns_command_close(struct ns_command *c);
 /* Appends the encoding. 0 or the buffer's error. */
 int ns_command_encode(const struct ns_command *c, struct ns_buf *out);
-/* Decodes one command; strings are copied. Returns 0, NS_EPROTO (truncated, trailing bytes,
- * unknown type), NS_EVERSION (format version from the future) or NS_ENOMEM; on error out
- * needs no close. */
+/* Decodes one command; strings are copied. Returns 0, NS_EPROTO (truncated,
+ * trailing bytes, unknown type), NS_EVERSION (format version from the future)
+ * or NS_ENOMEM; on error out needs no close. */
 int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out);
 
 #endif

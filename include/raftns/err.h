@@ -1,5 +1,6 @@
-/* Error vocabulary of the pure layers: 0 or a negative NS_E* code. Raft and libuv codes are
- * translated where they are received and never escape their wrapper. */
+/* Error vocabulary of the pure layers: 0 or a negative NS_E* code. Raft and
+ * libuv codes are translated where they are received and never escape their
+ * wrapper. */
 #ifndef RAFTNS_ERR_H
 #define RAFTNS_ERR_H
 

@@ -1,6 +1,6 @@
-/* The replicated state machine: the whole state (routes, KV, settings, members) and the one
- * function that changes it. Deterministic: the same commands in the same order give
- * byte-identical snapshots on every node. Pure. */
+/* The replicated state machine: the whole state (routes, KV, settings, members)
+ * and the one function that changes it. Deterministic: the same commands in the
+ * same order give byte-identical snapshots on every node. Pure. */
 #ifndef RAFTNS_FSM_H
 #define RAFTNS_FSM_H
 
@@ -23,7 +23,8 @@ struct ns_state {
     struct ns_config *config;
     struct ns_member *members; /* owned, sorted by id */
     size_t n_members;
-    uint64_t n_applied;       /* commands applied since the state was created or restored */
+    uint64_t n_applied; /* commands applied since the state was created or
+                           restored */
     uint64_t last_checkpoint_digest;
 };
 
@@ -39,23 +40,25 @@ struct ns_apply_result {
 
 void ns_apply_result_close(struct ns_apply_result *res);
 
-/* Applies one command; never fails for semantic reasons (validation happens before a command
- * is proposed). res may be NULL. Returns 0 or NS_ENOMEM (the node must stop: the state may
- * be half-changed). */
-int ns_fsm_apply(struct ns_state *s, const struct ns_command *c, struct ns_apply_result *res);
-/* Decodes then applies. NS_EPROTO/NS_EVERSION when the bytes are not a command (nothing
- * applied). */
+/* Applies one command; never fails for semantic reasons (validation happens
+ * before a command is proposed). res may be NULL. Returns 0 or NS_ENOMEM (the
+ * node must stop: the state may be half-changed). */
+int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
+                 struct ns_apply_result *res);
+/* Decodes then applies. NS_EPROTO/NS_EVERSION when the bytes are not a command
+ * (nothing applied). */
 int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
                        struct ns_apply_result *res);
 
-/* A 64-bit digest of the encoded state (FNV-1a over ns_snapshot_encode's payload). */
+/* A 64-bit digest of the encoded state (FNV-1a over ns_snapshot_encode's
+ * payload). */
 int ns_state_digest(const struct ns_state *s, uint64_t *out);
 
-/* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic "RNSS", u16
- * version), golden-byte tests guard it. */
+/* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
+ * "RNSS", u16 version), golden-byte tests guard it. */
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
-/* Replaces s's contents with the snapshot (s must be initialised). 0, NS_EPROTO,
- * NS_EVERSION or NS_ENOMEM; on error s is unchanged. */
+/* Replaces s's contents with the snapshot (s must be initialised). 0,
+ * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */
 int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
-/* Logging for the server and main layers (L4/L5) only; pure layers never log. NS_LOG checks
- * the level before formatting. One line per event: time, node id, level, message. */
+/* Logging for the server and main layers (L4/L5) only; pure layers never log.
+ * NS_LOG checks the level before formatting. One line per event: time, node id,
+ * level, message. */
 #ifndef RAFTNS_LOG_H
 #define RAFTNS_LOG_H
 

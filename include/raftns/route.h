@@ -1,9 +1,10 @@
-/* The RouteInfoManager (PROTOCOL.md §5, 5.x behaviour): topic routes, broker groups, clusters,
- * per-broker DataVersion/haServerAddr/timeout, static-topic mappings; the reply bodies built
- * from them and a per-topic cache of encoded route replies. Pure: no clock (callers pass
- * values), no I/O, no logging. Liveness timestamps and connections are NOT here: they are
- * local to each node (src/server/liveness.c). Iteration and encodings are deterministic
- * (sorted), so every replica encodes byte-identical state. */
+/* The RouteInfoManager (PROTOCOL.md §5, 5.x behaviour): topic routes, broker
+ * groups, clusters, per-broker DataVersion/haServerAddr/timeout, static-topic
+ * mappings; the reply bodies built from them and a per-topic cache of encoded
+ * route replies. Pure: no clock (callers pass values), no I/O, no logging.
+ * Liveness timestamps and connections are NOT here: they are local to each node
+ * (src/server/liveness.c). Iteration and encodings are deterministic (sorted),
+ * so every replica encodes byte-identical state. */
 #ifndef RAFTNS_ROUTE_H
 #define RAFTNS_ROUTE_H
 
@@ -21,7 +22,8 @@
 #define NS_PERM_INHERIT 1
 #define NS_SYSFLAG_UNIT 1
 #define NS_SYSFLAG_UNIT_SUB 2
-/* Inflated size allowed for a compressed REGISTER_BROKER body (zlib-bomb bound). */
+/* Inflated size allowed for a compressed REGISTER_BROKER body (zlib-bomb
+ * bound). */
 #define NS_REGISTER_MAX_INFLATED (64u * 1024u * 1024u)
 
 struct ns_data_version {
@@ -65,14 +67,17 @@ struct ns_mapping_info {
 
 /* A decoded, validated REGISTER_BROKER request: header fields plus body. */
 struct ns_register {
-    char *cluster;     /* owned, never NULL after decode ("" when the header lacked it) */
+    char *cluster; /* owned, never NULL after decode ("" when the header lacked
+                      it) */
     char *broker_name; /* owned, never NULL */
     char *broker_addr; /* owned, never NULL */
     char *ha_addr;     /* owned, may be NULL */
     char *zone;        /* owned, may be NULL (__ZONE_NAME) */
     int64_t broker_id;
-    int64_t heartbeat_timeout_ms; /* NS_DEFAULT_HEARTBEAT_TIMEOUT_MS when absent */
-    int8_t acting_master;         /* -1: header field absent (an "old" broker); 0 or 1 */
+    int64_t
+        heartbeat_timeout_ms; /* NS_DEFAULT_HEARTBEAT_TIMEOUT_MS when absent */
+    int8_t
+        acting_master; /* -1: header field absent (an "old" broker); 0 or 1 */
     struct ns_data_version dv;
     struct ns_topic_config *topics; /* owned array */
     size_t n_topics;
@@ -86,23 +91,28 @@ struct ns_register {
 void ns_register_init(struct ns_register *r);
 void ns_register_close(struct ns_register *r);
 
-/* Decodes a REGISTER_BROKER body into r's dv/topics/mappings/filter servers (header fields are
- * filled by the caller). req_version < 37: a bare TopicConfigSerializeWrapper; compressed: the
- * zlib record layout of PROTOCOL.md §4.4, inflated size bounded by NS_REGISTER_MAX_INFLATED
- * (mappings only when req_version >= 413). An empty body gives no topics and a zero
- * DataVersion. A DataVersion without timestamp gets now_ms (Java's constructor default).
- * Returns 0, NS_EPROTO (with a Java-like exception text in errmsg) or NS_ENOMEM. */
-int ns_register_decode_body(struct ns_register *r, int32_t req_version, bool compressed,
-                            const uint8_t *body, size_t len, int64_t now_ms, char *errmsg,
-                            size_t errmsg_size);
+/* Decodes a REGISTER_BROKER body into r's dv/topics/mappings/filter servers
+ * (header fields are filled by the caller). req_version < 37: a bare
+ * TopicConfigSerializeWrapper; compressed: the zlib record layout of
+ * PROTOCOL.md §4.4, inflated size bounded by NS_REGISTER_MAX_INFLATED (mappings
+ * only when req_version >= 413). An empty body gives no topics and a zero
+ * DataVersion. A DataVersion without timestamp gets now_ms (Java's constructor
+ * default). Returns 0, NS_EPROTO (with a Java-like exception text in errmsg) or
+ * NS_ENOMEM. */
+int ns_register_decode_body(struct ns_register *r, int32_t req_version,
+                            bool compressed, const uint8_t *body, size_t len,
+                            int64_t now_ms, char *errmsg, size_t errmsg_size);
 
 /* DataVersion JSON (QUERY_DATA_VERSION body). Returns 0 or NS_EPROTO. */
-int ns_data_version_decode(const uint8_t *body, size_t len, struct ns_data_version *out);
-void ns_data_version_encode(const struct ns_data_version *dv, struct ns_buf *out);
-bool ns_data_version_equal(const struct ns_data_version *a, const struct ns_data_version *b);
+int ns_data_version_decode(const uint8_t *body, size_t len,
+                           struct ns_data_version *out);
+void ns_data_version_encode(const struct ns_data_version *dv,
+                            struct ns_buf *out);
+bool ns_data_version_equal(const struct ns_data_version *a,
+                           const struct ns_data_version *b);
 
-/* Identifies a broker for unregister (all fields) or expiry (cluster and addr; name and id
- * are looked up in the state). */
+/* Identifies a broker for unregister (all fields) or expiry (cluster and addr;
+ * name and id are looked up in the state). */
 struct ns_broker_ref {
     char *cluster;     /* owned */
     char *broker_addr; /* owned */
@@ -112,8 +122,10 @@ struct ns_broker_ref {
 
 enum ns_register_status {
     NS_REGISTER_OK,
-    NS_REGISTER_CONFLICT, /* stateVersion conflict: SUCCESS with extFields {} (5.2 step 6) */
-    NS_REGISTER_FAILED,   /* single-topic guard: SYSTEM_ERROR "register broker failed" */
+    NS_REGISTER_CONFLICT, /* stateVersion conflict: SUCCESS with extFields {}
+                             (5.2 step 6) */
+    NS_REGISTER_FAILED,   /* single-topic guard: SYSTEM_ERROR "register broker
+                             failed" */
 };
 
 struct ns_register_result {
@@ -131,46 +143,56 @@ void ns_route_destroy(struct ns_route *route);
 
 /* --- mutations (called only by the FSM) --- 0 or NS_ENOMEM. */
 
-/* 5.2 table update. delete_missing_topics = deleteTopicWithBrokerRegistration. res is filled
- * (caller closes it). */
-int ns_route_register_broker(struct ns_route *route, const struct ns_register *req,
-                             bool delete_missing_topics, struct ns_register_result *res);
-/* 5.3 batch unregister, by (cluster, addr, name); addresses removed by value. */
-int ns_route_unregister_brokers(struct ns_route *route, const struct ns_broker_ref *refs,
-                                size_t n);
-/* Expiry / connection close (5.5, 5.6): refs carry cluster and addr only; the group holding
- * that address in that cluster gives name and id; unknown ones are skipped. */
-int ns_route_expire_brokers(struct ns_route *route, const struct ns_broker_ref *refs,
-                            size_t n);
-int ns_route_wipe_write_perm(struct ns_route *route, const char *broker_name, int32_t *count);
-int ns_route_add_write_perm(struct ns_route *route, const char *broker_name, int32_t *count);
+/* 5.2 table update. delete_missing_topics = deleteTopicWithBrokerRegistration.
+ * res is filled (caller closes it). */
+int ns_route_register_broker(struct ns_route *route,
+                             const struct ns_register *req,
+                             bool delete_missing_topics,
+                             struct ns_register_result *res);
+/* 5.3 batch unregister, by (cluster, addr, name); addresses removed by value.
+ */
+int ns_route_unregister_brokers(struct ns_route *route,
+                                const struct ns_broker_ref *refs, size_t n);
+/* Expiry / connection close (5.5, 5.6): refs carry cluster and addr only; the
+ * group holding that address in that cluster gives name and id; unknown ones
+ * are skipped. */
+int ns_route_expire_brokers(struct ns_route *route,
+                            const struct ns_broker_ref *refs, size_t n);
+int ns_route_wipe_write_perm(struct ns_route *route, const char *broker_name,
+                             int32_t *count);
+int ns_route_add_write_perm(struct ns_route *route, const char *broker_name,
+                            int32_t *count);
 /* cluster NULL or "": delete the topic everywhere. */
-int ns_route_delete_topic(struct ns_route *route, const char *topic, const char *cluster);
+int ns_route_delete_topic(struct ns_route *route, const char *topic,
+                          const char *cluster);
 /* 5.8 REGISTER_TOPIC_IN_NAMESRV semantics. */
 int ns_route_register_topic(struct ns_route *route, const char *topic,
                             const struct ns_queue_data *qds, size_t n);
 
 /* --- reads --- */
 
-/* True when registering req would change nothing in the route state (same DataVersion,
- * haServerAddr, timeout, addresses, group flags and zone, topic queue data, no mappings, no
- * filter-server change; deleteTopicWithBrokerRegistration would remove nothing): the
- * heartbeat short-cut that writes no log entry. */
+/* True when registering req would change nothing in the route state (same
+ * DataVersion, haServerAddr, timeout, addresses, group flags and zone, topic
+ * queue data, no mappings, no filter-server change;
+ * deleteTopicWithBrokerRegistration would remove nothing): the heartbeat
+ * short-cut that writes no log entry. */
 bool ns_route_is_unchanged_registration(const struct ns_route *route,
                                         const struct ns_register *req,
                                         bool delete_missing_topics);
 /* Borrowed stored DataVersion of (cluster, addr), or NULL when unknown. */
-const struct ns_data_version *ns_route_find_data_version(const struct ns_route *route,
-                                                         const char *cluster,
-                                                         const char *addr);
-/* heartbeatTimeoutMillis of (cluster, addr), or -1 when the broker is unknown. */
-int64_t ns_route_broker_timeout(const struct ns_route *route, const char *cluster,
-                                const char *addr);
+const struct ns_data_version *
+ns_route_find_data_version(const struct ns_route *route, const char *cluster,
+                           const char *addr);
+/* heartbeatTimeoutMillis of (cluster, addr), or -1 when the broker is unknown.
+ */
+int64_t ns_route_broker_timeout(const struct ns_route *route,
+                                const char *cluster, const char *addr);
 
-typedef void (*ns_route_broker_cb)(void *arg, const char *cluster, const char *addr,
-                                   int64_t timeout_ms);
+typedef void (*ns_route_broker_cb)(void *arg, const char *cluster,
+                                   const char *addr, int64_t timeout_ms);
 /* Calls cb for every registered broker (cluster, addr), in sorted order. */
-void ns_route_foreach_broker(const struct ns_route *route, ns_route_broker_cb cb, void *arg);
+void ns_route_foreach_broker(const struct ns_route *route,
+                             ns_route_broker_cb cb, void *arg);
 size_t ns_route_n_brokers(const struct ns_route *route);
 size_t ns_route_n_topics(const struct ns_route *route);
 
@@ -181,34 +203,48 @@ struct ns_route_query {
     enum ns_json_flavour flavour;
     bool support_acting_master;   /* supportActingMaster */
     const char *order_topic_conf; /* orderTopicConf to include, or NULL */
-    const char *zone_name; /* non-NULL: zone filter (5.7 step 8), forces legacy JSON */
+    const char
+        *zone_name; /* non-NULL: zone filter (5.7 step 8), forces legacy JSON */
 };
 
 /* TopicRouteData of 5.7. Returns 0, NS_ENOTFOUND (reply 17) or NS_ENOMEM. */
-int ns_route_encode_topic_route(const struct ns_route *route, const struct ns_route_query *q,
+int ns_route_encode_topic_route(const struct ns_route *route,
+                                const struct ns_route_query *q,
                                 struct ns_buf *out);
-/* The same through a cache of encoded replies per (topic, flavour) that stays valid until a
- * mutation touches the topic or a broker group it uses, or context_gen changes (the caller's
- * generation of settings/KV that the reply depends on). Zone queries bypass the cache.
- * *body borrows from the cache until the next call or mutation. */
-int ns_route_cached_topic_route(struct ns_route *route, const struct ns_route_query *q,
-                                uint64_t context_gen, const uint8_t **body, size_t *len);
+/* The same through a cache of encoded replies per (topic, flavour) that stays
+ * valid until a mutation touches the topic or a broker group it uses, or
+ * context_gen changes (the caller's generation of settings/KV that the reply
+ * depends on). Zone queries bypass the cache. *body borrows from the cache
+ * until the next call or mutation. */
+int ns_route_cached_topic_route(struct ns_route *route,
+                                const struct ns_route_query *q,
+                                uint64_t context_gen, const uint8_t **body,
+                                size_t *len);
 /* How many times a TopicRouteData was JSON-encoded (cache misses included). */
 uint64_t ns_route_n_route_encodes(const struct ns_route *route);
 
-int ns_route_encode_cluster_info(const struct ns_route *route, struct ns_buf *out);
-int ns_route_encode_all_topics(const struct ns_route *route, struct ns_buf *out);
-int ns_route_encode_topics_by_cluster(const struct ns_route *route, const char *cluster,
-                                      struct ns_buf *out);
-int ns_route_encode_system_topics(const struct ns_route *route, struct ns_buf *out);
+int ns_route_encode_cluster_info(const struct ns_route *route,
+                                 struct ns_buf *out);
+int ns_route_encode_all_topics(const struct ns_route *route,
+                               struct ns_buf *out);
+int ns_route_encode_topics_by_cluster(const struct ns_route *route,
+                                      const char *cluster, struct ns_buf *out);
+int ns_route_encode_system_topics(const struct ns_route *route,
+                                  struct ns_buf *out);
 
-enum ns_unit_list { NS_UNIT_TOPICS, NS_UNIT_SUB_TOPICS, NS_UNIT_SUB_UNUNIT_TOPICS };
-int ns_route_encode_unit_topics(const struct ns_route *route, enum ns_unit_list which,
-                                struct ns_buf *out);
-int ns_route_encode_member_group(const struct ns_route *route, const char *cluster,
-                                 const char *broker_name, struct ns_buf *out);
+enum ns_unit_list {
+    NS_UNIT_TOPICS,
+    NS_UNIT_SUB_TOPICS,
+    NS_UNIT_SUB_UNUNIT_TOPICS
+};
+int ns_route_encode_unit_topics(const struct ns_route *route,
+                                enum ns_unit_list which, struct ns_buf *out);
+int ns_route_encode_member_group(const struct ns_route *route,
+                                 const char *cluster, const char *broker_name,
+                                 struct ns_buf *out);
 
-/* --- whole state, for snapshots (WARNING: part of the versioned snapshot format) --- */
+/* --- whole state, for snapshots (WARNING: part of the versioned snapshot
+ * format) --- */
 int ns_route_encode_state(const struct ns_route *route, struct ns_buf *out);
 /* Decodes into an empty route. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_route_decode_state(struct ns_route *route, struct ns_rd *in);

@@ -1,5 +1,5 @@
-/* The allocation hook with failure injection for tests. Not thread-safe: raftns allocates on
- * one loop thread (raft_uv's pool threads use raft's own heap). */
+/* The allocation hook with failure injection for tests. Not thread-safe: raftns
+ * allocates on one loop thread (raft_uv's pool threads use raft's own heap). */
 #include "raftns/alloc.h"
 
 #include <stdlib.h>

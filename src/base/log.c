@@ -1,4 +1,5 @@
-/* The log sink: one line per event on stderr. Called only from the server and main layers. */
+/* The log sink: one line per event on stderr. Called only from the server and
+ * main layers. */
 #include "raftns/log.h"
 
 #include <stdarg.h>
