@@ -267,6 +267,38 @@ static void worked_example_frames(void **state)
     }
 }
 
+/* PROTOCOL.md §2.8, the reply: 0x169 = 4 + 95 + 262. */
+static void worked_example_reply(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\"},"
+        "\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\","
+        "\"enableActingMaster\":false}],\"filterServerTable\":{},"
+        "\"queueDatas\":[{\"brokerName\":\"broker-a\",\"perm\":6,"
+        "\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}";
+    static const char header[] =
+        "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\":1,"
+        "\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}";
+    assert_int_equal(sizeof body - 1, 262);
+    assert_int_equal(sizeof header - 1, 95);
+    struct ns_cmd c;
+    struct ns_buf out;
+    ns_cmd_init(&c);
+    ns_buf_init(&out);
+    c.flag = NS_FLAG_RESPONSE;
+    c.opaque = 1;
+    c.version = NS_SERVER_VERSION;
+    c.body = (const uint8_t *)body;
+    c.body_len = sizeof body - 1;
+    assert_int_equal(ns_cmd_encode(&c, &out), 0);
+    assert_int_equal(out.len, 4 + 0x169);
+    assert_memory_equal(out.data, "\x00\x00\x01\x69\x00\x00\x00\x5f", 8);
+    assert_memory_equal(out.data + 8, header, 95);
+    assert_memory_equal(out.data + 8 + 95, body, 262);
+    ns_buf_close(&out);
+}
+
 static void partial_frames_need_more(void **state)
 {
     (void)state;
@@ -855,6 +887,7 @@ int main(void)
         cmocka_unit_test(request_ext_fields_in_wire_order),
         cmocka_unit_test(rocketmq_header_sample_07),
         cmocka_unit_test(worked_example_frames),
+        cmocka_unit_test(worked_example_reply),
         cmocka_unit_test(partial_frames_need_more),
         cmocka_unit_test(several_frames_in_one_buffer),
         cmocka_unit_test(frame_rejections),
