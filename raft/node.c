@@ -86,6 +86,8 @@ struct ns_node {
     struct result_slot *unclaimed;
     ns_node_watch_cb watch_cb;
     void *watch_arg;
+    ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
+    void *apply_hook_arg;
     ns_node_stop_cb stop_cb;
     void *stop_arg;
 };
@@ -154,6 +156,12 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         n->diverged = true;
         free_slot(s);
         return 0;
+    }
+    /* raft 0.15 sets last_applied after apply returns: this entry is +1. */
+    if (n->apply_hook != NULL &&
+        n->apply_hook(n->apply_hook_arg, raft_last_applied(&n->raft) + 1,
+                      p + ENTRY_PREFIX, ns_load_u32(p), &s->res)) {
+        n->diverged = true;
     }
     s->next = n->unclaimed;
     if (s->next != NULL) {
@@ -642,6 +650,13 @@ void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg)
 {
     n->watch_cb = cb;
     n->watch_arg = arg;
+}
+
+void ns_node_set_apply_hook(struct ns_node *n, ns_node_apply_hook fn,
+                            void *arg)
+{
+    n->apply_hook = fn;
+    n->apply_hook_arg = arg;
 }
 
 bool ns_node_is_leader(const struct ns_node *n)

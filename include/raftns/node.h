@@ -56,6 +56,14 @@ int ns_node_start(struct ns_node *n);
 /* Called (borrowed arg) after each role change and when the node becomes ready.
  */
 void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg);
+/* Called (borrowed arg) after every command entry the FSM applied, with its
+ * log index, the command bytes and the result (all borrowed for the call).
+ * Returning true marks the node diverged (src/server/checkpoint.c). */
+typedef bool (*ns_node_apply_hook)(void *arg, uint64_t index,
+                                   const uint8_t *cmd, size_t len,
+                                   const struct ns_apply_result *res);
+void ns_node_set_apply_hook(struct ns_node *n, ns_node_apply_hook fn,
+                            void *arg);
 
 /* Copies len bytes of an encoded command (borrowed) and replicates them; queued
  * while there is no leader whose barrier completed. Returns 0 (cb runs exactly
