@@ -26,6 +26,34 @@ struct ns_node_config {
     unsigned heartbeat_ms;        /* 0 = 100 */
     unsigned snapshot_threshold;  /* 0 = 4096 */
     unsigned snapshot_trailing;   /* 0 = 1024 */
+    /* Initial voters when the data dir is pristine (borrowed array). NULL/0:
+     * this node alone. A node that is not in the list does not bootstrap: it
+     * waits to be added (ns_node_member_add on the leader). */
+    const struct ns_node_member *bootstrap;
+    size_t n_bootstrap;
+    /* Cluster mode: readiness also needs ns_node_set_ready_index (the
+     * leader's read index at join) unless this node is the leader. */
+    bool remote_ready;
+};
+
+/* A member of the raft configuration. */
+struct ns_node_member {
+    uint64_t id;
+    const char *raft_addr; /* borrowed */
+    int role;              /* enum ns_node_member_role (lists only) */
+};
+
+enum ns_node_member_role {
+    NS_MEMBER_VOTER = 0,
+    NS_MEMBER_STANDBY = 1,
+    NS_MEMBER_SPARE = 2,
+};
+
+enum ns_node_role {
+    NS_ROLE_UNAVAILABLE = 0,
+    NS_ROLE_FOLLOWER = 1,
+    NS_ROLE_CANDIDATE = 2,
+    NS_ROLE_LEADER = 3,
 };
 
 struct ns_node;
@@ -74,6 +102,47 @@ int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
 /* Linearizable read point: 0 (cb exactly once, later) or an NS_E* code (never).
  */
 int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg);
+
+/* As ns_node_propose, and cb learns the entry's log index (0 unless status 0).
+ */
+typedef void (*ns_node_index_cb)(void *arg, int status, uint64_t index,
+                                 const struct ns_apply_result *res);
+int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes,
+                            size_t len, ns_node_index_cb cb, void *arg);
+/* cb(arg, 0) once the local applied index is >= index; NS_ETIMEDOUT after
+ * timeout_ms; NS_ESHUTDOWN on stop. Returns 0 (cb exactly once, never before
+ * this returns) or NS_ENOMEM / NS_ESHUTDOWN. */
+int ns_node_wait_applied(struct ns_node *n, uint64_t index,
+                         uint64_t timeout_ms, ns_node_barrier_cb cb, void *arg);
+/* Leader read point: a barrier, then cb(arg, 0, applied index). Leader only
+ * (NS_ENOTLEADER otherwise, cb never runs). */
+typedef void (*ns_node_index_read_cb)(void *arg, int status, uint64_t index);
+int ns_node_read_index(struct ns_node *n, ns_node_index_read_cb cb, void *arg);
+/* Cluster mode readiness: the leader's read index as of joining. */
+void ns_node_set_ready_index(struct ns_node *n, uint64_t index);
+
+/* --- membership (leader only; one change at a time) --- */
+typedef void (*ns_node_change_cb)(void *arg, int status, const char *errmsg);
+/* raft_add then raft_assign VOTER; on failure to catch up the spare is removed.
+ * 0 (cb exactly once, later), NS_ENOTLEADER, NS_EAGAIN (a change is already
+ * running), NS_EINVAL (bad id/address, duplicate id) or NS_ENOMEM. */
+int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
+                       ns_node_change_cb cb, void *arg);
+int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
+                          void *arg);
+/* Leadership transfer to id (0 = raft picks). cb status 0 when this node is no
+ * longer the leader. */
+int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
+                     void *arg);
+/* Copies the current raft configuration: *out owned array (ns_free it and
+ * nothing else: raft_addr points into the same allocation). 0 or NS_ENOMEM. */
+int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
+                    size_t *n_out);
+
+uint64_t ns_node_id(const struct ns_node *n);
+int ns_node_role(const struct ns_node *n); /* enum ns_node_role */
+uint64_t ns_node_term(const struct ns_node *n);
+uint64_t ns_node_commit_index(const struct ns_node *n);
 
 bool ns_node_is_leader(
     const struct ns_node *n); /* leader and barrier applied */

@@ -12,8 +12,15 @@
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 
+struct ns_cluster_config;
+
 struct ns_server_config {
     const char *client_addr; /* borrowed; IPv4 "a.b.c.d:port", port 0 = any */
+    uint64_t id;             /* this node's id; 0 = 1 */
+    const char *secret;      /* borrowed; cluster secret, NULL = "" */
+    /* borrowed, may be NULL: member addresses from the cluster file, recorded
+     * in the replicated member table by the first leader */
+    const struct ns_cluster_config *cluster;
 };
 
 struct ns_server;

@@ -123,6 +123,7 @@ struct ns_server {
     uint64_t next_conn_id;
     uint64_t start_ms;
     struct ns_liveness live;
+    struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     uint8_t scratch[NS_READ_CHUNK];
 };
 

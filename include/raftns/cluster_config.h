@@ -1,0 +1,52 @@
+/* Cluster files (cluster-configs/*.json, cJSON): the members, timeouts and
+ * NamesrvConfig settings of one raftns cluster. Parsing only: it opens the file
+ * and validates it, it starts nothing. Format in cluster-configs/README.md. */
+#ifndef RAFTNS_CLUSTER_CONFIG_H
+#define RAFTNS_CLUSTER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raftns/config.h"
+
+#define NS_CLUSTER_MAX_NODES 64
+#define NS_CLUSTER_FILE_MAX (1u << 20) /* bytes */
+
+struct ns_cluster_node {
+    uint64_t id;       /* >= 1, unique */
+    char *raft_addr;   /* owned; IPv4 a.b.c.d:port (raft 0.15, P8) */
+    char *client_addr; /* owned; IPv4 a.b.c.d:port */
+    char *http_addr;   /* owned; IPv4 a.b.c.d:port, NULL when absent */
+    bool bootstrap;    /* part of the initial voter set */
+};
+
+struct ns_cluster_config {
+    char *secret;                  /* owned; "" when absent */
+    unsigned election_timeout_ms;  /* 0 = default */
+    unsigned heartbeat_ms;         /* 0 = default */
+    unsigned snapshot_threshold;   /* 0 = default */
+    struct ns_cluster_node *nodes; /* owned, in file order */
+    size_t n_nodes;
+    struct ns_props namesrv; /* NamesrvConfig keys, values as text */
+};
+
+void ns_cluster_config_init(struct ns_cluster_config *c);
+void ns_cluster_config_close(struct ns_cluster_config *c);
+/* Parses len bytes of JSON into c (initialised, empty). Returns 0, NS_EPROTO
+ * (bad JSON or a rule broken: err says which, NUL-terminated in errlen bytes)
+ * or NS_ENOMEM. On error c is left empty (close it anyway). */
+int ns_cluster_config_parse(const char *text, size_t len,
+                            struct ns_cluster_config *c, char *err,
+                            size_t errlen);
+/* Reads and parses a file (at most NS_CLUSTER_FILE_MAX bytes). As parse, plus
+ * NS_EIO (cannot read: err says why). */
+int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
+                           char *err, size_t errlen);
+/* Borrowed node with that id, or NULL. */
+const struct ns_cluster_node *
+ns_cluster_config_find(const struct ns_cluster_config *c, uint64_t id);
+/* True when text is an IPv4 dotted quad with a port 1..65535. */
+bool ns_cluster_addr_is_ipv4(const char *text);
+
+#endif

@@ -1,0 +1,79 @@
+/* Private node-to-node and cluster-admin request codes (9001-9010) that raftns
+ * nodes accept on their CLIENT port, with the ext fields of each request and
+ * reply. Stock RocketMQ codes stay in the handlers; nothing here is Java.
+ *
+ * Every private request carries ext NS_EXT_SECRET = the cluster secret (the
+ * "secret" of the cluster file; "" when none is configured). A missing or
+ * wrong secret is answered with code 16 (NO_PERMISSION) and logged at WARN.
+ * Replies use code 0 on success, 1 (SYSTEM_ERROR) with a remark otherwise. */
+#ifndef RAFTNS_CODES_H
+#define RAFTNS_CODES_H
+
+/* --- RocketMQ reply codes used by the private codes --- */
+#define NS_CODE_SUCCESS 0
+#define NS_CODE_SYSTEM_ERROR 1
+#define NS_CODE_NO_PERMISSION 16
+
+/* --- ext keys --- */
+#define NS_EXT_SECRET "raftnsSecret"         /* every private request */
+#define NS_EXT_FROM "raftnsFrom"             /* sender node id (decimal) */
+#define NS_EXT_CONSISTENT "raftnsConsistent" /* on any READ: "true" */
+#define NS_EXT_INDEX "raftnsIndex"           /* a raft log index (decimal) */
+#define NS_EXT_LEADER "raftnsLeader"         /* leader node id (decimal) */
+#define NS_EXT_RES_TYPE "raftnsResType"      /* enum ns_command_type applied */
+#define NS_EXT_REG_STATUS "raftnsRegStatus"  /* enum ns_register_status */
+#define NS_EXT_REG_MASTER "raftnsRegMaster"  /* register result master addr */
+#define NS_EXT_REG_HA "raftnsRegHa"          /* register result ha addr */
+#define NS_EXT_COUNT "raftnsCount"           /* ns_apply_result.count */
+#define NS_EXT_ID "raftnsId"                 /* a member id (decimal) */
+#define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
+#define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */
+#define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
+
+/* FORWARD: a follower hands an encoded command to the leader.
+ * Request: body = ns_command_encode bytes; ext secret, from.
+ * Reply 0: ext index (log index of the entry, applied on the leader), resType,
+ *   and for REGISTER_BROKER regStatus, regMaster / regHa (absent when NULL);
+ *   count for WIPE/ADD_WRITE_PERM. The forwarding node answers its client only
+ *   once ITS OWN state machine applied index.
+ * Reply 1: remark says why (not leader, no leader, timeout, shutting down). The
+ *   leader de-duplicates identical pending commands (leader_time_ms ignored). */
+#define NS_CODE_FORWARD 9001
+
+/* READ_INDEX: the leader's read point.
+ * Request: ext secret, from. The leader runs raft_barrier and answers with
+ * Reply 0: ext index = its applied index after the barrier, leader = its id.
+ * Used for readiness at join and for raftnsConsistent=true reads. */
+#define NS_CODE_READ_INDEX 9002
+
+/* MEMBER_LIST: the raft configuration joined with the replicated addresses.
+ * Request: ext secret. Reply 0: body = JSON
+ *   {"leader":N,"term":N,"commitIndex":N,"appliedIndex":N,"members":[
+ *     {"id":N,"raft":"ip:port","client":"ip:port","http":"ip:port",
+ *      "role":"voter|standby|spare"}...]}  (addresses "" when unknown). */
+#define NS_CODE_MEMBER_LIST 9003
+
+/* MEMBER_ADD: leader only (a follower forwards it to the leader).
+ * Request: ext secret, id, raftAddr, clientAddr, httpAddr (optional). The
+ * leader records the addresses (SET_MEMBER), raft_add, then raft_assign VOTER
+ * (one change at a time; on RAFT_NOCONNECTION the spare is removed again).
+ * Reply 0 when the new member is a voter; 1 with remark otherwise. */
+#define NS_CODE_MEMBER_ADD 9004
+
+/* MEMBER_REMOVE: Request: ext secret, id. raft_remove, then SET_MEMBER with no
+ * addresses. Reply 0 / 1 with remark. Removing the leader itself transfers
+ * leadership first. */
+#define NS_CODE_MEMBER_REMOVE 9005
+
+/* LEADER_TRANSFER: Request: ext secret, id (optional; 0 or absent = let raft
+ * pick the most up-to-date voter). Sent to any node (forwarded to the leader).
+ * Reply 0 once the transfer finished: ext leader = the new leader id. */
+#define NS_CODE_LEADER_TRANSFER 9006
+
+/* 9007: liveness reports (owned by the expiry work: src/server/liveness*.c). */
+#define NS_CODE_LIVENESS_REPORT 9007
+
+#define NS_CODE_PRIVATE_MIN 9001
+#define NS_CODE_PRIVATE_MAX 9010
+
+#endif
