@@ -1,4 +1,4 @@
-/* Cluster files (cluster-configs/*.json, cJSON): the members, timeouts and
+/* Cluster files (cluster-configs/NAME.json, cJSON): the members, timeouts and
  * NamesrvConfig settings of one raftns cluster. Parsing only: it opens the file
  * and validates it, it starts nothing. Format in cluster-configs/README.md. */
 #ifndef RAFTNS_CLUSTER_CONFIG_H

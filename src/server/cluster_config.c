@@ -1,0 +1,329 @@
+/* Cluster file parsing and validation (cJSON): members, timeouts, secret and
+ * NamesrvConfig settings. It reads one file and builds a struct; it does not
+ * apply anything to a node or a server. */
+#include "raftns/cluster_config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+
+void ns_cluster_config_init(struct ns_cluster_config *c)
+{
+    memset(c, 0, sizeof *c);
+    ns_props_init(&c->namesrv);
+}
+
+void ns_cluster_config_close(struct ns_cluster_config *c)
+{
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        ns_free(c->nodes[i].raft_addr);
+        ns_free(c->nodes[i].client_addr);
+        ns_free(c->nodes[i].http_addr);
+    }
+    ns_free(c->nodes);
+    ns_free(c->secret);
+    ns_props_close(&c->namesrv);
+    ns_cluster_config_init(c);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+bool ns_cluster_addr_is_ipv4(const char *text)
+{
+    unsigned a, b, c, d, port;
+    char tail;
+    if (text == NULL || strlen(text) > 21) {
+        return false;
+    }
+    if (sscanf(text, "%3u.%3u.%3u.%3u:%5u%c", &a, &b, &c, &d, &port, &tail) !=
+        5) {
+        return false;
+    }
+    for (const char *p = text; *p != '\0'; p++) {
+        if ((*p < '0' || *p > '9') && *p != '.' && *p != ':') {
+            return false;
+        }
+    }
+    return a < 256 && b < 256 && c < 256 && d < 256 && port >= 1 &&
+           port <= 65535;
+}
+
+/* Reads an optional non-negative integer key into *out (unchanged if absent).
+ */
+static int get_uint(const cJSON *obj, const char *key, unsigned max,
+                    unsigned *out, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (v == NULL) {
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > max ||
+        v->valuedouble != (double)(unsigned)v->valuedouble) {
+        set_err(err, errlen, "\"%s\" must be an integer 0..%u", key, max);
+        return NS_EPROTO;
+    }
+    *out = (unsigned)v->valuedouble;
+    return 0;
+}
+
+static int dup_addr(const cJSON *node, const char *key, bool required,
+                    char **out, size_t idx, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(node, key);
+    if (v == NULL && !required) {
+        return 0;
+    }
+    if (!cJSON_IsString(v)) {
+        set_err(err, errlen, "nodes[%zu]: missing string \"%s\"", idx, key);
+        return NS_EPROTO;
+    }
+    if (!ns_cluster_addr_is_ipv4(v->valuestring)) {
+        set_err(err, errlen,
+                "nodes[%zu]: \"%s\" is \"%s\", want an IPv4 a.b.c.d:port", idx,
+                key, v->valuestring);
+        return NS_EPROTO;
+    }
+    *out = ns_strdup(v->valuestring);
+    return *out == NULL ? NS_ENOMEM : 0;
+}
+
+static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
+                      char *err, size_t errlen)
+{
+    if (!cJSON_IsObject(item)) {
+        set_err(err, errlen, "nodes[%zu] is not an object", idx);
+        return NS_EPROTO;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
+    if (!cJSON_IsNumber(id) || id->valuedouble < 1 ||
+        id->valuedouble > 9007199254740991.0 ||
+        id->valuedouble != (double)(uint64_t)id->valuedouble) {
+        set_err(err, errlen, "nodes[%zu]: \"id\" must be an integer >= 1",
+                idx);
+        return NS_EPROTO;
+    }
+    nd->id = (uint64_t)id->valuedouble;
+    int rv = dup_addr(item, "raft", true, &nd->raft_addr, idx, err, errlen);
+    if (rv == 0) {
+        rv = dup_addr(item, "client", true, &nd->client_addr, idx, err, errlen);
+    }
+    if (rv == 0) {
+        rv = dup_addr(item, "http", false, &nd->http_addr, idx, err, errlen);
+    }
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(item, "bootstrap");
+    if (rv == 0 && b != NULL && !cJSON_IsBool(b)) {
+        set_err(err, errlen, "nodes[%zu]: \"bootstrap\" must be true or false",
+                idx);
+        rv = NS_EPROTO;
+    }
+    nd->bootstrap = cJSON_IsTrue(b);
+    return rv;
+}
+
+static bool same_addr_used(const struct ns_cluster_node *a,
+                           const struct ns_cluster_node *b)
+{
+    const char *xa[3] = {a->raft_addr, a->client_addr, a->http_addr};
+    const char *xb[3] = {b->raft_addr, b->client_addr, b->http_addr};
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) {
+            if (xa[i] != NULL && xb[j] != NULL && strcmp(xa[i], xb[j]) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c,
+                       char *err, size_t errlen)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1) {
+        set_err(err, errlen, "\"nodes\" must be a non-empty array");
+        return NS_EPROTO;
+    }
+    int count = cJSON_GetArraySize(arr);
+    if (count > NS_CLUSTER_MAX_NODES) {
+        set_err(err, errlen, "more than %d nodes", NS_CLUSTER_MAX_NODES);
+        return NS_EPROTO;
+    }
+    c->nodes = ns_calloc((size_t)count, sizeof *c->nodes);
+    if (c->nodes == NULL) {
+        return NS_ENOMEM;
+    }
+    size_t n_boot = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, arr)
+    {
+        size_t i = c->n_nodes++;
+        int rv = parse_node(item, i, &c->nodes[i], err, errlen);
+        if (rv != 0) {
+            return rv;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (c->nodes[j].id == c->nodes[i].id) {
+                set_err(err, errlen, "duplicate node id %llu",
+                        (unsigned long long)c->nodes[i].id);
+                return NS_EPROTO;
+            }
+            if (same_addr_used(&c->nodes[j], &c->nodes[i])) {
+                set_err(err, errlen, "nodes %llu and %llu share an address",
+                        (unsigned long long)c->nodes[j].id,
+                        (unsigned long long)c->nodes[i].id);
+                return NS_EPROTO;
+            }
+        }
+        n_boot += c->nodes[i].bootstrap ? 1 : 0;
+    }
+    if (n_boot == 0) {
+        set_err(err, errlen, "no node has \"bootstrap\": true");
+        return NS_EPROTO;
+    }
+    return 0;
+}
+
+static int parse_namesrv(const cJSON *obj, struct ns_cluster_config *c,
+                         char *err, size_t errlen)
+{
+    if (obj == NULL) {
+        return 0;
+    }
+    if (!cJSON_IsObject(obj)) {
+        set_err(err, errlen, "\"namesrv\" must be an object");
+        return NS_EPROTO;
+    }
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, obj)
+    {
+        char num[32];
+        const char *value = NULL;
+        if (cJSON_IsString(kv)) {
+            value = kv->valuestring;
+        } else if (cJSON_IsBool(kv)) {
+            value = cJSON_IsTrue(kv) ? "true" : "false";
+        } else if (cJSON_IsNumber(kv)) {
+            snprintf(num, sizeof num, "%.0f", kv->valuedouble);
+            value = num;
+        } else {
+            set_err(err, errlen,
+                    "namesrv.%s must be a string, number or boolean",
+                    kv->string);
+            return NS_EPROTO;
+        }
+        if (ns_props_set(&c->namesrv, kv->string, value) != 0) {
+            return NS_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int ns_cluster_config_parse(const char *text, size_t len,
+                            struct ns_cluster_config *c, char *err,
+                            size_t errlen)
+{
+    int rv = NS_EPROTO;
+    set_err(err, errlen, "ok");
+    if (len > NS_CLUSTER_FILE_MAX) {
+        set_err(err, errlen, "file larger than %u bytes", NS_CLUSTER_FILE_MAX);
+        return NS_EPROTO;
+    }
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (root == NULL) {
+        set_err(err, errlen, "not valid JSON");
+        return NS_EPROTO;
+    }
+    if (!cJSON_IsObject(root)) {
+        set_err(err, errlen, "top level must be an object");
+        goto err_after_root;
+    }
+    const cJSON *secret = cJSON_GetObjectItemCaseSensitive(root, "secret");
+    if (secret != NULL && !cJSON_IsString(secret)) {
+        set_err(err, errlen, "\"secret\" must be a string");
+        goto err_after_root;
+    }
+    c->secret = ns_strdup(secret != NULL ? secret->valuestring : "");
+    if (c->secret == NULL) {
+        rv = NS_ENOMEM;
+        goto err_after_root;
+    }
+    rv = get_uint(root, "electionTimeoutMs", 600000, &c->election_timeout_ms,
+                  err, errlen);
+    if (rv == 0) {
+        rv = get_uint(root, "heartbeatMs", 600000, &c->heartbeat_ms, err,
+                      errlen);
+    }
+    if (rv == 0) {
+        rv = get_uint(root, "snapshotThreshold", 1u << 30,
+                      &c->snapshot_threshold, err, errlen);
+    }
+    if (rv == 0) {
+        rv = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), c,
+                         err, errlen);
+    }
+    if (rv == 0) {
+        rv = parse_namesrv(cJSON_GetObjectItemCaseSensitive(root, "namesrv"),
+                           c, err, errlen);
+    }
+err_after_root:
+    cJSON_Delete(root);
+    if (rv != 0) {
+        ns_cluster_config_close(c);
+    }
+    return rv;
+}
+
+int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
+                           char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NS_EIO;
+    }
+    int rv = NS_ENOMEM;
+    char *text = ns_malloc(NS_CLUSTER_FILE_MAX + 1);
+    if (text == NULL) {
+        goto err_after_file;
+    }
+    size_t len = fread(text, 1, NS_CLUSTER_FILE_MAX + 1, f);
+    if (ferror(f)) {
+        set_err(err, errlen, "cannot read %s", path);
+        rv = NS_EIO;
+    } else {
+        rv = ns_cluster_config_parse(text, len, c, err, errlen);
+    }
+    ns_free(text);
+err_after_file:
+    fclose(f);
+    return rv;
+}
+
+const struct ns_cluster_node *
+ns_cluster_config_find(const struct ns_cluster_config *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        if (c->nodes[i].id == id) {
+            return &c->nodes[i];
+        }
+    }
+    return NULL;
+}
