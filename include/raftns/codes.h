@@ -73,6 +73,11 @@
 /* 9007: liveness reports (owned by the expiry work: src/server/liveness*.c). */
 #define NS_CODE_LIVENESS_REPORT 9007
 
+/* STATUS: this node's /status JSON document (src/server/status.c) as the reply
+ * body, for raftnsctl status. Read-only: no secret needed; answered even when
+ * the node is not ready or diverged. */
+#define NS_CODE_STATUS 9008
+
 #define NS_CODE_PRIVATE_MIN 9001
 #define NS_CODE_PRIVATE_MAX 9010
 
