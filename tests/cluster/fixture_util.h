@@ -1,0 +1,558 @@
+/* Helpers for the cluster tests (tests/cluster/test_fixture_*.c): a
+ * raft_fixture cluster whose servers run the real raftns state machine
+ * (ns_fsm_apply_bytes, ns_snapshot_encode/decode), the node.c entry framing,
+ * the leader barrier of DESIGN.md §7, command builders and a seeded generator.
+ * Header-only (each test is its own executable); test code, not a second
+ * implementation of node.c. */
+#ifndef RAFTNS_TEST_FIXTURE_UTIL_H
+#define RAFTNS_TEST_FIXTURE_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <raft.h>
+#include <raft/fixture.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/command.h"
+#include "raftns/err.h"
+#include "raftns/fsm.h"
+
+#define FX_MAX RAFT_FIXTURE_MAX_SERVERS
+#define FX_T0 1700000000000LL
+
+struct fx;
+
+struct fx_server {
+    struct fx *fx;
+    unsigned index;
+    struct ns_state state;
+    struct raft_fsm fsm;
+    unsigned n_applies, n_snapshots, n_restores;
+    int apply_error; /* first non-zero ns_fsm_apply_bytes/framing result */
+};
+
+struct fx_barrier {
+    struct raft_barrier req;
+    struct fx *fx;
+    unsigned index;
+    raft_term term;
+};
+
+struct fx {
+    struct raft_fixture f; /* first member: the hook casts back */
+    struct fx_server s[FX_MAX];
+    unsigned n;
+    bool mitigate;                  /* leader barrier before client commands */
+    raft_term barrier_term[FX_MAX]; /* term of the last leader barrier issued */
+    raft_term ready_term[FX_MAX];   /* term whose leader barrier completed */
+    unsigned n_barriers_lost;
+};
+
+/* --- FSM on the node.c framing (WARNING in raft/node.c: u32 big-endian length,
+ * command bytes, zero padding to 8) --- */
+
+#define FX_ENTRY_PREFIX 4
+
+static inline int fx_fsm_apply(struct raft_fsm *fsm,
+                               const struct raft_buffer *buf, void **result)
+{
+    struct fx_server *s = fsm->data;
+    const uint8_t *p = buf->base;
+    int rv = NS_EPROTO;
+    *result = NULL;
+    if (buf->len >= FX_ENTRY_PREFIX && buf->len % 8 == 0 &&
+        ns_load_u32(p) <= buf->len - FX_ENTRY_PREFIX) {
+        rv = ns_fsm_apply_bytes(&s->state, p + FX_ENTRY_PREFIX, ns_load_u32(p),
+                                NULL);
+    }
+    if (rv != 0 && s->apply_error == 0) {
+        s->apply_error = rv;
+    }
+    s->n_applies++;
+    return 0; /* never stall raft (RAFT-NOTES §1) */
+}
+
+static inline int fx_fsm_snapshot(struct raft_fsm *fsm,
+                                  struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct fx_server *s = fsm->data;
+    struct ns_buf b;
+    int rv = RAFT_NOMEM;
+    ns_buf_init(&b);
+    if (ns_snapshot_encode(&s->state, &b) != 0 || b.err != 0) {
+        goto err_after_buf;
+    }
+    *bufs = raft_malloc(sizeof **bufs);
+    if (*bufs == NULL) {
+        goto err_after_buf;
+    }
+    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
+    if ((*bufs)[0].base == NULL) {
+        raft_free(*bufs);
+        goto err_after_buf;
+    }
+    memcpy((*bufs)[0].base, b.data, b.len);
+    (*bufs)[0].len = b.len;
+    *n_bufs = 1;
+    s->n_snapshots++;
+    rv = 0;
+err_after_buf:
+    ns_buf_close(&b);
+    return rv;
+}
+
+static inline int fx_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    struct fx_server *s = fsm->data;
+    int rv = ns_snapshot_decode(&s->state, buf->base, buf->len);
+    if (rv != 0) {
+        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
+    }
+    raft_free(buf->base);
+    s->n_restores++;
+    return 0;
+}
+
+/* --- leader barrier (the server's P1 mitigation) --- */
+
+static inline void fx_barrier_cb(struct raft_barrier *req, int status)
+{
+    struct fx_barrier *b = req->data;
+    if (status == 0) {
+        if (b->term > b->fx->ready_term[b->index]) {
+            b->fx->ready_term[b->index] = b->term;
+        }
+    } else {
+        b->fx->n_barriers_lost++;
+    }
+    ns_free(b);
+}
+
+/* Fixture hook, run after every event: a server that is leader in a term it has
+ * not issued a barrier for issues one at once (node.c polls from uv_check). */
+static inline void fx_hook(struct raft_fixture *f,
+                           struct raft_fixture_event *event)
+{
+    struct fx *x = (struct fx *)f;
+    (void)event;
+    if (!x->mitigate) {
+        return;
+    }
+    for (unsigned i = 0; i < x->n; i++) {
+        struct raft *r = raft_fixture_get(f, i);
+        if (raft_state(r) != RAFT_LEADER ||
+            x->barrier_term[i] == r->current_term) {
+            continue;
+        }
+        struct fx_barrier *b = ns_calloc(1, sizeof *b);
+        assert_non_null(b);
+        b->fx = x;
+        b->index = i;
+        b->term = r->current_term;
+        b->req.data = b;
+        if (raft_barrier(r, &b->req, fx_barrier_cb) != 0) {
+            ns_free(b);
+            continue; /* retried after the next event */
+        }
+        x->barrier_term[i] = r->current_term;
+    }
+}
+
+/* Zeroes x (P6), grows n servers with the real FSM, bootstraps n voters and
+ * starts them. */
+static inline void fx_setup(struct fx *x, unsigned n, bool mitigate)
+{
+    struct raft_configuration conf;
+    memset(x, 0, sizeof *x);
+    x->n = n;
+    x->mitigate = mitigate;
+    assert_int_equal(raft_fixture_initialize(&x->f), 0);
+    for (unsigned i = 0; i < n; i++) {
+        struct fx_server *s = &x->s[i];
+        s->fx = x;
+        s->index = i;
+        assert_int_equal(ns_state_init(&s->state), 0);
+        s->fsm.version = 1;
+        s->fsm.data = s;
+        s->fsm.apply = fx_fsm_apply;
+        s->fsm.snapshot = fx_fsm_snapshot;
+        s->fsm.restore = fx_fsm_restore;
+        assert_int_equal(raft_fixture_grow(&x->f, &s->fsm), 0);
+    }
+    assert_int_equal(raft_fixture_configuration(&x->f, n, &conf), 0);
+    assert_int_equal(raft_fixture_bootstrap(&x->f, &conf), 0);
+    raft_configuration_close(&conf);
+    assert_int_equal(raft_fixture_start(&x->f), 0);
+    raft_fixture_hook(&x->f, fx_hook);
+}
+
+static inline void fx_teardown(struct fx *x)
+{
+    raft_fixture_close(&x->f); /* fires pending callbacks */
+    for (unsigned i = 0; i < x->n; i++) {
+        ns_state_close(&x->s[i].state);
+    }
+}
+
+static inline struct raft *fx_raft(struct fx *x, unsigned i)
+{
+    return raft_fixture_get(&x->f, i);
+}
+
+/* True when server i is leader and (mitigated) its barrier of this term has
+ * completed: the only state in which the test acts as a client of i. */
+static inline bool fx_is_ready_leader(struct fx *x, unsigned i)
+{
+    struct raft *r = fx_raft(x, i);
+    if (!raft_fixture_alive(&x->f, i) || raft_state(r) != RAFT_LEADER) {
+        return false;
+    }
+    return !x->mitigate || x->ready_term[i] == r->current_term;
+}
+
+static inline bool fx_stop_ready(struct raft_fixture *f, void *arg)
+{
+    struct fx *x = (struct fx *)f;
+    (void)arg;
+    for (unsigned i = 0; i < x->n; i++) {
+        if (fx_is_ready_leader(x, i)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Steps until some server is a ready leader; returns its index or x->n. */
+static inline unsigned fx_wait_leader(struct fx *x, unsigned max_ms)
+{
+    raft_fixture_step_until(&x->f, fx_stop_ready, NULL, max_ms);
+    for (unsigned i = 0; i < x->n; i++) {
+        if (fx_is_ready_leader(x, i)) {
+            return i;
+        }
+    }
+    return x->n;
+}
+
+/* --- client requests --- */
+
+struct fx_req {
+    struct raft_apply req;
+    bool pending, done;
+    int status;
+};
+
+static inline void fx_apply_cb(struct raft_apply *req, int status, void *result)
+{
+    struct fx_req *r = req->data;
+    (void)result;
+    r->pending = false;
+    r->done = true;
+    r->status = status;
+}
+
+/* Frames c like node.c and raft_apply()s it on server i. Returns raft's code;
+ * on 0, r->done turns true exactly once (status in r->status). */
+static inline int fx_submit(struct fx *x, unsigned i,
+                            const struct ns_command *c, struct fx_req *r)
+{
+    struct ns_buf b;
+    struct raft_buffer rb;
+    int rv;
+    ns_buf_init(&b);
+    assert_int_equal(ns_command_encode(c, &b), 0);
+    rb.len = (FX_ENTRY_PREFIX + b.len + 7) & ~(size_t)7;
+    rb.base = raft_malloc(rb.len);
+    assert_non_null(rb.base);
+    uint8_t *e = rb.base;
+    memset(e, 0, rb.len);
+    e[0] = (uint8_t)(b.len >> 24);
+    e[1] = (uint8_t)(b.len >> 16);
+    e[2] = (uint8_t)(b.len >> 8);
+    e[3] = (uint8_t)b.len;
+    memcpy(e + FX_ENTRY_PREFIX, b.data, b.len);
+    ns_buf_close(&b);
+    memset(r, 0, sizeof *r);
+    r->req.data = r;
+    rv = raft_apply(fx_raft(x, i), &r->req, &rb, 1, fx_apply_cb);
+    if (rv != 0) {
+        raft_free(rb.base);
+        return rv;
+    }
+    r->pending = true;
+    return 0;
+}
+
+static inline bool fx_stop_done(struct raft_fixture *f, void *arg)
+{
+    (void)f;
+    return ((struct fx_req *)arg)->done;
+}
+
+/* Submits c on the ready leader and waits for its callback; returns the
+ * status (RAFT_NOTLEADER when there was no ready leader). */
+static inline int fx_apply_sync(struct fx *x, const struct ns_command *c,
+                                unsigned max_ms)
+{
+    struct fx_req r;
+    unsigned l = fx_wait_leader(x, max_ms);
+    if (l == x->n) {
+        return RAFT_NOTLEADER;
+    }
+    int rv = fx_submit(x, l, c, &r);
+    if (rv != 0) {
+        return rv;
+    }
+    /* r lives on this stack: a request still pending here is a failure. */
+    assert_true(raft_fixture_step_until(&x->f, fx_stop_done, &r, max_ms));
+    return r.status;
+}
+
+/* Steps until every server applied index; true on success. */
+static inline bool fx_wait_applied_all(struct fx *x, raft_index index,
+                                       unsigned max_ms)
+{
+    return raft_fixture_step_until_applied(&x->f, x->n, index, max_ms);
+}
+
+/* Brings every server to the highest last index of a ready leader and asserts
+ * every replica's snapshot bytes are identical and no apply failed. Returns
+ * server 0's encoding in out (caller closes). */
+static inline void fx_assert_converged(struct fx *x, struct ns_buf *out)
+{
+    unsigned l = fx_wait_leader(x, 30000);
+    assert_true(l < x->n);
+    assert_true(fx_wait_applied_all(x, raft_last_index(fx_raft(x, l)), 30000));
+    ns_buf_init(out);
+    for (unsigned i = 0; i < x->n; i++) {
+        struct ns_buf b;
+        ns_buf_init(&b);
+        assert_int_equal(x->s[i].apply_error, 0);
+        assert_int_equal(ns_snapshot_encode(&x->s[i].state, &b), 0);
+        if (i == 0) {
+            ns_buf_append(out, b.data, b.len);
+        } else if (b.len != out->len || memcmp(b.data, out->data, b.len) != 0) {
+            fprintf(stderr, "replica %u differs from replica 0\n", i);
+            ns_buf_close(&b);
+            fail();
+        }
+        ns_buf_close(&b);
+    }
+}
+
+/* --- command builders (all strings copied) --- */
+
+static inline void fx_cmd_register(struct ns_command *c, const char *cluster,
+                                   const char *name, int64_t id,
+                                   const char *addr, int64_t counter,
+                                   const char *const *topics, size_t n_topics)
+{
+    ns_command_init(c, NS_CMD_REGISTER_BROKER);
+    c->leader_time_ms = FX_T0;
+    struct ns_register *r = &c->u.reg;
+    ns_register_init(r);
+    r->cluster = ns_strdup(cluster);
+    r->broker_name = ns_strdup(name);
+    r->broker_addr = ns_strdup(addr);
+    r->broker_id = id;
+    r->acting_master = 0;
+    r->dv.counter = counter;
+    r->dv.timestamp = FX_T0;
+    r->topics = ns_calloc(n_topics > 0 ? n_topics : 1, sizeof *r->topics);
+    assert_non_null(r->topics);
+    for (size_t i = 0; i < n_topics; i++) {
+        r->topics[i].name = ns_strdup(topics[i]);
+        r->topics[i].read_queues = 8;
+        r->topics[i].write_queues = 8;
+        r->topics[i].perm = NS_PERM_READ | NS_PERM_WRITE;
+    }
+    r->n_topics = n_topics;
+}
+
+/* UNREGISTER_BROKERS (name given) or EXPIRE_BROKERS (name NULL) of one. */
+static inline void fx_cmd_broker_ref(struct ns_command *c,
+                                     enum ns_command_type type,
+                                     const char *cluster, const char *addr,
+                                     const char *name, int64_t id)
+{
+    ns_command_init(c, type);
+    c->leader_time_ms = FX_T0;
+    c->u.brokers.refs = ns_calloc(1, sizeof *c->u.brokers.refs);
+    assert_non_null(c->u.brokers.refs);
+    c->u.brokers.refs[0].cluster = ns_strdup(cluster);
+    c->u.brokers.refs[0].broker_addr = ns_strdup(addr);
+    c->u.brokers.refs[0].broker_name = name != NULL ? ns_strdup(name) : NULL;
+    c->u.brokers.refs[0].broker_id = id;
+    c->u.brokers.n = 1;
+}
+
+/* KV_PUT (value non-NULL) or KV_DELETE (value NULL). */
+static inline void fx_cmd_kv(struct ns_command *c, const char *ns,
+                             const char *key, const char *value)
+{
+    ns_command_init(c, value != NULL ? NS_CMD_KV_PUT : NS_CMD_KV_DELETE);
+    c->leader_time_ms = FX_T0;
+    c->u.kv.ns = ns_strdup(ns);
+    c->u.kv.key = ns_strdup(key);
+    c->u.kv.value = value != NULL ? ns_strdup(value) : NULL;
+}
+
+static inline void fx_cmd_perm(struct ns_command *c, bool wipe,
+                               const char *broker_name)
+{
+    ns_command_init(c, wipe ? NS_CMD_WIPE_WRITE_PERM : NS_CMD_ADD_WRITE_PERM);
+    c->leader_time_ms = FX_T0;
+    c->u.perm.broker_name = ns_strdup(broker_name);
+}
+
+static inline void fx_cmd_delete_topic(struct ns_command *c, const char *topic,
+                                       const char *cluster)
+{
+    ns_command_init(c, NS_CMD_DELETE_TOPIC);
+    c->leader_time_ms = FX_T0;
+    c->u.topic_delete.topic = ns_strdup(topic);
+    c->u.topic_delete.cluster = cluster != NULL ? ns_strdup(cluster) : NULL;
+}
+
+static inline void fx_cmd_register_topic(struct ns_command *c,
+                                         const char *topic,
+                                         const char *broker_name,
+                                         int32_t queues)
+{
+    ns_command_init(c, NS_CMD_REGISTER_TOPIC);
+    c->leader_time_ms = FX_T0;
+    c->u.topic_register.topic = ns_strdup(topic);
+    c->u.topic_register.qds = ns_calloc(1, sizeof *c->u.topic_register.qds);
+    assert_non_null(c->u.topic_register.qds);
+    c->u.topic_register.qds[0].broker_name = ns_strdup(broker_name);
+    c->u.topic_register.qds[0].read_queues = queues;
+    c->u.topic_register.qds[0].write_queues = queues;
+    c->u.topic_register.qds[0].perm = NS_PERM_READ | NS_PERM_WRITE;
+    c->u.topic_register.n = 1;
+}
+
+static inline void fx_cmd_update_config(struct ns_command *c, const char *key,
+                                        const char *value)
+{
+    ns_command_init(c, NS_CMD_UPDATE_CONFIG);
+    c->leader_time_ms = FX_T0;
+    ns_props_init(&c->u.config);
+    assert_int_equal(ns_props_set(&c->u.config, key, value), 0);
+}
+
+/* --- seeded randomness (test code: the seed is printed, RAFTNS_SEED replays)
+ */
+
+static inline uint64_t fx_seed(const char *test)
+{
+    const char *env = getenv("RAFTNS_SEED");
+    uint64_t seed;
+    if (env != NULL && *env != '\0') {
+        seed = strtoull(env, NULL, 0);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    }
+    if (seed == 0) {
+        seed = 1;
+    }
+    printf("%s: RAFTNS_SEED=%llu\n", test, (unsigned long long)seed);
+    fflush(stdout);
+    return seed;
+}
+
+static inline uint64_t fx_rand(uint64_t *st)
+{
+    uint64_t v = *st; /* xorshift64* */
+    v ^= v >> 12;
+    v ^= v << 25;
+    v ^= v >> 27;
+    *st = v;
+    return v * 2685821657736338717ull;
+}
+
+static inline unsigned fx_rand_below(uint64_t *st, unsigned n)
+{
+    return (unsigned)(fx_rand(st) % n);
+}
+
+#define FX_N_BROKERS 6
+#define FX_N_TOPICS 12
+
+static inline void fx_name(char *out, size_t size, const char *prefix,
+                           unsigned i)
+{
+    snprintf(out, size, "%s%u", prefix, i);
+}
+
+/* One random command over a small universe of 6 brokers in 2 clusters, 12
+ * topics, 10 KV keys and 2 settings. */
+static inline void fx_cmd_random(struct ns_command *c, uint64_t *st)
+{
+    char name[32], addr[32], topic[32], key[32], val[32];
+    unsigned b = fx_rand_below(st, FX_N_BROKERS);
+    const char *cluster = b % 2 == 0 ? "DefaultCluster" : "OtherCluster";
+    fx_name(name, sizeof name, "broker-", b);
+    snprintf(addr, sizeof addr, "10.0.0.%u:10911", b + 1);
+    fx_name(topic, sizeof topic, "Topic", fx_rand_below(st, FX_N_TOPICS));
+    unsigned kind = fx_rand_below(st, 100);
+    if (kind < 35) {
+        const char *ts[3];
+        char t1[32], t2[32];
+        fx_name(t1, sizeof t1, "Topic", fx_rand_below(st, FX_N_TOPICS));
+        fx_name(t2, sizeof t2, "Topic", fx_rand_below(st, FX_N_TOPICS));
+        ts[0] = topic;
+        ts[1] = t1;
+        ts[2] = t2;
+        fx_cmd_register(c, cluster, name, 0, addr, fx_rand_below(st, 1000), ts,
+                        1 + fx_rand_below(st, 3));
+    } else if (kind < 42) {
+        fx_cmd_broker_ref(c, NS_CMD_UNREGISTER_BROKERS, cluster, addr, name, 0);
+    } else if (kind < 48) {
+        fx_cmd_broker_ref(c, NS_CMD_EXPIRE_BROKERS, cluster, addr, NULL, 0);
+    } else if (kind < 63) {
+        fx_name(key, sizeof key, "key", fx_rand_below(st, 10));
+        fx_name(val, sizeof val, "v", fx_rand_below(st, 1000));
+        fx_cmd_kv(c, "ns", key, val);
+    } else if (kind < 70) {
+        fx_name(key, sizeof key, "key", fx_rand_below(st, 10));
+        fx_cmd_kv(c, "ns", key, NULL);
+    } else if (kind < 75) {
+        fx_cmd_perm(c, true, name);
+    } else if (kind < 80) {
+        fx_cmd_perm(c, false, name);
+    } else if (kind < 85) {
+        fx_cmd_delete_topic(c, topic, fx_rand_below(st, 2) ? cluster : NULL);
+    } else if (kind < 95) {
+        fx_cmd_register_topic(c, topic, name,
+                              1 + (int32_t)fx_rand_below(st, 16));
+    } else {
+        fx_cmd_update_config(
+            c, fx_rand_below(st, 2) ? "orderMessageEnable" : "enableTopicList",
+            fx_rand_below(st, 2) ? "true" : "false");
+    }
+}
+
+/* Route body of topic on server i: 0 and the JSON in out, or NS_ENOTFOUND. */
+static inline int fx_route(struct fx *x, unsigned i, const char *topic,
+                           struct ns_buf *out)
+{
+    struct ns_route_query q = {0};
+    q.topic = topic;
+    q.flavour = NS_JSON_STANDARD;
+    ns_buf_init(out);
+    return ns_route_encode_topic_route(x->s[i].state.route, &q, out);
+}
+
+#endif
