@@ -42,6 +42,7 @@ struct proposal {
     struct raft_buffer
         buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
     ns_node_apply_cb cb;
+    ns_node_index_cb index_cb; /* instead of cb when set */
     void *arg;
     uint64_t deadline; /* uv_now while queued */
     struct proposal *next;
@@ -53,6 +54,34 @@ struct barrier_req {
     raft_term term; /* leader barrier: the term it was issued in; 0 = a client
                        barrier */
     ns_node_barrier_cb cb;
+    void *arg;
+};
+
+/* A caller waiting for the local applied index to reach index. */
+struct waiter {
+    uint64_t index;
+    uint64_t deadline;
+    ns_node_barrier_cb cb;
+    void *arg;
+    struct waiter *next;
+};
+
+/* A read-index request: a barrier whose callback reports the applied index. */
+struct read_req {
+    struct ns_node *node;
+    ns_node_index_read_cb cb;
+    void *arg;
+};
+
+/* The one membership change or transfer in progress. */
+struct change {
+    struct raft_change req;
+    struct raft_transfer transfer;
+    struct ns_node *node;
+    uint64_t id;
+    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
+    int status;
+    ns_node_change_cb cb;
     void *arg;
 };
 
@@ -84,6 +113,11 @@ struct ns_node {
     struct proposal *q_head;
     struct proposal *q_tail;
     struct result_slot *unclaimed;
+    struct waiter *waiters;
+    struct change *change; /* in progress, or NULL */
+    uint64_t ready_index;
+    bool ready_index_set;
+    bool remote_ready;
     ns_node_watch_cb watch_cb;
     void *watch_arg;
     ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
@@ -238,12 +272,19 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
     struct proposal *p = req->data;
     struct ns_node *n = p->node;
     struct result_slot *s = result;
+    int st = status == 0 ? NS_EPROTO : map_raft_status(status);
     if (status == 0 && s != NULL) {
         unlink_slot(n, s);
-        p->cb(p->arg, 0, &s->res);
+        if (p->index_cb != NULL) {
+            p->index_cb(p->arg, 0, req->index, &s->res);
+        } else {
+            p->cb(p->arg, 0, &s->res);
+        }
         free_slot(s);
+    } else if (p->index_cb != NULL) {
+        p->index_cb(p->arg, st, 0, NULL);
     } else {
-        p->cb(p->arg, status == 0 ? NS_EPROTO : map_raft_status(status), NULL);
+        p->cb(p->arg, st, NULL);
     }
     ns_free(p);
 }
@@ -259,7 +300,11 @@ static int submit(struct ns_node *n, struct proposal *p)
 static void fail_proposal(struct proposal *p, int status)
 {
     raft_free(p->buf.base);
-    p->cb(p->arg, status, NULL);
+    if (p->index_cb != NULL) {
+        p->index_cb(p->arg, status, 0, NULL);
+    } else {
+        p->cb(p->arg, status, NULL);
+    }
     ns_free(p);
 }
 
@@ -319,8 +364,8 @@ static void expire_queue(struct ns_node *n, int status, bool all)
     }
 }
 
-int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
-                    ns_node_apply_cb cb, void *arg)
+static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
+                   ns_node_apply_cb cb, ns_node_index_cb index_cb, void *arg)
 {
     if (n->stopping) {
         return NS_ESHUTDOWN;
@@ -349,6 +394,7 @@ int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     p->buf.len = total;
     p->node = n;
     p->cb = cb;
+    p->index_cb = index_cb;
     p->arg = arg;
     p->deadline = uv_now(n->loop) + NS_NODE_WRITE_WAIT_MS;
     if (ns_node_is_leader(n) && n->q_head == NULL) {
@@ -364,6 +410,74 @@ int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     }
     enqueue(n, p);
     return 0;
+}
+
+int ns_node_propose(struct ns_node *n, const uint8_t *bytes, size_t len,
+                    ns_node_apply_cb cb, void *arg)
+{
+    return propose(n, bytes, len, cb, NULL, arg);
+}
+
+int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes, size_t len,
+                            ns_node_index_cb cb, void *arg)
+{
+    return propose(n, bytes, len, NULL, cb, arg);
+}
+
+/* --- waiting for the local applied index --- */
+
+int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
+                         ns_node_barrier_cb cb, void *arg)
+{
+    if (n->stopping) {
+        return NS_ESHUTDOWN;
+    }
+    struct waiter *w = ns_calloc(1, sizeof *w);
+    if (w == NULL) {
+        return NS_ENOMEM;
+    }
+    w->index = index;
+    w->deadline = uv_now(n->loop) + timeout_ms;
+    w->cb = cb;
+    w->arg = arg;
+    w->next = n->waiters;
+    n->waiters = w;
+    return 0;
+}
+
+/* Fires waiters whose index was reached (status 0), or whose deadline passed
+ * (NS_ETIMEDOUT), or all of them with status when all is true. */
+static void run_waiters(struct ns_node *n, bool all, int status)
+{
+    uint64_t applied = raft_last_applied(&n->raft);
+    uint64_t now = uv_now(n->loop);
+    struct waiter *ready = NULL;
+    struct waiter **pp = &n->waiters;
+    while (*pp != NULL) {
+        struct waiter *w = *pp;
+        int st = 1;
+        if (all) {
+            st = status;
+        } else if (w->index <= applied) {
+            st = 0;
+        } else if (w->deadline <= now) {
+            st = NS_ETIMEDOUT;
+        }
+        if (st == 1) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->index = (uint64_t)(int64_t)st;
+        w->next = ready;
+        ready = w;
+    }
+    while (ready != NULL) {
+        struct waiter *w = ready;
+        ready = w->next;
+        w->cb(w->arg, (int)(int64_t)w->index);
+        ns_free(w);
+    }
 }
 
 /* --- barriers --- */
@@ -410,6 +524,41 @@ int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg)
         return map_raft_status(rv);
     }
     return 0;
+}
+
+static void read_barrier_cb(void *arg, int status)
+{
+    struct read_req *rr = arg;
+    struct ns_node *n = rr->node;
+    rr->cb(rr->arg, status, status == 0 ? raft_last_applied(&n->raft) : 0);
+    ns_free(rr);
+}
+
+int ns_node_read_index(struct ns_node *n, ns_node_index_read_cb cb, void *arg)
+{
+    if (!ns_node_is_leader(n)) {
+        return NS_ENOTLEADER;
+    }
+    struct read_req *rr = ns_calloc(1, sizeof *rr);
+    if (rr == NULL) {
+        return NS_ENOMEM;
+    }
+    rr->node = n;
+    rr->cb = cb;
+    rr->arg = arg;
+    int rv = ns_node_barrier(n, read_barrier_cb, rr);
+    if (rv != 0) {
+        ns_free(rr);
+    }
+    return rv;
+}
+
+void ns_node_set_ready_index(struct ns_node *n, uint64_t index)
+{
+    if (!n->ready_index_set || index > n->ready_index) {
+        n->ready_index = index;
+    }
+    n->ready_index_set = true;
 }
 
 static void issue_leader_barrier(struct ns_node *n)
@@ -467,7 +616,10 @@ static void check_cb(uv_check_t *h)
             n->ready_target = n->raft.commit_index;
             n->ready_target_set = true;
         }
-        if (raft_last_applied(&n->raft) >= n->ready_target) {
+        bool remote_ok = !n->remote_ready || role == RAFT_LEADER ||
+                         (n->ready_index_set &&
+                          raft_last_applied(&n->raft) >= n->ready_index);
+        if (remote_ok && raft_last_applied(&n->raft) >= n->ready_target) {
             n->ready = true;
             NS_LOG(NS_LOG_INFO, "node: ready (applied %llu)",
                    (unsigned long long)raft_last_applied(&n->raft));
@@ -475,6 +627,9 @@ static void check_cb(uv_check_t *h)
         }
     }
     flush_queue(n);
+    if (n->waiters != NULL) {
+        run_waiters(n, false, 0);
+    }
     if (changed && n->watch_cb != NULL) {
         n->watch_cb(n->watch_arg);
     }
@@ -484,6 +639,7 @@ static void timer_cb(uv_timer_t *t)
 {
     struct ns_node *n = t->data;
     expire_queue(n, NS_ETIMEDOUT, false);
+    run_waiters(n, false, 0);
 }
 
 /* --- life cycle --- */
@@ -515,17 +671,32 @@ static int make_dirs(const char *path)
     return rv;
 }
 
-static int bootstrap(struct ns_node *n)
+static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
 {
     struct raft_configuration conf;
     raft_configuration_init(&conf);
-    int rv = raft_configuration_add(&conf, n->id, n->addr, RAFT_VOTER);
+    int rv = 0;
+    bool listed = cfg->n_bootstrap == 0;
+    if (cfg->n_bootstrap == 0) {
+        rv = raft_configuration_add(&conf, n->id, n->addr, RAFT_VOTER);
+    }
+    for (size_t i = 0; rv == 0 && i < cfg->n_bootstrap; i++) {
+        listed = listed || cfg->bootstrap[i].id == n->id;
+        rv = raft_configuration_add(&conf, cfg->bootstrap[i].id,
+                                    cfg->bootstrap[i].raft_addr, RAFT_VOTER);
+    }
+    if (rv == 0 && !listed) {
+        NS_LOG(NS_LOG_INFO, "node: not a bootstrap member; waiting to be "
+                            "added by the leader");
+        raft_configuration_close(&conf);
+        return 0;
+    }
     if (rv == 0) {
         rv = raft_bootstrap(&n->raft, &conf);
         if (rv == RAFT_CANTBOOTSTRAP) {
             rv = 0; /* not pristine: a restart */
         } else if (rv == 0) {
-            NS_LOG(NS_LOG_INFO, "node: bootstrapped as the only voter");
+            NS_LOG(NS_LOG_INFO, "node: bootstrapped with %u voter(s)", conf.n);
         }
     }
     raft_configuration_close(&conf);
@@ -594,7 +765,8 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     raft_set_snapshot_trailing(
         &n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
     raft_set_pre_vote(&n->raft, true);
-    rv = bootstrap(n);
+    n->remote_ready = cfg->remote_ready;
+    rv = bootstrap(n, cfg);
     if (rv != 0) {
         goto err_after_io; /* raft_close is asynchronous; the caller stops the
                               node */
@@ -652,8 +824,7 @@ void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg)
     n->watch_arg = arg;
 }
 
-void ns_node_set_apply_hook(struct ns_node *n, ns_node_apply_hook fn,
-                            void *arg)
+void ns_node_set_apply_hook(struct ns_node *n, ns_node_apply_hook fn, void *arg)
 {
     n->apply_hook = fn;
     n->apply_hook_arg = arg;
@@ -731,6 +902,7 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     n->stop_cb = cb;
     n->stop_arg = arg;
     expire_queue(n, NS_ESHUTDOWN, true);
+    run_waiters(n, true, NS_ESHUTDOWN);
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);
     if (n->started && raft_state(&n->raft) == RAFT_LEADER) {
@@ -750,4 +922,202 @@ void ns_node_destroy(struct ns_node *n)
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
+}
+
+/* --- membership (one change at a time: RAFT-NOTES §6) --- */
+
+static void change_done(struct change *c, int status, const char *msg)
+{
+    struct ns_node *n = c->node;
+    n->change = NULL;
+    if (c->cb != NULL) {
+        c->cb(c->arg, status, msg);
+    }
+    ns_free(c);
+}
+
+static void change_cb(struct raft_change *req, int status);
+
+static void change_cb(struct raft_change *req, int status)
+{
+    struct change *c = req->data;
+    struct ns_node *n = c->node;
+    if (c->step == 1 && status == 0 && !n->stopping) {
+        c->step = 2;
+        int rv = raft_assign(&n->raft, &c->req, c->id, RAFT_VOTER, change_cb);
+        if (rv == 0) {
+            return;
+        }
+        status = rv;
+    }
+    if (c->step == 2 && status != 0 && !n->stopping) {
+        /* The spare could not catch up (RAFT_NOCONNECTION, timeout): undo. */
+        NS_LOG(NS_LOG_WARN, "node: member %llu not promoted: %s; removing it",
+               (unsigned long long)c->id, raft_strerror(status));
+        c->step = 3;
+        c->status = status;
+        if (raft_remove(&n->raft, &c->req, c->id, change_cb) == 0) {
+            return;
+        }
+    }
+    if (c->step == 3) {
+        status = c->status;
+    }
+    if (status == 0) {
+        NS_LOG(NS_LOG_INFO, "node: membership change for %llu done",
+               (unsigned long long)c->id);
+    }
+    change_done(c, status == 0 ? 0 : map_raft_status(status),
+                status == 0 ? NULL : raft_strerror(status));
+}
+
+static int start_change(struct ns_node *n, uint64_t id, int step,
+                        const char *addr, ns_node_change_cb cb, void *arg)
+{
+    if (!ns_node_is_leader(n)) {
+        return NS_ENOTLEADER;
+    }
+    if (n->change != NULL) {
+        return NS_EAGAIN;
+    }
+    if (id == 0) {
+        return NS_EINVAL;
+    }
+    struct change *c = ns_calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NS_ENOMEM;
+    }
+    c->node = n;
+    c->id = id;
+    c->step = step;
+    c->cb = cb;
+    c->arg = arg;
+    c->req.data = c;
+    int rv = step == 1 ? raft_add(&n->raft, &c->req, id, addr, change_cb)
+                       : raft_remove(&n->raft, &c->req, id, change_cb);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "node: membership change for %llu refused: %s",
+               (unsigned long long)id, raft_strerror(rv));
+        ns_free(c);
+        return rv == RAFT_NOMEM ? NS_ENOMEM
+               : rv == RAFT_NOTLEADER || rv == RAFT_LEADERSHIPLOST
+                   ? NS_ENOTLEADER
+               : rv == RAFT_CANTCHANGE ? NS_EAGAIN
+                                       : NS_EINVAL;
+    }
+    n->change = c;
+    return 0;
+}
+
+int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
+                       ns_node_change_cb cb, void *arg)
+{
+    if (raft_addr == NULL) {
+        return NS_EINVAL;
+    }
+    return start_change(n, id, 1, raft_addr, cb, arg);
+}
+
+int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
+                          void *arg)
+{
+    return start_change(n, id, 4, NULL, cb, arg);
+}
+
+static void user_transfer_cb(struct raft_transfer *req)
+{
+    struct change *c = req->data;
+    struct ns_node *n = c->node;
+    bool moved = raft_state(&n->raft) != RAFT_LEADER;
+    change_done(c, moved ? 0 : NS_ETIMEDOUT,
+                moved ? NULL : "leadership did not move");
+}
+
+int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
+                     void *arg)
+{
+    if (!ns_node_is_leader(n)) {
+        return NS_ENOTLEADER;
+    }
+    if (n->change != NULL) {
+        return NS_EAGAIN;
+    }
+    struct change *c = ns_calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NS_ENOMEM;
+    }
+    c->node = n;
+    c->id = id;
+    c->cb = cb;
+    c->arg = arg;
+    c->transfer.data = c;
+    int rv = raft_transfer(&n->raft, &c->transfer, id, user_transfer_cb);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "node: transfer to %llu refused: %s",
+               (unsigned long long)id, raft_strerror(rv));
+        ns_free(c);
+        return rv == RAFT_NOMEM ? NS_ENOMEM : NS_EINVAL;
+    }
+    n->change = c;
+    return 0;
+}
+
+int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
+                    size_t *n_out)
+{
+    const struct raft_configuration *conf = &n->raft.configuration;
+    size_t bytes = conf->n * sizeof **out;
+    for (unsigned i = 0; i < conf->n; i++) {
+        bytes += strlen(conf->servers[i].address) + 1;
+    }
+    struct ns_node_member *m = ns_calloc(1, bytes > 0 ? bytes : 1);
+    if (m == NULL) {
+        return NS_ENOMEM;
+    }
+    char *text = (char *)(m + conf->n);
+    for (unsigned i = 0; i < conf->n; i++) {
+        size_t len = strlen(conf->servers[i].address) + 1;
+        memcpy(text, conf->servers[i].address, len);
+        m[i].id = conf->servers[i].id;
+        m[i].raft_addr = text;
+        m[i].role = conf->servers[i].role == RAFT_VOTER     ? NS_MEMBER_VOTER
+                    : conf->servers[i].role == RAFT_STANDBY ? NS_MEMBER_STANDBY
+                                                            : NS_MEMBER_SPARE;
+        text += len;
+    }
+    *out = m;
+    *n_out = conf->n;
+    return 0;
+}
+
+uint64_t ns_node_id(const struct ns_node *n)
+{
+    return n->id;
+}
+
+int ns_node_role(const struct ns_node *n)
+{
+    if (!n->started || n->stopping) {
+        return NS_ROLE_UNAVAILABLE;
+    }
+    switch (raft_state((struct raft *)&n->raft)) {
+    case RAFT_FOLLOWER:
+        return NS_ROLE_FOLLOWER;
+    case RAFT_CANDIDATE:
+        return NS_ROLE_CANDIDATE;
+    case RAFT_LEADER:
+        return NS_ROLE_LEADER;
+    default:
+        return NS_ROLE_UNAVAILABLE;
+    }
+}
+
+uint64_t ns_node_term(const struct ns_node *n)
+{
+    return n->raft.current_term;
+}
+
+uint64_t ns_node_commit_index(const struct ns_node *n)
+{
+    return n->raft.commit_index;
 }
