@@ -232,16 +232,26 @@ static inline bool fx_stop_ready(struct raft_fixture *f, void *arg)
     return false;
 }
 
+/* The ready leader of the highest term (a revived deposed leader may still
+ * think it leads), or x->n. */
+static inline unsigned fx_ready_leader(struct fx *x)
+{
+    unsigned l = x->n;
+    for (unsigned i = 0; i < x->n; i++) {
+        if (fx_is_ready_leader(x, i) &&
+            (l == x->n ||
+             fx_raft(x, i)->current_term > fx_raft(x, l)->current_term)) {
+            l = i;
+        }
+    }
+    return l;
+}
+
 /* Steps until some server is a ready leader; returns its index or x->n. */
 static inline unsigned fx_wait_leader(struct fx *x, unsigned max_ms)
 {
     raft_fixture_step_until(&x->f, fx_stop_ready, NULL, max_ms);
-    for (unsigned i = 0; i < x->n; i++) {
-        if (fx_is_ready_leader(x, i)) {
-            return i;
-        }
-    }
-    return x->n;
+    return fx_ready_leader(x);
 }
 
 /* --- client requests --- */
@@ -553,6 +563,105 @@ static inline int fx_route(struct fx *x, unsigned i, const char *topic,
     q.flavour = NS_JSON_STANDARD;
     ns_buf_init(out);
     return ns_route_encode_topic_route(x->s[i].state.route, &q, out);
+}
+
+/* --- a pipelined client stream with resubmission --- */
+
+/* Submits cmds[0..n) to whoever is the ready leader, at most window in flight,
+ * lowest unacknowledged index first; a command whose apply fails
+ * (RAFT_LEADERSHIPLOST: outcome unknown, commands are idempotent) is submitted
+ * again. on_step runs before every fixture step (fault injection). */
+struct fx_stream {
+    struct ns_command *cmds;
+    struct fx_req *reqs;
+    bool *acked;
+    size_t n;
+    unsigned window;
+    size_t n_acked, n_lost, n_submits;
+    void (*on_step)(struct fx *x, struct fx_stream *s);
+};
+
+static inline size_t fx_stream_in_flight(const struct fx_stream *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        k += s->reqs[i].pending ? 1 : 0;
+    }
+    return k;
+}
+
+static inline void fx_stream_collect(struct fx_stream *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->reqs[i].done || s->acked[i]) {
+            continue;
+        }
+        if (s->reqs[i].status == 0) {
+            s->acked[i] = true;
+            s->n_acked++;
+        } else {
+            s->reqs[i].done = false; /* to be submitted again */
+            s->n_lost++;
+        }
+    }
+}
+
+static inline void fx_stream_run(struct fx *x, struct fx_stream *s,
+                                 unsigned max_ms)
+{
+    raft_time end = raft_fixture_time(&x->f) + max_ms;
+    for (;;) {
+        fx_stream_collect(s);
+        size_t in_flight = fx_stream_in_flight(s);
+        if (s->n_acked == s->n && in_flight == 0) {
+            break;
+        }
+        assert_true(raft_fixture_time(&x->f) < end);
+        if (s->on_step != NULL) {
+            s->on_step(x, s);
+        }
+        unsigned l = fx_ready_leader(x);
+        if (l < x->n && in_flight < s->window) {
+            size_t i = 0;
+            while (i < s->n && (s->acked[i] || s->reqs[i].pending)) {
+                i++;
+            }
+            if (i < s->n && fx_submit(x, l, &s->cmds[i], &s->reqs[i]) == 0) {
+                s->n_submits++;
+                continue;
+            }
+        }
+        raft_fixture_step(&x->f);
+    }
+}
+
+/* Partitions server i from every other one (both directions), or heals it. */
+static inline void fx_isolate(struct fx *x, unsigned i, bool isolate)
+{
+    for (unsigned j = 0; j < x->n; j++) {
+        if (j == i) {
+            continue;
+        }
+        if (isolate) {
+            raft_fixture_disconnect(&x->f, i, j);
+            raft_fixture_disconnect(&x->f, j, i);
+        } else {
+            raft_fixture_reconnect(&x->f, i, j);
+            raft_fixture_reconnect(&x->f, j, i);
+        }
+    }
+}
+
+/* Asserts the snapshot encoding of the reference state equals enc. */
+static inline void fx_assert_equals_state(const struct ns_buf *enc,
+                                          const struct ns_state *ref)
+{
+    struct ns_buf want;
+    ns_buf_init(&want);
+    assert_int_equal(ns_snapshot_encode(ref, &want), 0);
+    assert_int_equal(enc->len, want.len);
+    assert_memory_equal(enc->data, want.data, want.len);
+    ns_buf_close(&want);
 }
 
 #endif
