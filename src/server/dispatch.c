@@ -4,6 +4,7 @@
  * request's fields. */
 #include <stdio.h>
 
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "server_int.h"
@@ -11,7 +12,8 @@
 enum {
     F_READ = 1 << 0,    /* served from local state: needs a ready node */
     F_MUTATE = 1 << 1,  /* proposes a command */
-    F_LIVENESS = 1 << 2 /* only refreshes liveness, answers from local state */
+    F_LIVENESS = 1 << 2, /* only refreshes liveness, answers from local state */
+    F_ALWAYS = 1 << 3    /* answered even when diverged or not ready */
 };
 
 struct handler {
@@ -44,6 +46,7 @@ static const struct handler handlers[] = {
     {327, ns_handle_add_write_perm, F_MUTATE},
     {901, ns_handle_member_group, F_READ},
     {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS},
+    {NS_CODE_STATUS, ns_handle_status, F_ALWAYS},
 };
 
 static const struct handler *find_handler(int32_t code)
@@ -66,6 +69,7 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
     req.to.req_version = cmd->version;
     req.to.ser = cmd->ser;
     req.to.oneway = (cmd->flag & NS_FLAG_ONEWAY) != 0;
+    req.to.start_ns = uv_hrtime();
 
     if (cmd->flag & NS_FLAG_RESPONSE) {
         NS_LOG(NS_LOG_INFO,
@@ -81,7 +85,7 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                  (int)cmd->code);
         return ns_reply_simple(&req.to, 3, remark);
     }
-    if (ns_node_is_diverged(srv->node)) {
+    if (!(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node)) {
         return ns_reply_simple(&req.to, 1,
                                "not ready: this node's state diverged");
     }

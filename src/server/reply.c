@@ -6,6 +6,7 @@
 
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "server_int.h"
 
 void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
@@ -23,6 +24,10 @@ void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
 int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
 {
     int rv = 0;
+    if (to->start_ns != 0) {
+        ns_metrics_request(to->req_code, reply->code,
+                           uv_hrtime() - to->start_ns);
+    }
     if (to->oneway || to->conn == NULL || to->conn->closing) {
         goto out;
     }

@@ -36,6 +36,7 @@ struct ns_reply_to {
     int32_t req_version;
     enum ns_serialize ser;
     bool oneway;
+    uint64_t start_ns; /* uv_hrtime at dispatch, 0 = not counted (metrics) */
 };
 
 struct ns_pending;
@@ -123,6 +124,7 @@ struct ns_server {
     uint64_t next_conn_id;
     uint64_t start_ms;
     struct ns_liveness live;
+    struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     uint8_t scratch[NS_READ_CHUNK];
 };
@@ -246,5 +248,6 @@ int ns_handle_delete_topic(struct ns_req *req);
 int ns_handle_register_topic(struct ns_req *req);
 int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
+int ns_handle_status(struct ns_req *req); /* status.c */
 
 #endif

@@ -1,0 +1,71 @@
+/* Observability of one raftns process: request counters and latency
+ * histograms (process-wide), and the observer object that serves the HTTP port
+ * (/status, /metrics, /healthz) and drives the CHECKPOINT digests. It changes
+ * no replicated state except by proposing CHECKPOINT commands. */
+#ifndef RAFTNS_METRICS_H
+#define RAFTNS_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "raftns/buf.h"
+#include "raftns/fsm.h"
+#include "raftns/node.h"
+#include "raftns/server.h"
+
+#define NS_CHECKPOINT_ENTRIES 1000 /* default: checkpoint every N commands */
+#define NS_CHECKPOINT_MS 10000     /* ... or after T ms with any command */
+
+/* --- process-wide counters (loop thread only) --- */
+
+/* One answered request: req_code, the reply's code (non-zero counts as an
+ * error), and the time from dispatch to reply in nanoseconds. */
+void ns_metrics_request(int32_t req_code, int32_t reply_code,
+                        uint64_t elapsed_ns);
+/* A write this follower forwarded to the leader. */
+void ns_metrics_forwarded(void);
+/* Brokers removed by expiry (counted where the EXPIRE command is proposed). */
+void ns_metrics_expired(uint64_t n_brokers);
+/* Appends the counters and histograms as Prometheus text. */
+void ns_metrics_encode(struct ns_buf *out);
+
+/* --- the observer --- */
+
+struct ns_observe_config {
+    const char *http_addr; /* borrowed; IPv4 "a.b.c.d:port"; NULL = none */
+    unsigned checkpoint_entries; /* 0 = NS_CHECKPOINT_ENTRIES */
+    unsigned checkpoint_ms;      /* 0 = NS_CHECKPOINT_MS */
+    /* Test hook: at this log index the node corrupts its own state (outside
+     * the log) so its next checkpoint comparison fails. 0 = off. main.c fills
+     * it from the environment variable RAFTNS_TEST_CORRUPT_AT. */
+    uint64_t test_corrupt_at;
+};
+
+struct ns_observe;
+
+typedef void (*ns_observe_stop_cb)(void *arg);
+
+/* Creates the observer over state, node and server (borrowed; they must
+ * outlive it). 0 (*out owned: ns_observe_stop then ns_observe_destroy) or
+ * NS_ENOMEM. */
+int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
+                      struct ns_state *state, struct ns_node *node,
+                      struct ns_server *server, struct ns_observe **out);
+/* Installs the node's apply hook, starts the checkpoint timer and listens on
+ * the HTTP address. 0 or NS_EIO / NS_EINVAL (logged). Call after
+ * ns_server_create, before ns_node_start. */
+int ns_observe_start(struct ns_observe *o);
+/* Bound HTTP port after a successful start, 0 otherwise. */
+int ns_observe_http_port(const struct ns_observe *o);
+/* Closes the listener, HTTP connections and timer; cb (borrowed arg) runs
+ * once when all are closed. Idempotent. Call before stopping the node. */
+void ns_observe_stop(struct ns_observe *o, ns_observe_stop_cb cb, void *arg);
+void ns_observe_destroy(struct ns_observe *o);
+
+/* Appends the /status JSON document (also the NS_CODE_STATUS reply body). */
+int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out);
+
+#endif

@@ -1,0 +1,150 @@
+/* Process-wide request counters and latency histograms, and their Prometheus
+ * text. Counting happens in one place (ns_reply_send); this file only stores
+ * and prints. Gauges that read the node or the state are in status.c. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "raftns/metrics.h"
+
+#define MAX_CODES 128 /* distinct request codes tracked; more share "other" */
+#define OTHER_CODE INT32_MIN
+
+/* Histogram upper bounds in seconds (Prometheus "le"). */
+static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                0.005,  0.01,    0.025,  0.05,  0.1,
+                                0.25,   0.5,     1,      2.5,   5};
+#define N_BOUNDS (sizeof bounds / sizeof bounds[0])
+
+struct code_stats {
+    int32_t code;
+    uint64_t requests;
+    uint64_t errors;
+    uint64_t buckets[N_BOUNDS]; /* non-cumulative; +Inf = requests */
+    uint64_t sum_ns;
+};
+
+static struct {
+    struct code_stats codes[MAX_CODES];
+    size_t n_codes;
+    uint64_t forwarded;
+    uint64_t expired;
+} m;
+
+static struct code_stats *find_code(int32_t code)
+{
+    for (size_t i = 0; i < m.n_codes; i++) {
+        if (m.codes[i].code == code) {
+            return &m.codes[i];
+        }
+    }
+    if (m.n_codes < MAX_CODES - 1) {
+        m.codes[m.n_codes].code = code;
+        return &m.codes[m.n_codes++];
+    }
+    /* The last slot collects every code beyond the table. */
+    m.codes[MAX_CODES - 1].code = OTHER_CODE;
+    m.n_codes = MAX_CODES;
+    return &m.codes[MAX_CODES - 1];
+}
+
+void ns_metrics_request(int32_t req_code, int32_t reply_code,
+                        uint64_t elapsed_ns)
+{
+    struct code_stats *c = find_code(req_code);
+    c->requests++;
+    if (reply_code != 0) {
+        c->errors++;
+    }
+    c->sum_ns += elapsed_ns;
+    double secs = (double)elapsed_ns / 1e9;
+    for (size_t i = 0; i < N_BOUNDS; i++) {
+        if (secs <= bounds[i]) {
+            c->buckets[i]++;
+            break;
+        }
+    }
+}
+
+void ns_metrics_forwarded(void)
+{
+    m.forwarded++;
+}
+
+void ns_metrics_expired(uint64_t n_brokers)
+{
+    m.expired += n_brokers;
+}
+
+static void code_label(char *out, size_t len, int32_t code)
+{
+    if (code == OTHER_CODE) {
+        snprintf(out, len, "other");
+    } else {
+        snprintf(out, len, "%d", (int)code);
+    }
+}
+
+static int compare_codes(const void *a, const void *b)
+{
+    const struct code_stats *x = a, *y = b;
+    return (x->code > y->code) - (x->code < y->code);
+}
+
+void ns_metrics_encode(struct ns_buf *out)
+{
+    char label[16];
+    /* Sorted output is stable and easy to diff; sorting the table keeps it. */
+    qsort(m.codes, m.n_codes, sizeof m.codes[0], compare_codes);
+    ns_buf_append_str(out, "# HELP raftns_requests_total Requests answered, "
+                           "by request code.\n"
+                           "# TYPE raftns_requests_total counter\n");
+    for (size_t i = 0; i < m.n_codes; i++) {
+        code_label(label, sizeof label, m.codes[i].code);
+        ns_buf_printf(out, "raftns_requests_total{code=\"%s\"} %llu\n", label,
+                      (unsigned long long)m.codes[i].requests);
+    }
+    ns_buf_append_str(out, "# HELP raftns_request_errors_total Requests "
+                           "answered with a non-zero code.\n"
+                           "# TYPE raftns_request_errors_total counter\n");
+    for (size_t i = 0; i < m.n_codes; i++) {
+        code_label(label, sizeof label, m.codes[i].code);
+        ns_buf_printf(out, "raftns_request_errors_total{code=\"%s\"} %llu\n",
+                      label, (unsigned long long)m.codes[i].errors);
+    }
+    ns_buf_append_str(out, "# HELP raftns_request_duration_seconds Time from "
+                           "dispatch to reply.\n"
+                           "# TYPE raftns_request_duration_seconds "
+                           "histogram\n");
+    for (size_t i = 0; i < m.n_codes; i++) {
+        const struct code_stats *c = &m.codes[i];
+        uint64_t cum = 0;
+        code_label(label, sizeof label, c->code);
+        for (size_t b = 0; b < N_BOUNDS; b++) {
+            cum += c->buckets[b];
+            ns_buf_printf(out,
+                          "raftns_request_duration_seconds_bucket{code=\"%s\","
+                          "le=\"%g\"} %llu\n",
+                          label, bounds[b], (unsigned long long)cum);
+        }
+        ns_buf_printf(out,
+                      "raftns_request_duration_seconds_bucket{code=\"%s\","
+                      "le=\"+Inf\"} %llu\n"
+                      "raftns_request_duration_seconds_sum{code=\"%s\"} %.9f\n"
+                      "raftns_request_duration_seconds_count{code=\"%s\"} "
+                      "%llu\n",
+                      label, (unsigned long long)c->requests, label,
+                      (double)c->sum_ns / 1e9, label,
+                      (unsigned long long)c->requests);
+    }
+    ns_buf_printf(out,
+                  "# HELP raftns_forwarded_writes_total Writes this node "
+                  "forwarded to the leader.\n"
+                  "# TYPE raftns_forwarded_writes_total counter\n"
+                  "raftns_forwarded_writes_total %llu\n"
+                  "# HELP raftns_expired_brokers_total Brokers this node "
+                  "proposed to expire.\n"
+                  "# TYPE raftns_expired_brokers_total counter\n"
+                  "raftns_expired_brokers_total %llu\n",
+                  (unsigned long long)m.forwarded,
+                  (unsigned long long)m.expired);
+}

@@ -1,0 +1,339 @@
+/* The observer's life cycle, the /status JSON document (also the body of the
+ * private NS_CODE_STATUS reply) and the gauges of /metrics. It reads the node,
+ * the state and the server; it changes none of them. HTTP framing is in
+ * http.c, divergence detection in checkpoint.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/json.h"
+#include "raftns/log.h"
+#include "observe.h"
+
+static const char *role_text(int role)
+{
+    switch (role) {
+    case NS_ROLE_FOLLOWER:
+        return "follower";
+    case NS_ROLE_CANDIDATE:
+        return "candidate";
+    case NS_ROLE_LEADER:
+        return "leader";
+    default:
+        return "unavailable";
+    }
+}
+
+static const char *member_role_text(int role)
+{
+    switch (role) {
+    case NS_MEMBER_VOTER:
+        return "voter";
+    case NS_MEMBER_STANDBY:
+        return "standby";
+    case NS_MEMBER_SPARE:
+        return "spare";
+    default:
+        return "none";
+    }
+}
+
+/* Test hook (documented in metrics.h): RAFTNS_TEST_CORRUPT_AT=<index>. */
+static uint64_t corrupt_from_env(void)
+{
+    const char *v = getenv("RAFTNS_TEST_CORRUPT_AT");
+    if (v == NULL || v[0] == '\0') {
+        return 0;
+    }
+    return strtoull(v, NULL, 10);
+}
+
+int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
+                      struct ns_state *state, struct ns_node *node,
+                      struct ns_server *server, struct ns_observe **out)
+{
+    struct ns_observe *o = ns_calloc(1, sizeof *o);
+    if (o == NULL) {
+        return NS_ENOMEM;
+    }
+    o->loop = loop;
+    o->state = state;
+    o->node = node;
+    o->srv = server;
+    if (cfg->http_addr != NULL) {
+        snprintf(o->http_addr, sizeof o->http_addr, "%s", cfg->http_addr);
+    }
+    uint64_t corrupt = cfg->test_corrupt_at;
+    if (corrupt == 0) {
+        corrupt = corrupt_from_env();
+    }
+    ns_checkpoint_init(&o->ckpt, cfg->checkpoint_entries, cfg->checkpoint_ms,
+                       corrupt);
+    *out = o;
+    return 0;
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    ns_checkpoint_tick(t->data);
+}
+
+int ns_observe_start(struct ns_observe *o)
+{
+    uv_timer_init(o->loop, &o->timer);
+    o->timer.data = o;
+    o->n_open_handles = 1;
+    o->started = true;
+    uv_timer_start(&o->timer, timer_cb, NS_CKPT_TICK_MS, NS_CKPT_TICK_MS);
+    ns_node_set_apply_hook(o->node, ns_checkpoint_on_apply, o);
+    o->srv->observe = o;
+    if (o->ckpt.corrupt_at != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "observe: TEST HOOK active: state corrupts itself at index "
+               "%" PRIu64,
+               o->ckpt.corrupt_at);
+    }
+    if (o->http_addr[0] == '\0') {
+        return 0;
+    }
+    return ns_http_start(o);
+}
+
+int ns_observe_http_port(const struct ns_observe *o)
+{
+    return o->http_port;
+}
+
+void ns_observe_handle_closed(uv_handle_t *h)
+{
+    struct ns_observe *o = h->data;
+    if (--o->n_open_handles == 0 && o->stop_cb != NULL) {
+        o->stop_cb(o->stop_arg);
+    }
+}
+
+void ns_observe_stop(struct ns_observe *o, ns_observe_stop_cb cb, void *arg)
+{
+    if (o->stopping) {
+        return;
+    }
+    o->stopping = true;
+    o->stop_cb = cb;
+    o->stop_arg = arg;
+    if (!o->started) {
+        if (cb != NULL) {
+            cb(arg);
+        }
+        return;
+    }
+    ns_node_set_apply_hook(o->node, NULL, NULL);
+    o->srv->observe = NULL;
+    ns_http_stop(o);
+    uv_close((uv_handle_t *)&o->timer, ns_observe_handle_closed);
+}
+
+void ns_observe_destroy(struct ns_observe *o)
+{
+    ns_free(o);
+}
+
+bool ns_observe_is_diverged(const struct ns_observe *o)
+{
+    return o->ckpt.diverged || ns_node_is_diverged(o->node);
+}
+
+bool ns_observe_is_healthy(const struct ns_observe *o)
+{
+    return ns_node_is_ready(o->node) && !ns_observe_is_diverged(o);
+}
+
+static const struct ns_member *find_member(const struct ns_state *s,
+                                           uint64_t id)
+{
+    for (size_t i = 0; i < s->n_members; i++) {
+        if (s->members[i].id == id) {
+            return &s->members[i];
+        }
+    }
+    return NULL;
+}
+
+static void put_addr(struct ns_jw *w, const char *key, const char *addr)
+{
+    ns_jw_key(w, key);
+    ns_jw_str(w, addr != NULL ? addr : "");
+}
+
+static void put_hex(struct ns_jw *w, const char *key, uint64_t v)
+{
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016" PRIx64, v);
+    ns_jw_key(w, key);
+    ns_jw_str(w, hex);
+}
+
+static void put_member(struct ns_jw *w, uint64_t id, const struct ns_member *m,
+                       const char *raft_addr, const char *role, bool leader)
+{
+    ns_jw_obj_begin(w);
+    ns_jw_key(w, "id");
+    ns_jw_int(w, (int64_t)id);
+    put_addr(w, "raft",
+             raft_addr != NULL ? raft_addr : (m ? m->raft_addr : NULL));
+    put_addr(w, "client", m ? m->client_addr : NULL);
+    put_addr(w, "http", m ? m->http_addr : NULL);
+    ns_jw_key(w, "role");
+    ns_jw_str(w, role);
+    ns_jw_key(w, "voter");
+    ns_jw_bool(w, strcmp(role, "voter") == 0);
+    ns_jw_key(w, "leader");
+    ns_jw_bool(w, leader);
+    ns_jw_obj_end(w);
+}
+
+/* The raft configuration joined with the replicated addresses; members only
+ * in the replicated table get role "none". */
+static int put_members(struct ns_jw *w, const struct ns_observe *o,
+                       uint64_t leader_id)
+{
+    struct ns_node_member *conf = NULL;
+    size_t n_conf = 0;
+    int rv = ns_node_members(o->node, &conf, &n_conf);
+    if (rv != 0) {
+        return rv;
+    }
+    ns_jw_key(w, "members");
+    ns_jw_arr_begin(w);
+    for (size_t i = 0; i < n_conf; i++) {
+        put_member(w, conf[i].id, find_member(o->state, conf[i].id),
+                   conf[i].raft_addr, member_role_text(conf[i].role),
+                   conf[i].id == leader_id);
+    }
+    for (size_t i = 0; i < o->state->n_members; i++) {
+        const struct ns_member *m = &o->state->members[i];
+        bool in_conf = false;
+        for (size_t j = 0; j < n_conf; j++) {
+            in_conf = in_conf || conf[j].id == m->id;
+        }
+        if (!in_conf) {
+            put_member(w, m->id, m, NULL, "none", false);
+        }
+    }
+    ns_jw_arr_end(w);
+    ns_free(conf);
+    return 0;
+}
+
+int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
+{
+    struct ns_jw w;
+    uint64_t leader_id = ns_node_leader_id(o->node);
+    const struct ns_member *lm = find_member(o->state, leader_id);
+    ns_jw_init(&w, out, NS_JSON_STANDARD);
+    ns_jw_obj_begin(&w);
+    ns_jw_key(&w, "id");
+    ns_jw_int(&w, (int64_t)ns_node_id(o->node));
+    ns_jw_key(&w, "role");
+    ns_jw_str(&w, role_text(ns_node_role(o->node)));
+    ns_jw_key(&w, "term");
+    ns_jw_int(&w, (int64_t)ns_node_term(o->node));
+    ns_jw_key(&w, "leader");
+    ns_jw_obj_begin(&w);
+    ns_jw_key(&w, "id");
+    ns_jw_int(&w, (int64_t)leader_id);
+    put_addr(&w, "client", lm ? lm->client_addr : NULL);
+    put_addr(&w, "raft", lm ? lm->raft_addr : NULL);
+    put_addr(&w, "http", lm ? lm->http_addr : NULL);
+    ns_jw_obj_end(&w);
+    ns_jw_key(&w, "commit_index");
+    ns_jw_int(&w, (int64_t)ns_node_commit_index(o->node));
+    ns_jw_key(&w, "applied_index");
+    ns_jw_int(&w, (int64_t)ns_node_last_applied(o->node));
+    put_hex(&w, "digest", o->ckpt.last.digest);
+    ns_jw_key(&w, "digest_index");
+    ns_jw_int(&w, (int64_t)o->ckpt.last.index);
+    ns_jw_key(&w, "ready");
+    ns_jw_bool(&w, ns_node_is_ready(o->node));
+    ns_jw_key(&w, "diverged");
+    ns_jw_bool(&w, ns_observe_is_diverged(o));
+    if (o->ckpt.diverged) {
+        ns_jw_key(&w, "diverged_at");
+        ns_jw_int(&w, (int64_t)o->ckpt.expected.index);
+        put_hex(&w, "diverged_leader_digest", o->ckpt.expected.digest);
+        put_hex(&w, "diverged_local_digest", o->ckpt.actual_digest);
+    }
+    int rv = put_members(&w, o, leader_id);
+    ns_jw_key(&w, "brokers");
+    ns_jw_int(&w, (int64_t)ns_route_n_brokers(o->state->route));
+    ns_jw_key(&w, "topics");
+    ns_jw_int(&w, (int64_t)ns_route_n_topics(o->state->route));
+    ns_jw_key(&w, "connections");
+    ns_jw_int(&w, (int64_t)o->srv->n_conns);
+    ns_jw_obj_end(&w);
+    if (rv == 0 && out->err != 0) {
+        rv = out->err;
+    }
+    return rv;
+}
+
+void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
+{
+    int role = ns_node_role(o->node);
+    ns_buf_printf(
+        out,
+        "# TYPE raftns_raft_role gauge\n"
+        "raftns_raft_role{role=\"%s\"} %d\n"
+        "# TYPE raftns_raft_is_leader gauge\n"
+        "raftns_raft_is_leader %d\n"
+        "# TYPE raftns_raft_term gauge\n"
+        "raftns_raft_term %" PRIu64 "\n"
+        "# TYPE raftns_raft_commit_index gauge\n"
+        "raftns_raft_commit_index %" PRIu64 "\n"
+        "# TYPE raftns_raft_applied_index gauge\n"
+        "raftns_raft_applied_index %" PRIu64 "\n"
+        "# TYPE raftns_raft_leader_id gauge\n"
+        "raftns_raft_leader_id %" PRIu64 "\n"
+        "# TYPE raftns_ready gauge\n"
+        "raftns_ready %d\n"
+        "# HELP raftns_diverged 1 when this node's state digest disagreed "
+        "with the leader's.\n"
+        "# TYPE raftns_diverged gauge\n"
+        "raftns_diverged %d\n"
+        "# TYPE raftns_checkpoint_index gauge\n"
+        "raftns_checkpoint_index %" PRIu64 "\n"
+        "# TYPE raftns_connections gauge\n"
+        "raftns_connections %zu\n"
+        "# TYPE raftns_brokers gauge\n"
+        "raftns_brokers %zu\n"
+        "# TYPE raftns_topics gauge\n"
+        "raftns_topics %zu\n"
+        "# HELP raftns_route_encodes_total Route replies encoded (cache "
+        "misses).\n"
+        "# TYPE raftns_route_encodes_total counter\n"
+        "raftns_route_encodes_total %" PRIu64 "\n",
+        role_text(role), role, role == NS_ROLE_LEADER ? 1 : 0,
+        ns_node_term(o->node), ns_node_commit_index(o->node),
+        ns_node_last_applied(o->node), ns_node_leader_id(o->node),
+        ns_node_is_ready(o->node) ? 1 : 0, ns_observe_is_diverged(o) ? 1 : 0,
+        o->ckpt.last.index, o->srv->n_conns,
+        ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
+        ns_route_n_route_encodes(o->state->route));
+}
+
+/* NS_CODE_STATUS on the client port: the same document as /status. */
+int ns_handle_status(struct ns_req *req)
+{
+    struct ns_observe *o = req->srv->observe;
+    if (o == NULL) {
+        return ns_reply_simple(&req->to, 1, "status not available");
+    }
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = ns_observe_status_json(o, &b);
+    rv = ns_reply_buf(&req->to, rv, &b);
+    ns_buf_close(&b);
+    return rv;
+}
