@@ -13,6 +13,7 @@
 #include "raftns/fsm.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "raftns/node.h"
 #include "raftns/server.h"
 
@@ -23,6 +24,7 @@ struct app {
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
+    struct ns_observe *observe; /* HTTP port and checkpoints */
     int n_signals_open;
     bool stopping;
     bool node_stopped;
@@ -36,6 +38,7 @@ struct options {
     const char *http_addr;
     unsigned election_ms;
     unsigned heartbeat_ms;
+    unsigned checkpoint_entries, checkpoint_ms; /* 0 = defaults (metrics.h) */
     struct ns_props sets;
 };
 
@@ -49,8 +52,12 @@ static void usage(FILE *out)
         "  --data-dir DIR         data dir (default ./raftns-data/<id>)\n"
         "  --client-addr IP:PORT  remoting listener (default 127.0.0.1:9876)\n"
         "  --raft-addr IP:PORT    raft transport (default 127.0.0.1:9886)\n"
-        "  --http-addr IP:PORT    http (default 127.0.0.1:9896; not served "
-        "yet)\n"
+        "  --http-addr IP:PORT    /status /metrics /healthz (default "
+        "127.0.0.1:9896)\n"
+        "  --checkpoint-entries N leader checkpoints the state digest every N "
+        "commands (default 1000)\n"
+        "  --checkpoint-ms N      ... or N ms after the first unchecked "
+        "command (default 30000)\n"
         "  --set KEY=VALUE        NamesrvConfig setting (repeatable)\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
@@ -115,6 +122,14 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             }
             *(a[2] == 'e' ? &o->election_ms : &o->heartbeat_ms) = (unsigned)n;
+        } else if (strcmp(a, "--checkpoint-entries") == 0 ||
+                   strcmp(a, "--checkpoint-ms") == 0) {
+            if (parse_uint(v, &n) != 0 || n == 0 || n > 100000000) {
+                fprintf(stderr, "raftns: bad %s %s\n", a, v);
+                return 2;
+            }
+            *(a[13] == 'e' ? &o->checkpoint_entries : &o->checkpoint_ms) =
+                (unsigned)n;
         } else if (strcmp(a, "--set") == 0) {
             const char *eq = strchr(v, '=');
             char *key = eq ? ns_strndup(v, (size_t)(eq - v)) : NULL;
@@ -163,13 +178,23 @@ static void server_stopped(void *arg)
     ns_node_stop(app->node, node_stopped, app);
 }
 
+static void observe_stopped(void *arg)
+{
+    struct app *app = arg;
+    ns_server_stop(app->server, server_stopped, app);
+}
+
 static void begin_stop(struct app *app)
 {
     if (app->stopping) {
         return;
     }
     app->stopping = true;
-    ns_server_stop(app->server, server_stopped, app);
+    if (app->observe != NULL) {
+        ns_observe_stop(app->observe, observe_stopped, app);
+    } else {
+        ns_server_stop(app->server, server_stopped, app);
+    }
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -200,8 +225,20 @@ static int run(struct app *app, const struct options *o)
         rv = ns_server_create(&app->loop, &scfg, &app->state, app->node,
                               &app->server);
     }
+    struct ns_observe_config ocfg = {
+        .http_addr = o->http_addr,
+        .checkpoint_entries = o->checkpoint_entries,
+        .checkpoint_ms = o->checkpoint_ms,
+    };
+    if (rv == 0) {
+        rv = ns_observe_create(&app->loop, &ocfg, &app->state, app->node,
+                               app->server, &app->observe);
+    }
     if (rv == 0) {
         rv = ns_server_start(app->server);
+    }
+    if (rv == 0) {
+        rv = ns_observe_start(app->observe);
     }
     if (rv == 0) {
         rv = ns_node_start(app->node);
@@ -260,6 +297,7 @@ int main(int argc, char **argv)
     } else if (run(&app, &o) != 0) {
         status = 1;
     }
+    ns_observe_destroy(app.observe);
     ns_server_destroy(app.server);
     ns_node_destroy(app.node);
     int lrv = uv_loop_close(&app.loop);

@@ -17,7 +17,7 @@
 #include "raftns/server.h"
 
 #define NS_CHECKPOINT_ENTRIES 1000 /* default: checkpoint every N commands */
-#define NS_CHECKPOINT_MS 10000     /* ... or after T ms with any command */
+#define NS_CHECKPOINT_MS 30000     /* ... or after T ms with any command */
 
 /* --- process-wide counters (loop thread only) --- */
 
