@@ -46,6 +46,7 @@ static const struct handler handlers[] = {
     {327, ns_handle_add_write_perm, F_MUTATE},
     {901, ns_handle_member_group, F_READ},
     {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS},
+    {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0},
     {NS_CODE_STATUS, ns_handle_status, F_ALWAYS},
 };
 

@@ -1,288 +1,101 @@
-/* Broker liveness, local to this node (DESIGN.md §5): last-seen deadlines per
- * (cluster, addr) in a hash table plus an indexed min-heap on the deadline, so
- * a scan costs O(expired log n); the registering connection of each broker; and
- * the expiry policy (one EXPIRE_BROKERS proposal per scan, expiry on connection
- * close). Never replicated. */
+/* Broker liveness policy of a node in the cluster (DESIGN.md §5): local
+ * registrations and heartbeats go into the table (liveness_table.c); followers
+ * report what they heard and which connections closed to the leader; the
+ * leader merges reports, expires brokers past their timeout with one
+ * EXPIRE_BROKERS per scan, and at once when every holder closed. Heartbeats
+ * never touch the log. The wire handler is handle_liveness.c. */
+#include <stddef.h>
 #include <string.h>
 
+#include "peer.h"
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/route.h"
 #include "server_int.h"
 
-#define INITIAL_BUCKETS 64
+#define REPORT_VERSION 1
+#define REPORT_MAX_ENTRIES 4096
+#define REPORT_TIMEOUT_MS 3000
+#define NAME_MAX_LEN 255
 
-static uint64_t hash_key(const char *cluster, const char *addr)
+/* lv is always the `live` member of a server. */
+static struct ns_server *server_of(struct ns_liveness *lv)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = cluster; *p; p++) {
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return (struct ns_server *)(void *)((char *)lv -
+                                        offsetof(struct ns_server, live));
+}
+
+static uint64_t route_timeout(const struct ns_server *srv, const char *cluster,
+                              const char *addr)
+{
+    int64_t t = ns_route_broker_timeout(srv->state->route, cluster, addr);
+    if (t < 0) {
+        return 0;
     }
-    h = (h ^ 0xff) * 1099511628211ull;
-    for (const char *p = addr; *p; p++) {
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return t > 0 ? (uint64_t)t : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+}
+
+static void set_self(struct ns_server *srv)
+{
+    if (srv->live.t.self_id == 0 && srv->node != NULL) {
+        ns_lvt_set_self(&srv->live.t, ns_node_id(srv->node));
     }
-    return h;
 }
 
 int ns_liveness_init(struct ns_liveness *lv)
 {
     memset(lv, 0, sizeof *lv);
-    lv->buckets = ns_calloc(INITIAL_BUCKETS, sizeof *lv->buckets);
-    if (lv->buckets == NULL) {
-        return NS_ENOMEM;
-    }
-    lv->n_buckets = INITIAL_BUCKETS;
-    return 0;
-}
-
-static void conn_unlink(struct ns_live *e)
-{
-    if (e->conn == NULL) {
-        return;
-    }
-    if (e->conn_prev != NULL) {
-        e->conn_prev->conn_next = e->conn_next;
-    } else {
-        e->conn->brokers = e->conn_next;
-    }
-    if (e->conn_next != NULL) {
-        e->conn_next->conn_prev = e->conn_prev;
-    }
-    e->conn = NULL;
-    e->conn_prev = e->conn_next = NULL;
-}
-
-static void conn_link(struct ns_live *e, struct ns_conn *c)
-{
-    if (e->conn == c) {
-        return;
-    }
-    conn_unlink(e);
-    if (c == NULL || c->closing) {
-        return;
-    }
-    e->conn = c;
-    e->conn_next = c->brokers;
-    if (e->conn_next != NULL) {
-        e->conn_next->conn_prev = e;
-    }
-    c->brokers = e;
-}
-
-static void free_entry(struct ns_live *e)
-{
-    conn_unlink(e);
-    ns_free(e->cluster);
-    ns_free(e->addr);
-    ns_free(e);
+    return ns_lvt_init(&lv->t, 0);
 }
 
 void ns_liveness_close(struct ns_liveness *lv)
 {
-    for (size_t i = 0; i < lv->n_buckets; i++) {
-        struct ns_live *e = lv->buckets[i];
-        while (e != NULL) {
-            struct ns_live *next = e->hnext;
-            free_entry(e);
-            e = next;
-        }
-    }
-    ns_free(lv->buckets);
-    ns_free(lv->heap);
-    memset(lv, 0, sizeof *lv);
+    ns_lvt_close(&lv->t);
 }
 
-/* --- heap --- */
-
-static void heap_set(struct ns_liveness *lv, size_t i, struct ns_live *e)
-{
-    lv->heap[i] = e;
-    e->heap_idx = i;
-}
-
-static void sift_up(struct ns_liveness *lv, size_t i)
-{
-    struct ns_live *e = lv->heap[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (lv->heap[parent]->deadline <= e->deadline) {
-            break;
-        }
-        heap_set(lv, i, lv->heap[parent]);
-        i = parent;
-    }
-    heap_set(lv, i, e);
-}
-
-static void sift_down(struct ns_liveness *lv, size_t i)
-{
-    struct ns_live *e = lv->heap[i];
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        uint64_t best = e->deadline;
-        if (l < lv->n && lv->heap[l]->deadline < best) {
-            m = l;
-            best = lv->heap[l]->deadline;
-        }
-        if (l + 1 < lv->n && lv->heap[l + 1]->deadline < best) {
-            m = l + 1;
-        }
-        if (m == i) {
-            break;
-        }
-        heap_set(lv, i, lv->heap[m]);
-        i = m;
-    }
-    heap_set(lv, i, e);
-}
-
-static void heap_fix(struct ns_liveness *lv, size_t i)
-{
-    struct ns_live *e = lv->heap[i];
-    sift_up(lv, i);
-    sift_down(lv, e->heap_idx);
-}
-
-/* --- table --- */
-
-static struct ns_live **find_slot(struct ns_liveness *lv, const char *cluster,
-                                  const char *addr)
-{
-    struct ns_live **pp = &lv->buckets[hash_key(cluster, addr) % lv->n_buckets];
-    while (*pp != NULL && (strcmp((*pp)->cluster, cluster) != 0 ||
-                           strcmp((*pp)->addr, addr) != 0)) {
-        pp = &(*pp)->hnext;
-    }
-    return pp;
-}
-
-static int grow(struct ns_liveness *lv)
-{
-    if (lv->n + 1 > lv->heap_cap) {
-        size_t cap = lv->heap_cap ? lv->heap_cap * 2 : 64;
-        struct ns_live **heap = ns_realloc(lv->heap, cap * sizeof *heap);
-        if (heap == NULL) {
-            return NS_ENOMEM;
-        }
-        lv->heap = heap;
-        lv->heap_cap = cap;
-    }
-    if (lv->n + 1 > lv->n_buckets) {
-        size_t nb = lv->n_buckets * 2;
-        struct ns_live **b = ns_calloc(nb, sizeof *b);
-        if (b == NULL) {
-            return NS_ENOMEM;
-        }
-        for (size_t i = 0; i < lv->n_buckets; i++) {
-            struct ns_live *e = lv->buckets[i];
-            while (e != NULL) {
-                struct ns_live *next = e->hnext;
-                size_t j = hash_key(e->cluster, e->addr) % nb;
-                e->hnext = b[j];
-                b[j] = e;
-                e = next;
-            }
-        }
-        ns_free(lv->buckets);
-        lv->buckets = b;
-        lv->n_buckets = nb;
-    }
-    return 0;
-}
-
-static struct ns_live *upsert(struct ns_liveness *lv, const char *cluster,
-                              const char *addr, uint64_t deadline)
-{
-    struct ns_live **pp = find_slot(lv, cluster, addr);
-    if (*pp != NULL) {
-        (*pp)->deadline = deadline;
-        heap_fix(lv, (*pp)->heap_idx);
-        return *pp;
-    }
-    if (grow(lv) != 0) {
-        return NULL;
-    }
-    struct ns_live *e = ns_calloc(1, sizeof *e);
-    if (e == NULL) {
-        return NULL;
-    }
-    e->cluster = ns_strdup(cluster);
-    e->addr = ns_strdup(addr);
-    if (e->cluster == NULL || e->addr == NULL) {
-        free_entry(e);
-        return NULL;
-    }
-    e->deadline = deadline;
-    pp = find_slot(lv, cluster, addr); /* the table may have been resized */
-    *pp = e;
-    heap_set(lv, lv->n, e);
-    lv->n++;
-    sift_up(lv, e->heap_idx);
-    return e;
-}
-
-/* Unlinks e from the table and the heap and frees it. */
-static void remove_entry(struct ns_liveness *lv, struct ns_live *e)
-{
-    struct ns_live **pp = find_slot(lv, e->cluster, e->addr);
-    *pp = e->hnext;
-    size_t i = e->heap_idx;
-    lv->n--;
-    if (i != lv->n) {
-        heap_set(lv, i, lv->heap[lv->n]);
-        heap_fix(lv, i);
-    }
-    lv->heap[lv->n] = NULL;
-    free_entry(e);
-}
+static void send_reports(struct ns_server *srv);
 
 int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
                          const char *addr, uint64_t now, uint64_t timeout_ms,
                          struct ns_conn *conn)
 {
-    struct ns_live *e = upsert(lv, cluster, addr, now + timeout_ms);
-    if (e == NULL) {
-        return NS_ENOMEM;
+    struct ns_server *srv = server_of(lv);
+    set_self(srv);
+    bool linked = conn != NULL && !conn->closing;
+    int rv =
+        ns_lvt_register(&lv->t, cluster, addr, now, timeout_ms,
+                        linked ? &conn->brokers : NULL, linked ? conn : NULL);
+    if (rv == 0 && lv->t.urgent && !lv->leading) {
+        send_reports(srv); /* a new holder: tell the leader at once */
     }
-    e->timeout_ms = timeout_ms;
-    conn_link(e, conn);
-    return 0;
+    return rv;
 }
 
 bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
                        const char *addr, uint64_t now)
 {
-    struct ns_live *e = *find_slot(lv, cluster, addr);
-    if (e == NULL) {
-        return false;
-    }
-    e->deadline = now + e->timeout_ms;
-    heap_fix(lv, e->heap_idx);
-    return true;
+    return ns_lvt_touch(&lv->t, cluster, addr, now);
 }
 
 void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
                         const char *addr)
 {
-    struct ns_live *e = *find_slot(lv, cluster, addr);
-    if (e != NULL) {
-        remove_entry(lv, e);
-    }
+    ns_lvt_remove(&lv->t, cluster, addr);
 }
 
 void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now)
 {
-    for (size_t i = 0; i < lv->n; i++) {
-        lv->heap[i]->deadline = now + lv->heap[i]->timeout_ms;
-    }
-    for (size_t i = lv->n / 2 + 1; i-- > 0;) {
-        if (i < lv->n) {
-            sift_down(lv, i);
-        }
-    }
+    struct ns_server *srv = server_of(lv);
+    set_self(srv);
+    ns_lvt_take_leadership(&lv->t, now);
+    lv->leading = true;
+    NS_LOG(NS_LOG_INFO,
+           "liveness: leader now; %zu brokers get a full timeout before any "
+           "expiry",
+           lv->t.n);
 }
 
 struct seed_ctx {
@@ -295,12 +108,12 @@ static void seed_one(void *arg, const char *cluster, const char *addr,
                      int64_t timeout_ms)
 {
     struct seed_ctx *ctx = arg;
-    if (ctx->rv != 0 || *find_slot(ctx->lv, cluster, addr) != NULL) {
+    if (ctx->rv != 0) {
         return;
     }
     uint64_t t =
         timeout_ms > 0 ? (uint64_t)timeout_ms : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
-    ctx->rv = ns_liveness_register(ctx->lv, cluster, addr, ctx->now, t, NULL);
+    ctx->rv = ns_lvt_seed(&ctx->lv->t, cluster, addr, t, ctx->now);
 }
 
 int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
@@ -311,42 +124,28 @@ int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
     return ctx.rv;
 }
 
-/* --- policy --- */
+/* --- expiry (leader) --- */
 
-/* Proposes one EXPIRE_BROKERS with refs[0..n) (taken). */
-static void propose_expire(struct ns_server *srv, struct ns_broker_ref *refs,
-                           size_t n, const char *why)
-{
-    struct ns_command c;
-    ns_command_init(&c, NS_CMD_EXPIRE_BROKERS);
-    c.leader_time_ms = ns_wall_ms();
-    c.u.brokers.refs = refs;
-    c.u.brokers.n = n;
-    for (size_t i = 0; i < n; i++) {
-        NS_LOG(NS_LOG_INFO, "liveness: expiring broker %s (cluster %s): %s",
-               refs[i].broker_addr, refs[i].cluster, why);
-    }
-    int rv = ns_propose_internal(srv, &c);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
-               n, ns_strerror(rv));
-    }
-    ns_command_close(&c);
-}
+struct expiry {
+    struct ns_server *srv;
+    struct ns_broker_ref *refs;
+    size_t n, cap;
+    size_t n_fast;
+    int rv;
+};
 
-static int add_ref(struct ns_broker_ref **refs, size_t *n, size_t *cap,
-                   const struct ns_live *e)
+static int add_ref(struct expiry *x, const struct ns_live *e)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        struct ns_broker_ref *r = ns_realloc(*refs, nc * sizeof *r);
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 8;
+        struct ns_broker_ref *r = ns_realloc(x->refs, nc * sizeof *r);
         if (r == NULL) {
             return NS_ENOMEM;
         }
-        *refs = r;
-        *cap = nc;
+        x->refs = r;
+        x->cap = nc;
     }
-    struct ns_broker_ref *r = &(*refs)[*n];
+    struct ns_broker_ref *r = &x->refs[x->n];
     memset(r, 0, sizeof *r);
     r->cluster = ns_strdup(e->cluster);
     r->broker_addr = ns_strdup(e->addr);
@@ -355,55 +154,319 @@ static int add_ref(struct ns_broker_ref **refs, size_t *n, size_t *cap,
         ns_free(r->broker_addr);
         return NS_ENOMEM;
     }
-    (*n)++;
+    x->n++;
     return 0;
+}
+
+static void on_expired(void *arg, const struct ns_live *e, bool fast)
+{
+    struct expiry *x = arg;
+    struct ns_conn *conn = e->conn;
+    if (ns_route_broker_timeout(x->srv->state->route, e->cluster, e->addr) >=
+        0) {
+        if (x->rv == 0) {
+            x->rv = add_ref(x, e);
+        }
+        NS_LOG(NS_LOG_INFO, "liveness: expiring broker %s (cluster %s): %s",
+               e->addr, e->cluster,
+               fast ? "every connection that registered it closed"
+                    : "no heartbeat within its timeout");
+        x->n_fast += fast;
+    }
+    if (conn != NULL && conn->brokers == NULL) {
+        ns_conn_close(conn, "broker expired");
+    }
+}
+
+/* Expires every due broker with ONE EXPIRE_BROKERS proposal. */
+static void expire_due(struct ns_server *srv, uint64_t now)
+{
+    struct expiry x = {.srv = srv};
+    srv->live.fast_pending = false;
+    ns_lvt_expire(&srv->live.t, now, on_expired, &x);
+    if (x.rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "liveness: out of memory during expiry");
+    }
+    if (x.n == 0) {
+        ns_free(x.refs);
+        return;
+    }
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_EXPIRE_BROKERS);
+    c.leader_time_ms = ns_wall_ms();
+    c.u.brokers.refs = x.refs;
+    c.u.brokers.n = x.n;
+    int rv = ns_propose_internal(srv, &c);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
+               x.n, ns_strerror(rv));
+    } else {
+        NS_LOG(NS_LOG_INFO,
+               "liveness: proposed EXPIRE_BROKERS for %zu brokers (%zu closed "
+               "everywhere)",
+               x.n, x.n_fast);
+    }
+    ns_command_close(&c);
+}
+
+/* Follows the node's role; true when this node expires brokers. */
+static bool check_role(struct ns_server *srv)
+{
+    struct ns_liveness *lv = &srv->live;
+    bool leader = !srv->stopping && ns_node_is_leader(srv->node);
+    if (leader && !lv->leading) {
+        ns_liveness_reset_all(lv, uv_now(srv->loop));
+    } else if (!leader && lv->leading) {
+        lv->leading = false;
+        lv->reported_to = 0; /* report everything to the next leader */
+    }
+    return leader;
 }
 
 void ns_liveness_scan(struct ns_server *srv)
 {
-    struct ns_liveness *lv = &srv->live;
     uint64_t now = uv_now(srv->loop);
-    struct ns_broker_ref *refs = NULL;
-    size_t n = 0, cap = 0;
-    if (!ns_node_is_leader(srv->node)) {
-        return; /* expiry is leader-driven */
+    if (!check_role(srv)) {
+        return; /* followers never expire */
     }
-    while (lv->n > 0 && lv->heap[0]->deadline < now) {
-        struct ns_live *e = lv->heap[0];
-        struct ns_conn *conn = e->conn;
-        if (ns_route_broker_timeout(srv->state->route, e->cluster, e->addr) >=
-            0) {
-            if (add_ref(&refs, &n, &cap, e) != 0) {
-                NS_LOG(NS_LOG_ERROR, "liveness: out of memory during the scan");
-                break;
-            }
-        }
-        remove_entry(lv, e);
-        if (conn != NULL && conn->brokers == NULL) {
-            ns_conn_close(conn, "broker heartbeat timed out");
-        }
+    /* Brokers applied through another node's forward and never reported. */
+    if (ns_route_n_brokers(srv->state->route) > srv->live.t.n &&
+        ns_liveness_seed(&srv->live, srv->state->route, now) != 0) {
+        NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
     }
-    if (n > 0) {
-        propose_expire(srv, refs, n, "no heartbeat within its timeout");
-    } else {
-        ns_free(refs);
-    }
+    expire_due(srv, now);
 }
 
 void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
 {
-    struct ns_broker_ref *refs = NULL;
-    size_t n = 0, cap = 0;
-    while (conn->brokers != NULL) {
-        struct ns_live *e = conn->brokers;
-        if (!srv->stopping && add_ref(&refs, &n, &cap, e) != 0) {
-            NS_LOG(NS_LOG_ERROR, "liveness: out of memory on connection close");
+    if (conn->brokers == NULL) {
+        return;
+    }
+    uint64_t now = uv_now(srv->loop);
+    ns_lvt_conn_closed(&srv->live.t, &conn->brokers, now);
+    if (srv->stopping) {
+        return;
+    }
+    if (check_role(srv)) {
+        srv->live.fast_pending = true;
+        if (ns_lvt_next_deadline(&srv->live.t) <= now) {
+            expire_due(srv, now);
         }
-        remove_entry(&srv->live, e);
-    }
-    if (n > 0) {
-        propose_expire(srv, refs, n, "its connection closed");
     } else {
-        ns_free(refs);
+        send_reports(srv);
     }
+}
+
+/* --- reports (follower -> leader) --- */
+
+static int put_name(struct ns_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > NAME_MAX_LEN) {
+        return NS_EINVAL;
+    }
+    ns_buf_put_u16(b, (uint16_t)n);
+    return ns_buf_append(b, s, n);
+}
+
+struct report {
+    struct ns_buf body;
+    uint32_t n;
+};
+
+static int add_entry(void *arg, const char *cluster, const char *addr,
+                     uint32_t ms_since, bool held)
+{
+    struct report *r = arg;
+    size_t mark = r->body.len;
+    if (put_name(&r->body, cluster) != 0 || put_name(&r->body, addr) != 0) {
+        r->body.len = mark; /* not reportable: dropped */
+        return r->body.err;
+    }
+    ns_buf_put_u32(&r->body, ms_since);
+    ns_buf_put_u8(&r->body, held ? 1 : 0);
+    r->n++;
+    return r->body.err;
+}
+
+static void report_done(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct ns_server *srv = arg;
+    struct ns_liveness *lv = &srv->live;
+    lv->in_flight = false;
+    if (status != 0 || reply->code != NS_CODE_SUCCESS) {
+        NS_LOG(NS_LOG_DEBUG, "liveness: report to the leader failed (%s)",
+               status != 0 ? ns_strerror(status) : "refused");
+        lv->resend_all = true;
+        return;
+    }
+    if (lv->t.urgent && !srv->stopping) {
+        send_reports(srv);
+    }
+}
+
+static void send_reports(struct ns_server *srv)
+{
+    struct ns_liveness *lv = &srv->live;
+    if (lv->in_flight || srv->stopping || lv->leading ||
+        ns_node_leader_id(srv->node) == 0) {
+        return;
+    }
+    uint64_t leader = ns_node_leader_id(srv->node);
+    if (leader != lv->reported_to || lv->resend_all) {
+        ns_lvt_mark_all_dirty(&lv->t);
+        lv->reported_to = leader;
+        lv->resend_all = false;
+    }
+    if (lv->t.n_dirty == 0) {
+        lv->t.urgent = false;
+        return;
+    }
+    struct report r = {.n = 0};
+    ns_buf_init(&r.body);
+    ns_buf_put_u16(&r.body, REPORT_VERSION);
+    ns_buf_put_u32(&r.body, 0);
+    ns_lvt_take_reports(&lv->t, uv_now(srv->loop), REPORT_MAX_ENTRIES,
+                        add_entry, &r);
+    struct ns_cmd cmd;
+    ns_cmd_init(&cmd);
+    int rv = r.body.err;
+    if (rv == 0 && r.n > 0) {
+        ns_buf_patch_u32(&r.body, 2, r.n);
+        cmd.code = NS_CODE_LIVENESS_REPORT;
+        cmd.has_ext = true;
+        cmd.body = r.body.data;
+        cmd.body_len = r.body.len;
+        rv = ns_cluster_leader_request(srv, &cmd, REPORT_TIMEOUT_MS,
+                                       report_done, srv);
+        if (rv == 0) {
+            lv->in_flight = true;
+        }
+    }
+    if (rv != 0) {
+        lv->resend_all = true; /* taken entries are lost: resend all later */
+    }
+    cmd.body = NULL;
+    cmd.body_len = 0;
+    ns_cmd_close(&cmd);
+    ns_buf_close(&r.body);
+}
+
+static void get_name(struct ns_rd *rd, char *out)
+{
+    uint16_t n = ns_rd_u16(rd);
+    const uint8_t *p = n <= NAME_MAX_LEN ? ns_rd_bytes(rd, n) : NULL;
+    if (p == NULL) {
+        rd->err = NS_EPROTO;
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
+                             const uint8_t *body, size_t len)
+{
+    struct ns_rd rd;
+    char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
+    uint64_t now = uv_now(srv->loop);
+    ns_rd_init(&rd, body, len);
+    if (ns_rd_u16(&rd) != REPORT_VERSION) {
+        return NS_EPROTO;
+    }
+    uint32_t n = ns_rd_u32(&rd);
+    if (rd.err != 0 || n > ns_rd_left(&rd) / 9) {
+        return NS_EPROTO;
+    }
+    bool leader = check_role(srv);
+    for (uint32_t i = 0; i < n; i++) {
+        get_name(&rd, cluster);
+        get_name(&rd, addr);
+        uint32_t since = ns_rd_u32(&rd);
+        uint8_t flags = ns_rd_u8(&rd);
+        if (rd.err != 0) {
+            return NS_EPROTO;
+        }
+        uint64_t timeout = route_timeout(srv, cluster, addr);
+        if (timeout == 0) {
+            continue; /* not (or no longer) in the route */
+        }
+        int rv = ns_lvt_merge(&srv->live.t, from, cluster, addr, since,
+                              (flags & 1) != 0, timeout, now);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    if (leader) {
+        srv->live.fast_pending = true;
+        if (ns_lvt_next_deadline(&srv->live.t) <= now) {
+            expire_due(srv, now);
+        }
+    }
+    return 0;
+}
+
+/* --- the tick --- */
+
+/* Closes connections whose brokers all left the route (expired or removed
+ * elsewhere): what the Java name server does when it drops a broker. */
+static void close_gone(struct ns_server *srv)
+{
+    struct ns_conn *c = srv->conn_head;
+    while (c != NULL) {
+        struct ns_conn *next = c->next;
+        struct ns_live *e = c->brokers;
+        bool had = e != NULL;
+        while (e != NULL) {
+            struct ns_live *enext = e->conn_next;
+            if (ns_route_broker_timeout(srv->state->route, e->cluster,
+                                        e->addr) < 0) {
+                ns_lvt_remove(&srv->live.t, e->cluster, e->addr);
+            }
+            e = enext;
+        }
+        if (had && c->brokers == NULL) {
+            ns_conn_close(c, "its brokers were expired");
+        }
+        c = next;
+    }
+}
+
+void ns_liveness_tick(struct ns_server *srv)
+{
+    if (srv->stopping || !ns_node_is_ready(srv->node)) {
+        return;
+    }
+    uint64_t now = uv_now(srv->loop);
+    set_self(srv);
+    close_gone(srv);
+    if (check_role(srv)) {
+        if (srv->live.fast_pending &&
+            ns_lvt_next_deadline(&srv->live.t) <= now) {
+            expire_due(srv, now);
+        }
+    } else {
+        send_reports(srv);
+    }
+}
+
+uint64_t ns_liveness_n_expired(const struct ns_server *srv)
+{
+    return srv->live.t.n_expired;
+}
+
+uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv)
+{
+    return srv->live.t.n_fast_expired;
+}
+
+uint64_t ns_liveness_n_merged(const struct ns_server *srv)
+{
+    return srv->live.t.n_merged;
+}
+
+size_t ns_liveness_n_brokers(const struct ns_server *srv)
+{
+    return srv->live.t.n;
 }

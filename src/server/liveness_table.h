@@ -118,4 +118,11 @@ size_t ns_lvt_take_reports(struct ns_lvt *t, uint64_t now_ms, size_t max,
 /* Marks every broker this node heard or holds (a new leader needs it all). */
 void ns_lvt_mark_all_dirty(struct ns_lvt *t);
 
+/* --- counters of a running server (liveness.c), for metrics --- */
+struct ns_server;
+uint64_t ns_liveness_n_expired(const struct ns_server *srv); /* all expiries */
+uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv); /* closed */
+uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
+size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
+
 #endif

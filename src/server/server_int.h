@@ -16,6 +16,8 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
+#include "liveness_table.h"
+
 #define NS_CONN_MAX_INFLIGHT                                                   \
     1024 /* pending writes per connection: pause reads */
 #define NS_CONN_OUT_PAUSE                                                      \
@@ -80,25 +82,15 @@ struct ns_conn {
     struct ns_live *brokers; /* brokers that registered over this connection */
 };
 
-/* Per-broker liveness (local to the node, never replicated). */
-struct ns_live {
-    char *cluster; /* owned */
-    char *addr;    /* owned */
-    uint64_t deadline;
-    uint64_t timeout_ms;
-    size_t heap_idx;
-    struct ns_conn
-        *conn; /* borrowed: the connection that last registered it, or NULL */
-    struct ns_live *conn_prev, *conn_next;
-    struct ns_live *hnext;
-};
-
+/* Broker liveness of this node (liveness.c over liveness_table.c; never
+ * replicated). */
 struct ns_liveness {
-    struct ns_live **buckets;
-    size_t n_buckets;
-    size_t n;
-    struct ns_live **heap; /* min-heap on deadline */
-    size_t heap_cap;
+    struct ns_lvt t;
+    bool leading;         /* took leadership in the table */
+    bool fast_pending;    /* a broker may be due through the fast path */
+    bool in_flight;       /* a report to the leader awaits its answer */
+    bool resend_all;      /* a report was lost: send everything again */
+    uint64_t reported_to; /* leader id the reports go to */
 };
 
 struct ns_server {
@@ -220,9 +212,18 @@ void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now);
 /* Adds brokers of the route not yet known, with a full timeout from now. */
 int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
                      uint64_t now);
-/* Expiry scan and connection-close expiry (server policy in liveness.c). */
+/* Expiry scan (leader only, every scanNotActiveBrokerInterval) and the close
+ * of a connection that registered brokers (report or fast-path expiry). */
 void ns_liveness_scan(struct ns_server *srv);
 void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn);
+/* Once a second: reports to the leader, fast-path expiry, closing connections
+ * of brokers gone from the route. */
+void ns_liveness_tick(struct ns_server *srv);
+/* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
+int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
+                             const uint8_t *body, size_t len);
+/* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
+int ns_handle_liveness_report(struct ns_req *req);
 
 /* --- handlers (handle_*.c) --- */
 int ns_handle_put_kv(struct ns_req *req);
