@@ -24,6 +24,8 @@
 #include "raftns/json.h"
 #include "raftns/remoting.h"
 
+#include "ctl.h"
+
 enum {
     EXIT_SERVER =
         1, /* the server answered with an error (or an unreadable body) */
@@ -39,23 +41,7 @@ enum {
 
 #define DEFAULT_ADDR "127.0.0.1:9876"
 #define DEFAULT_TIMEOUT_MS 3000
-#define MAX_ADDRS 64
 #define RX_CHUNK 65536
-
-struct ctl {
-    char *addrs[MAX_ADDRS]; /* owned */
-    size_t n_addrs;
-    bool json;
-    int timeout_ms;
-    char **args; /* borrowed from argv: the command and its operands */
-    size_t n_args;
-};
-
-/* One answered exchange: the reply borrows its body from rx. */
-struct reply {
-    struct ns_buf rx;
-    struct ns_cmd cmd;
-};
 
 static const char usage_text[] =
     "usage: raftnsctl [-n HOST:PORT]... [--json] [--timeout-ms N] COMMAND\n"
@@ -66,6 +52,8 @@ static const char usage_text[] =
     "                   Default " DEFAULT_ADDR ".\n"
     "  --json           print the reply as standard JSON\n"
     "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
+    "  --secret S       cluster secret for member and leader commands\n"
+    "                   (default: environment RAFTNS_SECRET, else \"\")\n"
     "\n"
     "commands:\n"
     "  route TOPIC                 route of a topic (brokers and queues)\n"
@@ -77,6 +65,12 @@ static const char usage_text[] =
     "  kv list NS                  all entries of a namespace\n"
     "  config get                  the server's settings\n"
     "  config set KEY=VALUE...     change settings\n"
+    "  status                      every member's state as a table (asks the\n"
+    "                              -n nodes and every member they list)\n"
+    "  member list                 raft members and their addresses\n"
+    "  member add ID RAFT CLIENT HTTP  add a voter (addresses IPv4 ip:port)\n"
+    "  member remove ID            remove a member\n"
+    "  leader transfer [ID]        hand leadership to ID (or the best voter)\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -941,6 +935,9 @@ static int parse_args(struct ctl *ctl, int argc, char **argv)
             rv = add_addrs(ctl, a + 2);
         } else if (opts && strncmp(a, "--namesrv=", 10) == 0) {
             rv = add_addrs(ctl, a + 10);
+        } else if (opts && strcmp(a, "--secret") == 0) {
+            rv = i + 1 < argc ? (ctl->secret = argv[++i], 0)
+                              : usage_error("--secret needs S", NULL);
         } else if (opts && strcmp(a, "--json") == 0) {
             ctl->json = true;
         } else if (opts && strcmp(a, "--timeout-ms") == 0) {
@@ -956,6 +953,8 @@ static int parse_args(struct ctl *ctl, int argc, char **argv)
     }
     if (rv == 0 && ctl->n_addrs == 0)
         rv = add_addrs(ctl, DEFAULT_ADDR);
+    if (ctl->secret == NULL)
+        ctl->secret = getenv("RAFTNS_SECRET");
     if (rv == 0 && ctl->n_args == 0)
         rv = usage_error("no command given", NULL);
     return rv;
@@ -990,6 +989,12 @@ int main(int argc, char **argv)
         rv = cmd_kv(&ctl);
     else if (strcmp(cmd, "config") == 0)
         rv = cmd_config(&ctl);
+    else if (strcmp(cmd, "status") == 0)
+        rv = ns_ctl_cmd_status(&ctl);
+    else if (strcmp(cmd, "member") == 0)
+        rv = ns_ctl_cmd_member(&ctl);
+    else if (strcmp(cmd, "leader") == 0)
+        rv = ns_ctl_cmd_leader(&ctl);
     else
         rv = usage_error("unknown command", cmd);
     fflush(stdout);
@@ -998,4 +1003,23 @@ out:
         ns_free(ctl.addrs[i]);
     ns_free(ctl.args);
     return rv;
+}
+
+/* ---------------------------------------------------------------- shared with
+ * tools/ctl_*.c (ctl.h) */
+
+int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
+                const uint8_t *body, size_t body_len, struct reply *out)
+{
+    return call(ctl, code, ext, body, body_len, out);
+}
+
+void ns_ctl_reply_close(struct reply *r)
+{
+    reply_close(r);
+}
+
+int ns_ctl_usage_error(const char *what, const char *arg)
+{
+    return usage_error(what, arg);
 }

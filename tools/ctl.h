@@ -1,0 +1,45 @@
+/* Shared between raftnsctl.c and tools/ctl_*.c: the command-line context, one
+ * request/reply exchange, and the command entry points. Not a library: only
+ * raftnsctl is built from these files. */
+#ifndef RAFTNS_CTL_H
+#define RAFTNS_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raftns/buf.h"
+#include "raftns/remoting.h"
+
+#define MAX_ADDRS 64
+
+struct ctl {
+    char *addrs[MAX_ADDRS]; /* owned */
+    size_t n_addrs;
+    bool json;
+    int timeout_ms;
+    const char *secret; /* borrowed: --secret or env RAFTNS_SECRET, or NULL */
+    char **args;        /* borrowed from argv: the command and its operands */
+    size_t n_args;
+};
+
+/* One answered exchange: the reply borrows its body from rx. */
+struct reply {
+    struct ns_buf rx;
+    struct ns_cmd cmd;
+};
+
+/* Sends a request with ext (NULL-terminated key, value pairs) to each address
+ * of ctl in turn until one answers. 0 (*out holds a code-0 reply: close it
+ * with ns_ctl_reply_close), 1 (server error, printed) or 3 (unreachable). */
+int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
+                const uint8_t *body, size_t body_len, struct reply *out);
+void ns_ctl_reply_close(struct reply *r);
+int ns_ctl_usage_error(const char *what, const char *arg);
+
+/* ctl_cluster.c */
+int ns_ctl_cmd_status(struct ctl *ctl);
+int ns_ctl_cmd_member(struct ctl *ctl);
+int ns_ctl_cmd_leader(struct ctl *ctl);
+
+#endif

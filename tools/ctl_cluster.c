@@ -1,0 +1,337 @@
+/* raftnsctl cluster commands: `status` (asks every member for its status
+ * document and prints one table), `member list|add|remove` and `leader
+ * transfer` over the private request codes of codes.h. It changes nothing on
+ * its own: the nodes validate and apply. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "raftns/alloc.h"
+#include "raftns/codes.h"
+#include "raftns/json.h"
+
+#include "ctl.h"
+
+#define N_COLS 11
+
+struct node_status {
+    char *addr;  /* owned: the client address asked */
+    cJSON *doc;  /* owned, NULL when the node did not answer */
+    uint64_t id; /* sort key (doc's id, or UINT64_MAX) */
+};
+
+struct status_run {
+    struct node_status nodes[MAX_ADDRS];
+    size_t n;
+};
+
+static bool has_addr(const struct status_run *r, const char *addr)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (strcmp(r->nodes[i].addr, addr) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void add_addr(struct status_run *r, const char *addr)
+{
+    if (addr == NULL || addr[0] == '\0' || has_addr(r, addr) ||
+        r->n == MAX_ADDRS) {
+        return;
+    }
+    char *copy = ns_strdup(addr);
+    if (copy != NULL) {
+        r->nodes[r->n].addr = copy;
+        r->nodes[r->n].doc = NULL;
+        r->nodes[r->n].id = UINT64_MAX;
+        r->n++;
+    }
+}
+
+/* Asks one address; the document's members add further addresses. */
+static void ask(const struct ctl *ctl, struct status_run *r, size_t i)
+{
+    struct ctl one = *ctl;
+    struct reply rep;
+    one.addrs[0] = r->nodes[i].addr;
+    one.n_addrs = 1;
+    if (ns_ctl_call(&one, NS_CODE_STATUS, NULL, NULL, 0, &rep) != 0) {
+        return;
+    }
+    cJSON *doc =
+        cJSON_ParseWithLength((const char *)rep.cmd.body, rep.cmd.body_len);
+    ns_ctl_reply_close(&rep);
+    if (doc == NULL) {
+        fprintf(stderr, "raftnsctl: %s: unreadable status\n", r->nodes[i].addr);
+        return;
+    }
+    r->nodes[i].doc = doc;
+    r->nodes[i].id = (uint64_t)ns_json_get_int64(doc, "id", 0);
+    const cJSON *members = cJSON_GetObjectItemCaseSensitive(doc, "members");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, members)
+    {
+        add_addr(r, ns_json_get_string(m, "client"));
+    }
+}
+
+static int compare_nodes(const void *a, const void *b)
+{
+    const struct node_status *x = a, *y = b;
+    if (x->id != y->id) {
+        return x->id < y->id ? -1 : 1;
+    }
+    return strcmp(x->addr, y->addr);
+}
+
+static void num_text(char *out, size_t len, const cJSON *doc, const char *key)
+{
+    snprintf(out, len, "%" PRId64, ns_json_get_int64(doc, key, 0));
+}
+
+static void row_of(const struct node_status *ns, char cells[N_COLS][64])
+{
+    const cJSON *d = ns->doc;
+    if (d == NULL) {
+        snprintf(cells[0], 64, "?");
+        snprintf(cells[1], 64, "unreachable (%s)", ns->addr);
+        for (int c = 2; c < N_COLS; c++) {
+            snprintf(cells[c], 64, "-");
+        }
+        return;
+    }
+    const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
+    const char *digest = ns_json_get_string(d, "digest");
+    num_text(cells[0], 64, d, "id");
+    snprintf(cells[1], 64, "%s", ns_json_get_string(d, "role") ?: "?");
+    num_text(cells[2], 64, d, "term");
+    num_text(cells[3], 64, leader, "id");
+    num_text(cells[4], 64, d, "commit_index");
+    num_text(cells[5], 64, d, "applied_index");
+    snprintf(cells[6], 64, "%s@%" PRId64, digest ? digest : "?",
+             ns_json_get_int64(d, "digest_index", 0));
+    snprintf(cells[7], 64, "%s",
+             ns_json_get_bool(d, "ready", false) ? "yes" : "no");
+    snprintf(cells[8], 64, "%s",
+             ns_json_get_bool(d, "diverged", false) ? "YES" : "no");
+    num_text(cells[9], 64, d, "brokers");
+    num_text(cells[10], 64, d, "topics");
+}
+
+static void print_table(const struct status_run *r)
+{
+    static const char *const head[N_COLS] = {
+        "ID",     "ROLE",  "TERM",     "LEADER",  "COMMIT", "APPLIED",
+        "DIGEST", "READY", "DIVERGED", "BROKERS", "TOPICS"};
+    char(*cells)[N_COLS][64] = ns_calloc(r->n + 1, sizeof *cells);
+    size_t width[N_COLS];
+    if (cells == NULL) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return;
+    }
+    for (int c = 0; c < N_COLS; c++) {
+        snprintf(cells[0][c], 64, "%s", head[c]);
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        row_of(&r->nodes[i], cells[i + 1]);
+    }
+    for (int c = 0; c < N_COLS; c++) {
+        width[c] = 0;
+        for (size_t i = 0; i <= r->n; i++) {
+            size_t l = strlen(cells[i][c]);
+            width[c] = l > width[c] ? l : width[c];
+        }
+    }
+    for (size_t i = 0; i <= r->n; i++) {
+        for (int c = 0; c < N_COLS; c++) {
+            printf(c + 1 < N_COLS ? "%-*s  " : "%-*s\n", (int)width[c],
+                   cells[i][c]);
+        }
+    }
+    ns_free(cells);
+}
+
+static int print_json_array(const struct status_run *r)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr != NULL && i < r->n; i++) {
+        cJSON *item = r->nodes[i].doc ? cJSON_Duplicate(r->nodes[i].doc, true)
+                                      : cJSON_CreateObject();
+        if (item == NULL) {
+            break;
+        }
+        if (r->nodes[i].doc == NULL) {
+            cJSON_AddStringToObject(item, "address", r->nodes[i].addr);
+            cJSON_AddStringToObject(item, "error", "unreachable");
+        }
+        cJSON_AddItemToArray(arr, item);
+    }
+    char *text = arr ? cJSON_Print(arr) : NULL;
+    if (text == NULL) {
+        cJSON_Delete(arr);
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(arr);
+    return 0;
+}
+
+int ns_ctl_cmd_status(struct ctl *ctl)
+{
+    struct status_run *r = ns_calloc(1, sizeof *r);
+    size_t n_ok = 0;
+    int rv = 0;
+    if (r == NULL) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return 1;
+    }
+    if (ctl->n_args != 1) {
+        ns_free(r);
+        return ns_ctl_usage_error("usage: status", NULL);
+    }
+    for (size_t i = 0; i < ctl->n_addrs; i++) {
+        add_addr(r, ctl->addrs[i]);
+    }
+    for (size_t i = 0; i < r->n; i++) { /* r->n grows with member lists */
+        ask(ctl, r, i);
+        n_ok += r->nodes[i].doc != NULL;
+    }
+    qsort(r->nodes, r->n, sizeof r->nodes[0], compare_nodes);
+    if (ctl->json) {
+        rv = print_json_array(r);
+    } else {
+        print_table(r);
+    }
+    if (rv == 0 && n_ok < r->n) {
+        rv = n_ok == 0 ? 3 : 1;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        ns_free(r->nodes[i].addr);
+        cJSON_Delete(r->nodes[i].doc);
+    }
+    ns_free(r);
+    return rv;
+}
+
+/* A private request with the secret and ext pairs; prints "ok" or the JSON
+ * body. */
+static int private_call(struct ctl *ctl, int32_t code, const char *k1,
+                        const char *v1, const char *k2, const char *v2,
+                        const char *k3, const char *v3, const char *k4,
+                        const char *v4, struct reply *out)
+{
+    const char *ext[] = {NS_EXT_SECRET,
+                         ctl->secret ? ctl->secret : "",
+                         k1,
+                         v1,
+                         k2,
+                         v2,
+                         k3,
+                         v3,
+                         k4,
+                         v4,
+                         NULL};
+    /* cut the list at the first absent key */
+    for (size_t i = 2; i + 1 < sizeof ext / sizeof ext[0]; i += 2) {
+        if (ext[i] == NULL || ext[i + 1] == NULL) {
+            ext[i] = NULL;
+            break;
+        }
+    }
+    return ns_ctl_call(ctl, code, ext, NULL, 0, out);
+}
+
+static int print_members(const struct ctl *ctl, const struct reply *rep)
+{
+    cJSON *doc =
+        cJSON_ParseWithLength((const char *)rep->cmd.body, rep->cmd.body_len);
+    if (doc == NULL) {
+        fprintf(stderr, "raftnsctl: the reply has no readable JSON body\n");
+        return 1;
+    }
+    if (ctl->json) {
+        char *text = cJSON_Print(doc);
+        if (text != NULL) {
+            printf("%s\n", text);
+            cJSON_free(text);
+        }
+    } else {
+        int64_t leader = ns_json_get_int64(doc, "leader", 0);
+        printf("%-6s %-8s %-7s %-21s %-21s %s\n", "ID", "ROLE", "LEADER",
+               "RAFT", "CLIENT", "HTTP");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "members"))
+        {
+            int64_t id = ns_json_get_int64(m, "id", 0);
+            const char *role = ns_json_get_string(m, "role");
+            const char *raft = ns_json_get_string(m, "raft");
+            const char *client = ns_json_get_string(m, "client");
+            const char *http = ns_json_get_string(m, "http");
+            printf("%-6" PRId64 " %-8s %-7s %-21s %-21s %s\n", id,
+                   role ? role : "?", id == leader ? "*" : "", raft ? raft : "",
+                   client ? client : "", http ? http : "");
+        }
+    }
+    cJSON_Delete(doc);
+    return 0;
+}
+
+int ns_ctl_cmd_member(struct ctl *ctl)
+{
+    struct reply rep;
+    const char *sub = ctl->n_args >= 2 ? ctl->args[1] : "";
+    int rv;
+    if (strcmp(sub, "list") == 0 && ctl->n_args == 2) {
+        rv = private_call(ctl, NS_CODE_MEMBER_LIST, NULL, NULL, NULL, NULL,
+                          NULL, NULL, NULL, NULL, &rep);
+        if (rv == 0) {
+            rv = print_members(ctl, &rep);
+            ns_ctl_reply_close(&rep);
+        }
+        return rv;
+    }
+    if (strcmp(sub, "add") == 0 && (ctl->n_args == 5 || ctl->n_args == 6)) {
+        rv = private_call(ctl, NS_CODE_MEMBER_ADD, NS_EXT_ID, ctl->args[2],
+                          NS_EXT_RAFT_ADDR, ctl->args[3], NS_EXT_CLIENT_ADDR,
+                          ctl->args[4], NS_EXT_HTTP_ADDR,
+                          ctl->n_args == 6 ? ctl->args[5] : NULL, &rep);
+    } else if (strcmp(sub, "remove") == 0 && ctl->n_args == 3) {
+        rv = private_call(ctl, NS_CODE_MEMBER_REMOVE, NS_EXT_ID, ctl->args[2],
+                          NULL, NULL, NULL, NULL, NULL, NULL, &rep);
+    } else {
+        return ns_ctl_usage_error(
+            "usage: member list | member add ID RAFT CLIENT HTTP | member "
+            "remove ID",
+            NULL);
+    }
+    if (rv == 0) {
+        printf("ok\n");
+        ns_ctl_reply_close(&rep);
+    }
+    return rv;
+}
+
+int ns_ctl_cmd_leader(struct ctl *ctl)
+{
+    struct reply rep;
+    if (ctl->n_args < 2 || strcmp(ctl->args[1], "transfer") != 0 ||
+        ctl->n_args > 3) {
+        return ns_ctl_usage_error("usage: leader transfer [ID]", NULL);
+    }
+    int rv = private_call(ctl, NS_CODE_LEADER_TRANSFER, NS_EXT_ID,
+                          ctl->n_args == 3 ? ctl->args[2] : NULL, NULL, NULL,
+                          NULL, NULL, NULL, NULL, &rep);
+    if (rv == 0) {
+        const char *leader = ns_cmd_ext_find(&rep.cmd, NS_EXT_LEADER);
+        printf("leader %s\n", leader ? leader : "?");
+        ns_ctl_reply_close(&rep);
+    }
+    return rv;
+}
