@@ -175,16 +175,28 @@ static void put_hex(struct ns_jw *w, const char *key, uint64_t v)
     ns_jw_str(w, hex);
 }
 
-static void put_member(struct ns_jw *w, uint64_t id, const struct ns_member *m,
-                       const char *raft_addr, const char *role, bool leader)
+/* A member's address, falling back to this node's own configured addresses
+ * while the replicated member table does not know it yet. */
+static const char *addr_of(const struct ns_observe *o, uint64_t id,
+                           const char *known, int which)
+{
+    if ((known != NULL && known[0] != '\0') || id != ns_node_id(o->node)) {
+        return known;
+    }
+    return which == 0 ? o->srv->client_addr : o->http_addr;
+}
+
+static void put_member(struct ns_jw *w, const struct ns_observe *o, uint64_t id,
+                       const struct ns_member *m, const char *raft_addr,
+                       const char *role, bool leader)
 {
     ns_jw_obj_begin(w);
     ns_jw_key(w, "id");
     ns_jw_int(w, (int64_t)id);
     put_addr(w, "raft",
              raft_addr != NULL ? raft_addr : (m ? m->raft_addr : NULL));
-    put_addr(w, "client", m ? m->client_addr : NULL);
-    put_addr(w, "http", m ? m->http_addr : NULL);
+    put_addr(w, "client", addr_of(o, id, m ? m->client_addr : NULL, 0));
+    put_addr(w, "http", addr_of(o, id, m ? m->http_addr : NULL, 1));
     ns_jw_key(w, "role");
     ns_jw_str(w, role);
     ns_jw_key(w, "voter");
@@ -208,7 +220,7 @@ static int put_members(struct ns_jw *w, const struct ns_observe *o,
     ns_jw_key(w, "members");
     ns_jw_arr_begin(w);
     for (size_t i = 0; i < n_conf; i++) {
-        put_member(w, conf[i].id, find_member(o->state, conf[i].id),
+        put_member(w, o, conf[i].id, find_member(o->state, conf[i].id),
                    conf[i].raft_addr, member_role_text(conf[i].role),
                    conf[i].id == leader_id);
     }
@@ -219,7 +231,7 @@ static int put_members(struct ns_jw *w, const struct ns_observe *o,
             in_conf = in_conf || conf[j].id == m->id;
         }
         if (!in_conf) {
-            put_member(w, m->id, m, NULL, "none", false);
+            put_member(w, o, m->id, m, NULL, "none", false);
         }
     }
     ns_jw_arr_end(w);
@@ -244,9 +256,10 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_jw_obj_begin(&w);
     ns_jw_key(&w, "id");
     ns_jw_int(&w, (int64_t)leader_id);
-    put_addr(&w, "client", lm ? lm->client_addr : NULL);
+    put_addr(&w, "client",
+             addr_of(o, leader_id, lm ? lm->client_addr : NULL, 0));
     put_addr(&w, "raft", lm ? lm->raft_addr : NULL);
-    put_addr(&w, "http", lm ? lm->http_addr : NULL);
+    put_addr(&w, "http", addr_of(o, leader_id, lm ? lm->http_addr : NULL, 1));
     ns_jw_obj_end(&w);
     ns_jw_key(&w, "commit_index");
     ns_jw_int(&w, (int64_t)ns_node_commit_index(o->node));
