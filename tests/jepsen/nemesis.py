@@ -1,0 +1,247 @@
+"""Fault injection for the fault suite: a seeded schedule (fault kinds, start times, durations,
+random node picks) and its execution against the cluster: kill -9 (leader, random, majority),
+SIGSTOP pauses, iptables partitions inside the node namespaces (isolate leader, halves, bridge,
+one-way), membership remove/add through raftnsctl, and libfaketime clock jumps. "leader" targets
+are resolved when the fault starts; everything else comes from the seed. It does not check
+anything."""
+
+import os
+import subprocess
+import time
+
+FAMILIES = {
+    "kill": ["kill-leader", "kill-random", "kill-majority"],
+    "pause": ["pause-leader", "pause-random"],
+    "partition": ["partition-leader", "partition-halves", "partition-bridge", "partition-oneway"],
+    "member": ["member-cycle"],
+    "clock": ["clock-jump"],
+}
+
+
+def parse_nemesis(spec):
+    fams = list(FAMILIES) if spec in ("all", "") else [s.strip() for s in spec.split(",")]
+    for f in fams:
+        if f not in FAMILIES and f != "none":
+            raise ValueError("unknown nemesis %r (known: %s, all, none)" % (f, ",".join(FAMILIES)))
+    return [f for f in fams if f != "none"]
+
+
+def make_schedule(rng, families, fault_seconds, warmup, n_nodes):
+    """[{at, kind, duration, pick}] with `at` seconds after workload start. pick is a random
+    float list used for node choices so the whole schedule follows from the seed."""
+    sched = []
+    kinds = [k for f in families for k in FAMILIES[f]]
+    if not kinds:
+        return sched
+    t = warmup
+    end = warmup + fault_seconds
+    while True:
+        gap = rng.uniform(5, 15)
+        if t + gap > end:
+            break
+        kind = rng.choice(kinds)
+        dur = round(gap * rng.uniform(0.45, 0.75), 2)
+        if kind.startswith("pause"):
+            dur = max(dur, 2.5)  # longer than the 1 s election timeout, with margin
+        sched.append({"at": round(t, 2), "kind": kind, "duration": dur,
+                      "pick": [round(rng.random(), 6) for _ in range(n_nodes + 2)]})
+        t += gap
+    return sched
+
+
+def format_schedule(sched):
+    return "\n".join("  t+%6.1fs %-18s for %5.1fs" % (s["at"], s["kind"], s["duration"])
+                     for s in sched)
+
+
+class Nemesis:
+    def __init__(self, cluster, rec, ctl_bin=None, log=print):
+        self.cluster = cluster
+        self.net = cluster.net
+        self.rec = rec
+        self.ctl_bin = ctl_bin
+        self.log = log
+        self.member_note = None
+        self.partitioned = False
+        self.executed = []
+
+    def _ev(self, f, value):
+        self.rec.event({"process": "nemesis", "type": "info", "f": f, "value": value})
+
+    def _members(self):
+        return sorted(self.cluster.members)
+
+    def _ordered(self, pick):
+        """Members ordered by the schedule's random picks (reproducible)."""
+        ids = self._members()
+        keyed = sorted(zip(pick, range(len(pick))))
+        order = [i for _, i in keyed if i < len(ids)]
+        return [ids[i] for i in order]
+
+    def _leader_or(self, pick):
+        lead = self.cluster.leader()
+        return lead if lead is not None else self._ordered(pick)[0]
+
+    def run(self, item):
+        """Starts the fault, keeps it for its duration (or until abort), stops it."""
+        kind, dur, pick = item["kind"], item["duration"], item["pick"]
+        fn = getattr(self, "f_" + kind.replace("-", "_"))
+        self.executed.append(kind)
+        fn(dur, pick)
+
+    # -- kill -------------------------------------------------------------------------------
+    def _kill_window(self, ids, dur, why):
+        for i in ids:
+            self._ev("kill", {"node": "n%d" % i, "why": why})
+            self.cluster.nodes[i].kill9()
+        time.sleep(dur)
+        for i in ids:
+            self.cluster.nodes[i].start()
+            self._ev("restart", {"node": "n%d" % i})
+
+    def f_kill_leader(self, dur, pick):
+        self._kill_window([self._leader_or(pick)], dur, "leader")
+
+    def f_kill_random(self, dur, pick):
+        self._kill_window([self._ordered(pick)[0]], dur, "random")
+
+    def f_kill_majority(self, dur, pick):
+        ids = self._ordered(pick)
+        self._kill_window(ids[:len(ids) // 2 + 1], dur, "majority")
+
+    # -- pause ------------------------------------------------------------------------------
+    def _pause_window(self, i, dur, why):
+        self._ev("pause", {"node": "n%d" % i, "why": why})
+        self.cluster.nodes[i].pause()
+        time.sleep(dur)
+        self.cluster.nodes[i].resume()
+        self._ev("resume", {"node": "n%d" % i})
+
+    def f_pause_leader(self, dur, pick):
+        self._pause_window(self._leader_or(pick), dur, "leader")
+
+    def f_pause_random(self, dur, pick):
+        self._pause_window(self._ordered(pick)[0], dur, "random")
+
+    # -- partitions -------------------------------------------------------------------------
+    def _partition(self, kind, blocks, dur, desc):
+        """blocks: [(node, peer, direction)] rules applied inside node's namespace."""
+        self._ev("start-partition", {"kind": kind, "desc": desc})
+        self.partitioned = True
+        for a, b, d in blocks:
+            self.net.block(a, b, d)
+        time.sleep(dur)
+        self.heal_network()
+        self._ev("stop-partition", {"kind": kind})
+
+    def heal_network(self):
+        self.net.heal(list(self.cluster.nodes))
+        self.partitioned = False
+
+    @staticmethod
+    def _cut(group_a, group_b):
+        return [(a, b, "both") for a in group_a for b in group_b] + \
+            [(b, a, "both") for a in group_a for b in group_b]
+
+    def f_partition_leader(self, dur, pick):
+        lead = self._leader_or(pick)
+        rest = [i for i in self._members() if i != lead]
+        self._partition("isolate-leader", self._cut([lead], rest), dur,
+                        "n%d | %s" % (lead, " ".join("n%d" % i for i in rest)))
+
+    def f_partition_halves(self, dur, pick):
+        ids = self._ordered(pick)
+        minority, majority = ids[:len(ids) // 2], ids[len(ids) // 2:]
+        self._partition("halves", self._cut(minority, majority), dur,
+                        "%s | %s" % (" ".join("n%d" % i for i in minority),
+                                     " ".join("n%d" % i for i in majority)))
+
+    def f_partition_bridge(self, dur, pick):
+        ids = self._ordered(pick)
+        mid = len(ids) // 2
+        bridge, left, right = ids[mid], ids[:mid], ids[mid + 1:]
+        self._partition("bridge", self._cut(left, right), dur,
+                        "%s | n%d (bridge) | %s" % (" ".join("n%d" % i for i in left), bridge,
+                                                    " ".join("n%d" % i for i in right)))
+
+    def f_partition_oneway(self, dur, pick):
+        lead = self._leader_or(pick)
+        rest = [i for i in self._members() if i != lead]
+        # the leader hears nobody, everybody still hears the leader
+        blocks = [(lead, r, "in") for r in rest]
+        self._partition("one-way", blocks, dur, "n%d hears nobody" % lead)
+
+    # -- membership -------------------------------------------------------------------------
+    def ctl(self, *args):
+        addrs = ",".join(nd.client_addr for nd in self.cluster.member_nodes())
+        return subprocess.run([self.ctl_bin, "-n", addrs] + list(args), capture_output=True,
+                              text=True, timeout=30)
+
+    def member_supported(self):
+        if self.member_note is not None:
+            return False
+        if not self.ctl_bin or not os.path.exists(self.ctl_bin):
+            self.member_note = "no raftnsctl binary: membership changes skipped"
+        else:
+            h = subprocess.run([self.ctl_bin, "--help"], capture_output=True, text=True)
+            if "member" not in (h.stdout + h.stderr):
+                self.member_note = "raftnsctl has no 'member' command: membership skipped"
+        if self.member_note:
+            self.log("nemesis: " + self.member_note)
+            self._ev("skipped", {"what": "membership", "why": self.member_note})
+            return False
+        return True
+
+    def f_member_cycle(self, dur, pick):
+        """Removes a non-leader voter, stops it, waits, then wipes its data and adds it back."""
+        if not self.member_supported():
+            return
+        lead = self.cluster.leader()
+        cands = [i for i in self._ordered(pick) if i != lead]
+        if not cands:
+            return
+        victim = cands[0]
+        nd = self.cluster.nodes[victim]
+        r = self.ctl("member", "remove", str(victim))
+        self._ev("remove-node", {"node": "n%d" % victim, "rc": r.returncode,
+                                 "out": (r.stdout + r.stderr).strip()[:300]})
+        if r.returncode != 0:
+            return
+        self.cluster.members.discard(victim)
+        nd.stop()
+        time.sleep(dur)
+        import shutil
+        shutil.rmtree(nd.data_dir, ignore_errors=True)
+        os.makedirs(nd.data_dir, exist_ok=True)
+        nd.bootstrap = False
+        nd.start()
+        ent = nd.entry()
+        r = self.ctl("member", "add", str(victim), ent["raft"], ent["client"], ent["http"])
+        self._ev("add-node", {"node": "n%d" % victim, "rc": r.returncode,
+                              "out": (r.stdout + r.stderr).strip()[:300]})
+        if r.returncode == 0:
+            self.cluster.members.add(victim)
+        else:
+            nd.stop()
+
+    # -- clock ------------------------------------------------------------------------------
+    def f_clock_jump(self, dur, pick):
+        nd = next((n for n in self.cluster.nodes.values() if n.faketime_file), None)
+        if nd is None:
+            self._ev("skipped", {"what": "clock-jump", "why": "no libfaketime node"})
+            return
+        offset = "+%ds" % int(20 + 40 * pick[0]) if pick[1] < 0.5 else "-%ds" % int(
+            10 + 20 * pick[0])
+        nd.set_clock_offset(offset)
+        self._ev("clock-jump", {"node": "n%d" % nd.id, "offset": offset})
+        time.sleep(dur)
+        nd.set_clock_offset("+0")
+        self._ev("clock-jump", {"node": "n%d" % nd.id, "offset": "+0"})
+
+    def heal_all(self):
+        """Removes every fault: network rules, pauses, dead members, clock offsets."""
+        self.heal_network()
+        for nd in self.cluster.nodes.values():
+            if nd.faketime_file:
+                nd.set_clock_offset("+0")
+        self.cluster.restart_dead()
