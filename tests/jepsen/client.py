@@ -7,7 +7,7 @@ import os
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "process"))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "process"))
 import nsclient as ns  # noqa: E402
 
 CONNECT_TIMEOUT = 1.0

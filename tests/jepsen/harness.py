@@ -75,8 +75,13 @@ class Node:
             env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
                                    ).lstrip(":")
         argv = ["ip", "netns", "exec", self.cluster.net.node_ns(self.id), self.cluster.bin,
-                "--config", self.cluster.config_path, "--id", str(self.id),
-                "--data-dir", self.data_dir, "--log-level", "info"]
+                "--id", str(self.id), "--data-dir", self.data_dir, "--log-level", "info"]
+        if self.cluster.single:  # development mode for servers without --config
+            e = self.entry()
+            argv += ["--client-addr", e["client"], "--raft-addr", e["raft"],
+                     "--http-addr", e["http"]]
+        else:
+            argv += ["--config", self.cluster.config_path]
         log = open(self.log_path, "ab")
         log.write(("\n=== jepsen: start n%d at %.3f: %s\n" % (
             self.id, time.monotonic(), " ".join(argv))).encode())
@@ -139,7 +144,8 @@ class Node:
 
 class Cluster:
     def __init__(self, net, bin_path, run_dir, n_nodes, spares=0, faketime_node=None,
-                 election_ms=1000, log=print):
+                 election_ms=1000, log=print, single=False):
+        self.single = single
         self.net = net
         self.bin = bin_path
         self.run_dir = run_dir

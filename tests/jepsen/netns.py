@@ -7,6 +7,7 @@ import ctypes
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -158,16 +159,24 @@ class Net:
             self.root_fd = None
 
     def wait_reachable(self, timeout=10.0):
-        """Polls until every node namespace answers ping from the client namespace."""
+        """From the client namespace (call after enter_client): polls until every node address
+        answers a TCP SYN to a closed port with a reset (reachable, nothing listening yet)."""
         deadline = time.monotonic() + timeout
         for i in range(1, self.max_nodes + 1):
             while True:
-                p = run(["ip", "netns", "exec", self.client_ns, "ping", "-c1", "-W1",
-                         self.node_ip(i)], check=False)
-                if p.returncode == 0:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.settimeout(0.5)
+                try:
+                    s.connect((self.node_ip(i), 1))
                     break
-                if time.monotonic() > deadline:
-                    raise RuntimeError("node %d not reachable over the bridge" % i)
+                except ConnectionRefusedError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("node %d not reachable over the bridge" % i) from None
+                    time.sleep(0.1)
+                finally:
+                    s.close()
 
     def iptables(self, node_id, args):
         return run(["ip", "netns", "exec", self.node_ns(node_id), "iptables", "-w"] + args)

@@ -117,7 +117,8 @@ def main():
     ap = argparse.ArgumentParser(description="raftns fault suite (run as root)")
     ap.add_argument("--bin", required=True)
     ap.add_argument("--ctl", default=None, help="raftnsctl (default: next to --bin)")
-    ap.add_argument("--nodes", type=int, default=3, choices=(3, 5))
+    ap.add_argument("--nodes", type=int, default=3, choices=(1, 3, 5),
+                    help="3 or 5 (1: development mode without --config)")
     ap.add_argument("--time", type=float, default=120, help="seconds of faults")
     ap.add_argument("--nemesis", default="all")
     ap.add_argument("--workloads", default="broker-set,kv,route,liveness")
@@ -165,10 +166,11 @@ def main():
     verdict = None
     try:
         net.create()
-        net.wait_reachable()
         net.enter_client()  # every client thread (and HTTP poll) lives in the client namespace
+        net.wait_reachable()
         cluster = harness.Cluster(net, args.bin, run_dir, args.nodes, spares=0,
-                                  faketime_node=faketime_node, election_ms=ELECTION_MS, log=say)
+                                  faketime_node=faketime_node, election_ms=ELECTION_MS, log=say,
+                                  single=args.nodes == 1)
         state["cluster"] = cluster
         rec = wl.Recorder(os.path.join(run_dir, "history.jsonl"))
         names = [w.strip() for w in args.workloads.split(",") if w.strip()]

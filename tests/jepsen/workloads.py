@@ -255,7 +255,7 @@ class Workloads:
                 return
             # stop: half go silent with connections open, half close their connections
             mode = "silent" if rng.random() < 0.5 else "close"
-            self.rec.event({"process": p.pid, "type": "info", "f": "stop-heartbeat",
+            self.rec.event({"process": "harness", "type": "info", "f": "stop-heartbeat",
                             "value": {"broker": name, "mode": mode}, "workload": "liveness"})
             if mode == "close":
                 b.close()
