@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/fsm.h"
@@ -31,15 +32,18 @@ struct app {
 };
 
 struct options {
+    const char *config_path;
     unsigned long long id;
     const char *data_dir;
     const char *client_addr;
     const char *raft_addr;
     const char *http_addr;
     unsigned election_ms;
-    unsigned heartbeat_ms;
     unsigned checkpoint_entries, checkpoint_ms; /* 0 = defaults (metrics.h) */
+    unsigned heartbeat_ms;
+    unsigned snapshot_threshold;
     struct ns_props sets;
+    struct ns_cluster_config cluster; /* from --config */
 };
 
 static void usage(FILE *out)
@@ -47,7 +51,8 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: raftns [options]\n"
-        "  --config FILE          cluster file (not supported yet)\n"
+        "  --config FILE          cluster file (cluster-configs/README.md);\n"
+        "                         flags given as well override it\n"
         "  --id N                 node id (default 1)\n"
         "  --data-dir DIR         data dir (default ./raftns-data/<id>)\n"
         "  --client-addr IP:PORT  remoting listener (default 127.0.0.1:9876)\n"
@@ -62,6 +67,7 @@ static void usage(FILE *out)
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 100)\n"
+        "  --snapshot-threshold N entries between snapshots (default 4096)\n"
         "  --help\n");
 }
 
@@ -93,10 +99,13 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         i++;
         if (strcmp(a, "--config") == 0) {
-            fprintf(
-                stderr,
-                "raftns: --config is not supported yet (single node only)\n");
-            return 2;
+            o->config_path = v;
+        } else if (strcmp(a, "--snapshot-threshold") == 0) {
+            if (parse_uint(v, &n) != 0 || n == 0 || n > (1u << 30)) {
+                fprintf(stderr, "raftns: bad %s %s\n", a, v);
+                return 2;
+            }
+            o->snapshot_threshold = (unsigned)n;
         } else if (strcmp(a, "--id") == 0) {
             if (parse_uint(v, &o->id) != 0 || o->id == 0) {
                 fprintf(stderr, "raftns: bad --id %s\n", v);
@@ -144,6 +153,36 @@ static int parse_args(int argc, char **argv, struct options *o)
             return 2;
         }
     }
+    return 0;
+}
+
+/* Fills options not given as flags from the cluster file. 0 or 2 (printed). */
+static int apply_cluster_file(struct options *o)
+{
+    char err[256];
+    int rv =
+        ns_cluster_config_load(o->config_path, &o->cluster, err, sizeof err);
+    if (rv != 0) {
+        fprintf(stderr, "raftns: %s: %s\n", o->config_path, err);
+        return 2;
+    }
+    const struct ns_cluster_node *me =
+        ns_cluster_config_find(&o->cluster, o->id);
+    if (me == NULL) {
+        fprintf(stderr, "raftns: %s has no node with id %llu (use --id)\n",
+                o->config_path, o->id);
+        return 2;
+    }
+    o->client_addr = o->client_addr ? o->client_addr : me->client_addr;
+    o->raft_addr = o->raft_addr ? o->raft_addr : me->raft_addr;
+    o->http_addr = o->http_addr ? o->http_addr : me->http_addr;
+    o->election_ms =
+        o->election_ms ? o->election_ms : o->cluster.election_timeout_ms;
+    o->heartbeat_ms =
+        o->heartbeat_ms ? o->heartbeat_ms : o->cluster.heartbeat_ms;
+    o->snapshot_threshold = o->snapshot_threshold
+                                ? o->snapshot_threshold
+                                : o->cluster.snapshot_threshold;
     return 0;
 }
 
@@ -212,14 +251,35 @@ static int run(struct app *app, const struct options *o)
     } else {
         snprintf(dir, sizeof dir, "./raftns-data/%llu", o->id);
     }
+    struct ns_node_member boot[NS_CLUSTER_MAX_NODES];
+    size_t n_boot = 0;
+    for (size_t i = 0; i < o->cluster.n_nodes; i++) {
+        const struct ns_cluster_node *nd = &o->cluster.nodes[i];
+        if (nd->bootstrap) {
+            boot[n_boot].id = nd->id;
+            boot[n_boot].raft_addr =
+                nd->id == o->id ? o->raft_addr : nd->raft_addr;
+            boot[n_boot].role = NS_MEMBER_VOTER;
+            n_boot++;
+        }
+    }
     struct ns_node_config ncfg = {
         .id = o->id,
         .data_dir = dir,
         .raft_addr = o->raft_addr,
         .election_timeout_ms = o->election_ms,
         .heartbeat_ms = o->heartbeat_ms,
+        .snapshot_threshold = o->snapshot_threshold,
+        .bootstrap = n_boot > 0 ? boot : NULL,
+        .n_bootstrap = n_boot,
+        .remote_ready = o->cluster.n_nodes > 1,
     };
-    struct ns_server_config scfg = {.client_addr = o->client_addr};
+    struct ns_server_config scfg = {
+        .client_addr = o->client_addr,
+        .id = o->id,
+        .secret = o->cluster.secret,
+        .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
+    };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
         rv = ns_server_create(&app->loop, &scfg, &app->state, app->node,
@@ -269,29 +329,34 @@ static int run(struct app *app, const struct options *o)
 
 int main(int argc, char **argv)
 {
-    struct options o = {
-        .id = 1,
-        .client_addr = "127.0.0.1:9876",
-        .raft_addr = "127.0.0.1:9886",
-        .http_addr = "127.0.0.1:9896",
-    };
+    struct options o = {.id = 1};
     struct app app;
     int status = 0;
     ns_props_init(&o.sets);
+    ns_cluster_config_init(&o.cluster);
+    ns_json_use_ns_alloc();
     int prv = parse_args(argc, argv, &o);
+    if (prv == 0 && o.config_path != NULL) {
+        prv = apply_cluster_file(&o);
+    }
     if (prv != 0) {
         ns_props_close(&o.sets);
+        ns_cluster_config_close(&o.cluster);
         return prv == 1 ? 0 : 2;
     }
+    o.client_addr = o.client_addr ? o.client_addr : "127.0.0.1:9876";
+    o.raft_addr = o.raft_addr ? o.raft_addr : "127.0.0.1:9886";
+    o.http_addr = o.http_addr ? o.http_addr : "127.0.0.1:9896";
     ns_log_set_node(o.id);
-    ns_json_use_ns_alloc();
     raise_nofile();
     memset(&app, 0, sizeof app);
     if (uv_loop_init(&app.loop) != 0 || ns_state_init(&app.state) != 0) {
         fprintf(stderr, "raftns: cannot initialise\n");
         return 1;
     }
-    if (ns_config_update(app.state.config, &o.sets, true) != 0) {
+    /* the file's namesrv keys first, --set overrides them */
+    if (ns_config_update(app.state.config, &o.cluster.namesrv, true) != 0 ||
+        ns_config_update(app.state.config, &o.sets, true) != 0) {
         NS_LOG(NS_LOG_ERROR, "out of memory applying --set");
         status = 1;
     } else if (run(&app, &o) != 0) {
@@ -308,6 +373,7 @@ int main(int argc, char **argv)
     }
     ns_state_close(&app.state);
     ns_props_close(&o.sets);
+    ns_cluster_config_close(&o.cluster);
     NS_LOG(NS_LOG_INFO, "stopped");
     return status;
 }

@@ -117,8 +117,7 @@ static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
     if (!cJSON_IsNumber(id) || id->valuedouble < 1 ||
         id->valuedouble > 9007199254740991.0 ||
         id->valuedouble != (double)(uint64_t)id->valuedouble) {
-        set_err(err, errlen, "nodes[%zu]: \"id\" must be an integer >= 1",
-                idx);
+        set_err(err, errlen, "nodes[%zu]: \"id\" must be an integer >= 1", idx);
         return NS_EPROTO;
     }
     nd->id = (uint64_t)id->valuedouble;
@@ -154,8 +153,8 @@ static bool same_addr_used(const struct ns_cluster_node *a,
     return false;
 }
 
-static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c,
-                       char *err, size_t errlen)
+static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c, char *err,
+                       size_t errlen)
 {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1) {
         set_err(err, errlen, "\"nodes\" must be a non-empty array");
@@ -280,8 +279,8 @@ int ns_cluster_config_parse(const char *text, size_t len,
                          err, errlen);
     }
     if (rv == 0) {
-        rv = parse_namesrv(cJSON_GetObjectItemCaseSensitive(root, "namesrv"),
-                           c, err, errlen);
+        rv = parse_namesrv(cJSON_GetObjectItemCaseSensitive(root, "namesrv"), c,
+                           err, errlen);
     }
 err_after_root:
     cJSON_Delete(root);

@@ -7,6 +7,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "peer.h"
 #include "server_int.h"
 
 enum {
@@ -79,6 +80,9 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                (int)cmd->opaque);
         return 0;
     }
+    if (cmd->code >= NS_CODE_FORWARD && cmd->code <= NS_CODE_LEADER_TRANSFER) {
+        return ns_handle_private(&req); /* cluster codes: handle_cluster.c */
+    }
     const struct handler *h = find_handler(cmd->code);
     if (h == NULL) {
         char remark[64];
@@ -92,6 +96,10 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
     }
     if ((h->flags & F_READ) && !ns_node_is_ready(srv->node)) {
         return ns_reply_simple(&req.to, 1, "not ready");
+    }
+    if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
+        ns_cluster_hold_consistent_read(&req)) {
+        return 0; /* raftnsConsistent=true: answered once confirmed */
     }
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: request code %d opaque %d",
            (unsigned long long)conn->id, conn->peer, (int)cmd->code,

@@ -10,7 +10,10 @@
 
 #include <uv.h>
 
+#include "raftns/node.h"
 #include "raftns/remoting.h"
+#include "raftns/server.h"
+#include "server_int.h"
 
 struct ns_server;
 struct ns_req;
@@ -18,7 +21,8 @@ struct ns_peer;
 
 /* status 0: reply (borrowed for the call) is the peer's answer, whatever its
  * code; NS_ETIMEDOUT: no answer in time; NS_EIO: connection failed or lost, or
- * the target changed; NS_ESHUTDOWN: the peer is closing. reply NULL unless 0. */
+ * the target changed; NS_ESHUTDOWN: the peer is closing. reply NULL unless 0.
+ */
 typedef void (*ns_peer_reply_cb)(void *arg, int status,
                                  const struct ns_cmd *reply);
 typedef void (*ns_peer_close_cb)(void *arg);
@@ -59,5 +63,57 @@ const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id);
 /* True when the request carries the right secret. Otherwise it answers code 16,
  * logs a WARN and returns false (the caller returns 0). */
 bool ns_cluster_check_secret(struct ns_req *req);
+
+/* --- forward.c: the write path and the cluster state of a server --- */
+
+struct ns_cluster;
+
+/* Creates srv->cluster from the server config (borrowed strings are copied).
+ * 0 or NS_ENOMEM. */
+int ns_cluster_create(struct ns_server *srv,
+                      const struct ns_server_config *cfg);
+/* Starts its timer. */
+void ns_cluster_start(struct ns_server *srv);
+/* Fails waiting writes with NS_ESHUTDOWN, closes the peer and the timer; the
+ * struct is freed by ns_cluster_destroy after the loop ran the closes. */
+void ns_cluster_stop(struct ns_server *srv);
+void ns_cluster_destroy(struct ns_server *srv);
+/* Role or leader changed (server watch): re-aims the leader peer, retries
+ * waiting writes, asks for the read index, records members. */
+void ns_cluster_on_change(struct ns_server *srv);
+/* Replicates len bytes of an encoded command (borrowed): locally on the
+ * leader (de-duplicated against identical pending commands), otherwise
+ * forwarded to the leader, waiting at most NS_NODE_WRITE_WAIT_MS for one; cb
+ * runs once THIS node applied the entry. 0 (cb exactly once, later) or
+ * NS_ENOMEM / NS_ESHUTDOWN (cb never runs). */
+int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
+                      ns_node_index_cb cb, void *arg);
+/* Leader side: proposes with de-duplication; cb gets the index. */
+int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
+                             size_t len, ns_node_index_cb cb, void *arg);
+/* Leader: proposes SET_MEMBER (addresses borrowed; all NULL = remove). cb
+ * NULL: the outcome is only logged. As ns_cluster_propose_dedup. */
+int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
+                              const char *raft_addr, const char *client_addr,
+                              const char *http_addr, ns_node_index_cb cb,
+                              void *arg);
+uint64_t ns_cluster_self_id(const struct ns_server *srv);
+const char *ns_cluster_secret(const struct ns_server *srv);
+/* Dispatch hook for reads with raftnsConsistent=true: true when the request
+ * was taken over (answered later, after a leader-confirmed read index). */
+bool ns_cluster_hold_consistent_read(struct ns_req *req);
+
+/* --- propose.c: reply targets that survive a connection close --- */
+
+/* A pending reply for req attached to its connection (detached if it closes).
+ * NULL on NS_ENOMEM. Finish it exactly once. */
+struct ns_pending *ns_pending_new(struct ns_req *req, ns_pending_done done);
+/* Sets p->index, runs p->done, detaches and frees p (and p->data with
+ * ns_free). */
+void ns_pending_finish(struct ns_pending *p, int status, uint64_t index,
+                       const struct ns_apply_result *res);
+
+/* --- handle_cluster.c: the private codes (codes.h) --- */
+int ns_handle_private(struct ns_req *req);
 
 #endif

@@ -6,6 +6,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "peer.h"
 #include "server_int.h"
 
 int64_t ns_wall_ms(void)
@@ -41,10 +42,34 @@ void ns_pending_detach_all(struct ns_conn *c)
     }
 }
 
-static void applied_cb(void *arg, int status, const struct ns_apply_result *res)
+struct ns_pending *ns_pending_new(struct ns_req *req, ns_pending_done done)
 {
-    struct ns_pending *p = arg;
+    struct ns_pending *p = ns_calloc(1, sizeof *p);
+    if (p == NULL) {
+        return NULL;
+    }
+    p->srv = req->srv;
+    p->to = req->to;
+    p->done = done;
+    /* Attach to the connection so its close detaches the reply target. */
+    struct ns_conn *conn = p->to.conn;
+    if (conn != NULL) {
+        p->next = conn->pending;
+        if (p->next != NULL) {
+            p->next->prev = p;
+        }
+        conn->pending = p;
+        conn->n_inflight++;
+        ns_conn_update_flow(conn);
+    }
+    return p;
+}
+
+void ns_pending_finish(struct ns_pending *p, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
     struct ns_conn *c = p->to.conn;
+    p->index = index;
     p->done(p, status, res);
     detach(p);
     if (c != NULL) {
@@ -52,7 +77,14 @@ static void applied_cb(void *arg, int status, const struct ns_apply_result *res)
     }
     ns_free(p->cluster);
     ns_free(p->addr);
+    ns_free(p->data);
     ns_free(p);
+}
+
+static void applied_cb(void *arg, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
+    ns_pending_finish(arg, status, index, res);
 }
 
 static int encode(const struct ns_command *c, struct ns_buf *out)
@@ -73,29 +105,17 @@ int ns_propose(struct ns_req *req, const struct ns_command *c,
     if (rv != 0) {
         goto err_after_buf;
     }
-    struct ns_pending *p = ns_calloc(1, sizeof *p);
+    struct ns_pending *p = ns_pending_new(req, done);
     if (p == NULL) {
         rv = NS_ENOMEM;
         goto err_after_buf;
     }
-    p->srv = req->srv;
-    p->to = req->to;
-    p->done = done;
-    rv = ns_node_propose(req->srv->node, b.data, b.len, applied_cb, p);
+    /* Local on the leader, forwarded otherwise; answered once applied HERE. */
+    rv = ns_cluster_submit(req->srv, b.data, b.len, applied_cb, p);
     if (rv != 0) {
+        detach(p);
         ns_free(p);
         goto err_after_buf;
-    }
-    /* Attach to the connection so its close detaches the reply target. */
-    struct ns_conn *conn = p->to.conn;
-    if (conn != NULL) {
-        p->next = conn->pending;
-        if (p->next != NULL) {
-            p->next->prev = p;
-        }
-        conn->pending = p;
-        conn->n_inflight++;
-        ns_conn_update_flow(conn);
     }
     if (out != NULL) {
         *out = p;

@@ -10,6 +10,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "peer.h"
 #include "server_int.h"
 
 #define IDLE_SWEEP_MS 1000
@@ -42,6 +43,11 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->state = state;
     s->node = node;
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
+    if (ns_cluster_create(s, cfg) != 0) {
+        ns_liveness_close(&s->live);
+        ns_free(s);
+        return NS_ENOMEM;
+    }
     *out = s;
     return 0;
 }
@@ -102,6 +108,7 @@ static void watch_cb(void *arg)
         ns_liveness_reset_all(&s->live, now);
     }
     s->was_leader = leader;
+    ns_cluster_on_change(s);
 }
 
 static int parse_addr(const char *text, struct sockaddr_in *sa)
@@ -160,6 +167,7 @@ int ns_server_start(struct ns_server *s)
     uv_timer_start(&s->scan_timer, scan_cb, interval, interval);
     uv_timer_start(&s->idle_timer, idle_cb, IDLE_SWEEP_MS, IDLE_SWEEP_MS);
     ns_node_set_watch(s->node, watch_cb, s);
+    ns_cluster_start(s);
     watch_cb(s);
     char ip[32] = "?";
     uv_ip4_name(&bound, ip, sizeof ip);
@@ -198,6 +206,7 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
     while (s->conn_head != NULL) {
         ns_conn_close(s->conn_head, NULL);
     }
+    ns_cluster_stop(s);
     NS_LOG(NS_LOG_INFO, "server: stopping");
     uv_close((uv_handle_t *)&s->listener, handle_closed);
     uv_close((uv_handle_t *)&s->flush_check, handle_closed);
@@ -210,6 +219,7 @@ void ns_server_destroy(struct ns_server *s)
     if (s == NULL) {
         return;
     }
+    ns_cluster_destroy(s);
     ns_liveness_close(&s->live);
     ns_free(s);
 }

@@ -56,6 +56,8 @@ struct ns_pending {
     char *cluster;                  /* owned, handler data (may be NULL) */
     char *addr;                     /* owned, handler data (may be NULL) */
     int64_t timeout_ms;             /* handler data */
+    uint64_t index;                 /* log index of the entry (cluster) */
+    void *data;                     /* handler data (cluster) */
 };
 
 struct ns_conn {

@@ -1,0 +1,630 @@
+/* The cluster side of a server (DESIGN.md §4, §6): writes go to the leader
+ * (locally on the leader, de-duplicated; forwarded with NS_CODE_FORWARD from a
+ * follower) and are answered once THIS node applied them; readiness through
+ * the leader's read index; consistent reads; the first leader records the
+ * members' addresses. The private request handlers are in handle_cluster.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peer.h"
+#include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
+#include "raftns/codes.h"
+#include "raftns/command.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+
+#define TICK_MS 50
+#define PEER_TIMEOUT_MS 3000
+#define MIN_APPLY_WAIT_MS 1000
+
+/* Identical pending commands on the leader share one log entry. */
+struct shared_waiter {
+    ns_node_index_cb cb;
+    void *arg;
+    struct shared_waiter *next;
+};
+
+struct shared {
+    struct ns_cluster *cl;
+    uint8_t *key; /* command bytes with leader_time_ms zeroed */
+    size_t len;
+    struct shared_waiter *waiters;
+    struct shared *prev, *next;
+};
+
+/* A write of this node waiting for (or travelling to) the leader. */
+struct fwd {
+    struct ns_cluster *cl;
+    uint8_t *bytes;
+    size_t len;
+    ns_node_index_cb cb;
+    void *arg;
+    uint64_t deadline;
+    uint64_t index;
+    struct ns_apply_result res;
+    struct fwd *prev, *next; /* in cl->parked while waiting for a leader */
+    bool parked;
+};
+
+struct ns_cluster {
+    struct ns_server *srv;
+    uint64_t id;
+    char *secret;
+    const struct ns_cluster_config *file; /* borrowed, may be NULL */
+    struct ns_peer *leader_peer;
+    uint64_t peer_leader_id;
+    struct fwd *parked;
+    struct shared *shared;
+    uv_timer_t timer;
+    bool started;
+    bool stopping;
+    bool read_index_inflight;
+    bool members_recorded;
+};
+
+int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
+{
+    struct ns_cluster *cl = ns_calloc(1, sizeof *cl);
+    if (cl == NULL) {
+        return NS_ENOMEM;
+    }
+    cl->srv = srv;
+    cl->id = cfg->id != 0 ? cfg->id : 1;
+    cl->file = cfg->cluster;
+    cl->secret = ns_strdup(cfg->secret != NULL ? cfg->secret : "");
+    if (cl->secret == NULL) {
+        ns_free(cl->secret);
+        ns_free(cl);
+        return NS_ENOMEM;
+    }
+    srv->cluster = cl;
+    return 0;
+}
+
+uint64_t ns_cluster_self_id(const struct ns_server *srv)
+{
+    return srv->cluster->id;
+}
+
+const char *ns_cluster_secret(const struct ns_server *srv)
+{
+    return srv->cluster->secret;
+}
+
+const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id)
+{
+    const struct ns_state *st = srv->state;
+    for (size_t i = 0; i < st->n_members; i++) {
+        if (st->members[i].id == id && st->members[i].client_addr != NULL &&
+            st->members[i].client_addr[0] != '\0') {
+            return st->members[i].client_addr;
+        }
+    }
+    const struct ns_cluster_config *f = srv->cluster->file;
+    const struct ns_cluster_node *nd =
+        f != NULL ? ns_cluster_config_find(f, id) : NULL;
+    return nd != NULL ? nd->client_addr : NULL;
+}
+
+bool ns_cluster_check_secret(struct ns_req *req)
+{
+    const char *got = ns_cmd_ext_find(req->cmd, NS_EXT_SECRET);
+    const char *want = req->srv->cluster->secret;
+    if (got != NULL && strcmp(got, want) == 0) {
+        return true;
+    }
+    NS_LOG(NS_LOG_WARN, "conn %llu %s: private code %d with %s secret refused",
+           (unsigned long long)req->conn->id, req->conn->peer,
+           (int)req->cmd->code, got == NULL ? "no" : "a wrong");
+    ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
+                    "raftns: cluster secret missing or wrong");
+    return false;
+}
+
+/* --- the leader connection --- */
+
+static int aim_leader_peer(struct ns_cluster *cl)
+{
+    uint64_t leader = ns_node_leader_id(cl->srv->node);
+    if (leader == 0 || leader == cl->id || cl->leader_peer == NULL) {
+        return NS_ENOTLEADER;
+    }
+    const char *addr = ns_cluster_client_addr(cl->srv, leader);
+    if (addr == NULL) {
+        return NS_ENOTLEADER;
+    }
+    cl->peer_leader_id = leader;
+    return ns_peer_set_addr(cl->leader_peer, addr);
+}
+
+static int add_auth(struct ns_cluster *cl, struct ns_cmd *req)
+{
+    char from[24];
+    snprintf(from, sizeof from, "%llu", (unsigned long long)cl->id);
+    if (ns_cmd_ext_set(req, NS_EXT_SECRET, cl->secret) != 0 ||
+        ns_cmd_ext_set(req, NS_EXT_FROM, from) != 0) {
+        return NS_ENOMEM;
+    }
+    return 0;
+}
+
+int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
+                              uint64_t timeout_ms, ns_peer_reply_cb cb,
+                              void *arg)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl->stopping) {
+        return NS_ENOTLEADER;
+    }
+    int rv = aim_leader_peer(cl);
+    if (rv == 0) {
+        rv = add_auth(cl, req);
+    }
+    if (rv == 0) {
+        rv = ns_peer_request(cl->leader_peer, req, timeout_ms, cb, arg);
+        if (rv == NS_ENOTFOUND) {
+            rv = NS_ENOTLEADER;
+        }
+    }
+    return rv;
+}
+
+int ns_cluster_leader_oneway(struct ns_server *srv, struct ns_cmd *req)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl->stopping) {
+        return NS_ENOTLEADER;
+    }
+    int rv = aim_leader_peer(cl);
+    if (rv == 0) {
+        rv = add_auth(cl, req);
+    }
+    if (rv == 0) {
+        rv = ns_peer_oneway(cl->leader_peer, req);
+        if (rv == NS_ENOTFOUND) {
+            rv = NS_ENOTLEADER;
+        }
+    }
+    return rv;
+}
+
+/* --- de-duplicated proposals on the leader --- */
+
+static void shared_done(void *arg, int status, uint64_t index,
+                        const struct ns_apply_result *res)
+{
+    struct shared *sh = arg;
+    struct ns_cluster *cl = sh->cl;
+    if (sh->prev != NULL) {
+        sh->prev->next = sh->next;
+    } else {
+        cl->shared = sh->next;
+    }
+    if (sh->next != NULL) {
+        sh->next->prev = sh->prev;
+    }
+    struct shared_waiter *w = sh->waiters;
+    while (w != NULL) {
+        struct shared_waiter *next = w->next;
+        w->cb(w->arg, status, index, res);
+        ns_free(w);
+        w = next;
+    }
+    ns_free(sh->key);
+    ns_free(sh);
+}
+
+/* Command layout: u8 version, u8 type, u64 leader_time_ms, payload. */
+#define TIME_OFF 2
+#define TIME_LEN 8
+
+static bool same_command(const struct shared *sh, const uint8_t *bytes,
+                         size_t len)
+{
+    if (sh->len != len || len < TIME_OFF + TIME_LEN) {
+        return false;
+    }
+    return memcmp(sh->key, bytes, TIME_OFF) == 0 &&
+           memcmp(sh->key + TIME_OFF + TIME_LEN, bytes + TIME_OFF + TIME_LEN,
+                  len - TIME_OFF - TIME_LEN) == 0;
+}
+
+int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
+                             size_t len, ns_node_index_cb cb, void *arg)
+{
+    struct ns_cluster *cl = srv->cluster;
+    struct shared_waiter *w = ns_calloc(1, sizeof *w);
+    if (w == NULL) {
+        return NS_ENOMEM;
+    }
+    w->cb = cb;
+    w->arg = arg;
+    for (struct shared *sh = cl->shared; sh != NULL; sh = sh->next) {
+        if (same_command(sh, bytes, len)) {
+            w->next = sh->waiters;
+            sh->waiters = w;
+            NS_LOG(NS_LOG_DEBUG, "forward: identical pending command joined");
+            return 0;
+        }
+    }
+    struct shared *sh = ns_calloc(1, sizeof *sh);
+    uint8_t *key = ns_malloc(len > 0 ? len : 1);
+    if (sh == NULL || key == NULL) {
+        ns_free(sh);
+        ns_free(key);
+        ns_free(w);
+        return NS_ENOMEM;
+    }
+    memcpy(key, bytes, len);
+    sh->cl = cl;
+    sh->key = key;
+    sh->len = len;
+    sh->waiters = w;
+    int rv = ns_node_propose_indexed(srv->node, bytes, len, shared_done, sh);
+    if (rv != 0) {
+        ns_free(key);
+        ns_free(sh);
+        ns_free(w);
+        return rv;
+    }
+    sh->next = cl->shared;
+    if (sh->next != NULL) {
+        sh->next->prev = sh;
+    }
+    cl->shared = sh;
+    return 0;
+}
+
+/* --- this node's writes --- */
+
+static void park(struct fwd *f);
+static void route(struct fwd *f);
+
+static void finish(struct fwd *f, int status, uint64_t index,
+                   const struct ns_apply_result *res)
+{
+    f->cb(f->arg, status, index, res);
+    ns_free(f->res.reg.master_addr);
+    ns_free(f->res.reg.ha_addr);
+    ns_free(f->bytes);
+    ns_free(f);
+}
+
+static void park(struct fwd *f)
+{
+    struct ns_cluster *cl = f->cl;
+    if (cl->stopping) {
+        finish(f, NS_ESHUTDOWN, 0, NULL);
+        return;
+    }
+    if (uv_now(cl->srv->loop) >= f->deadline) {
+        finish(f, NS_ETIMEDOUT, 0, NULL);
+        return;
+    }
+    f->parked = true;
+    f->next = cl->parked;
+    if (f->next != NULL) {
+        f->next->prev = f;
+    }
+    f->prev = NULL;
+    cl->parked = f;
+}
+
+static void local_done(void *arg, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
+    finish(arg, status, index, res);
+}
+
+static void applied_here(void *arg, int status)
+{
+    struct fwd *f = arg;
+    finish(f, status, f->index, status == 0 ? &f->res : NULL);
+}
+
+static char *dup_ext(const struct ns_cmd *c, const char *key)
+{
+    const char *v = ns_cmd_ext_find(c, key);
+    return v != NULL ? ns_strdup(v) : NULL;
+}
+
+static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct fwd *f = arg;
+    struct ns_cluster *cl = f->cl;
+    int64_t index = 0, type = 0, reg_status = 0, count = 0;
+    if (status != 0 || reply->code != NS_CODE_SUCCESS ||
+        !ns_ext_int64(reply, NS_EXT_INDEX, &index) || index <= 0) {
+        if (status == 0) {
+            NS_LOG(NS_LOG_INFO, "forward: leader answered %d (%s); retrying",
+                   (int)reply->code,
+                   reply->remark != NULL ? reply->remark : "");
+        }
+        park(f);
+        return;
+    }
+    ns_ext_int64(reply, NS_EXT_RES_TYPE, &type);
+    ns_ext_int64(reply, NS_EXT_REG_STATUS, &reg_status);
+    ns_ext_int64(reply, NS_EXT_COUNT, &count);
+    f->index = (uint64_t)index;
+    f->res.type = (enum ns_command_type)type;
+    f->res.reg.status = (enum ns_register_status)reg_status;
+    f->res.reg.master_addr = dup_ext(reply, NS_EXT_REG_MASTER);
+    f->res.reg.ha_addr = dup_ext(reply, NS_EXT_REG_HA);
+    f->res.count = (int32_t)count;
+    uint64_t now = uv_now(cl->srv->loop);
+    uint64_t wait = f->deadline > now ? f->deadline - now : 0;
+    if (wait < MIN_APPLY_WAIT_MS) {
+        wait = MIN_APPLY_WAIT_MS;
+    }
+    int rv =
+        ns_node_wait_applied(cl->srv->node, f->index, wait, applied_here, f);
+    if (rv != 0) {
+        finish(f, rv, 0, NULL);
+    }
+}
+
+static void route(struct fwd *f)
+{
+    struct ns_cluster *cl = f->cl;
+    struct ns_server *srv = cl->srv;
+    if (cl->stopping || uv_now(srv->loop) >= f->deadline) {
+        park(f); /* finishes it */
+        return;
+    }
+    if (ns_node_is_leader(srv->node)) {
+        int rv = ns_cluster_propose_dedup(srv, f->bytes, f->len, local_done, f);
+        if (rv != 0) {
+            finish(f, rv, 0, NULL);
+        }
+        return;
+    }
+    struct ns_cmd req;
+    ns_cmd_init(&req);
+    req.code = NS_CODE_FORWARD;
+    req.language = NS_LANG_OTHER;
+    req.ser = NS_SER_JSON;
+    req.body = f->bytes;
+    req.body_len = f->len;
+    uint64_t left = f->deadline - uv_now(srv->loop);
+    int rv = ns_cluster_leader_request(srv, &req, left, forward_reply, f);
+    ns_cmd_close(&req);
+    if (rv != 0) {
+        park(f);
+    }
+}
+
+int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
+                      ns_node_index_cb cb, void *arg)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl->stopping) {
+        return NS_ESHUTDOWN;
+    }
+    struct fwd *f = ns_calloc(1, sizeof *f);
+    uint8_t *copy = ns_malloc(len > 0 ? len : 1);
+    if (f == NULL || copy == NULL) {
+        ns_free(f);
+        ns_free(copy);
+        return NS_ENOMEM;
+    }
+    memcpy(copy, bytes, len);
+    f->cl = cl;
+    f->bytes = copy;
+    f->len = len;
+    f->cb = cb;
+    f->arg = arg;
+    f->deadline = uv_now(srv->loop) + NS_NODE_WRITE_WAIT_MS;
+    /* Never call back before returning: start on the next tick when no
+     * leader is known, else now (callbacks of raft/peer are always later). */
+    if (ns_node_is_leader(srv->node) || aim_leader_peer(cl) == 0) {
+        route(f);
+    } else {
+        park(f);
+    }
+    return 0;
+}
+
+static void retry_parked(struct ns_cluster *cl)
+{
+    struct fwd *list = cl->parked;
+    cl->parked = NULL;
+    while (list != NULL) {
+        struct fwd *f = list;
+        list = f->next;
+        f->parked = false;
+        f->prev = f->next = NULL;
+        route(f);
+    }
+}
+
+/* --- readiness: the leader's read index as of joining --- */
+
+static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct ns_cluster *cl = arg;
+    int64_t index = 0;
+    cl->read_index_inflight = false;
+    if (cl->stopping) {
+        return;
+    }
+    if (status == 0 && reply->code == NS_CODE_SUCCESS &&
+        ns_ext_int64(reply, NS_EXT_INDEX, &index) && index >= 0) {
+        NS_LOG(NS_LOG_INFO, "cluster: leader read index %lld; catching up",
+               (long long)index);
+        ns_node_set_ready_index(cl->srv->node, (uint64_t)index);
+    }
+}
+
+static void ask_read_index(struct ns_cluster *cl)
+{
+    struct ns_server *srv = cl->srv;
+    if (cl->read_index_inflight || ns_node_is_ready(srv->node)) {
+        return;
+    }
+    struct ns_cmd req;
+    ns_cmd_init(&req);
+    req.code = NS_CODE_READ_INDEX;
+    req.language = NS_LANG_OTHER;
+    int rv = ns_cluster_leader_request(srv, &req, PEER_TIMEOUT_MS,
+                                       read_index_reply, cl);
+    ns_cmd_close(&req);
+    cl->read_index_inflight = rv == 0;
+}
+
+/* --- member addresses: the first leader records the file's members --- */
+
+static bool member_known(const struct ns_state *st,
+                         const struct ns_cluster_node *nd)
+{
+    for (size_t i = 0; i < st->n_members; i++) {
+        const struct ns_member *m = &st->members[i];
+        if (m->id == nd->id) {
+            return m->client_addr != NULL &&
+                   strcmp(m->client_addr, nd->client_addr) == 0 &&
+                   m->raft_addr != NULL &&
+                   strcmp(m->raft_addr, nd->raft_addr) == 0;
+        }
+    }
+    return false;
+}
+
+static void record_done(void *arg, int status, uint64_t index,
+                        const struct ns_apply_result *res)
+{
+    (void)arg;
+    (void)res;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "cluster: recording a member failed: %s",
+               ns_strerror(status));
+    } else {
+        NS_LOG(NS_LOG_DEBUG, "cluster: member recorded at index %llu",
+               (unsigned long long)index);
+    }
+}
+
+int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
+                              const char *raft_addr, const char *client_addr,
+                              const char *http_addr, ns_node_index_cb cb,
+                              void *arg)
+{
+    struct ns_command c;
+    struct ns_buf b;
+    ns_command_init(&c, NS_CMD_SET_MEMBER);
+    c.leader_time_ms = ns_wall_ms();
+    c.u.member.id = id;
+    c.u.member.raft_addr = (char *)raft_addr; /* borrowed: never closed */
+    c.u.member.client_addr = (char *)client_addr;
+    c.u.member.http_addr = (char *)http_addr;
+    ns_buf_init(&b);
+    int rv = ns_command_encode(&c, &b);
+    if (rv == 0 && b.err != 0) {
+        rv = b.err;
+    }
+    if (rv == 0) {
+        rv = ns_cluster_propose_dedup(srv, b.data, b.len,
+                                      cb != NULL ? cb : record_done, arg);
+    }
+    ns_buf_close(&b);
+    return rv;
+}
+
+static void record_members(struct ns_cluster *cl)
+{
+    struct ns_server *srv = cl->srv;
+    if (cl->members_recorded || cl->file == NULL ||
+        !ns_node_is_leader(srv->node)) {
+        return;
+    }
+    cl->members_recorded = true;
+    for (size_t i = 0; i < cl->file->n_nodes; i++) {
+        const struct ns_cluster_node *nd = &cl->file->nodes[i];
+        if (!nd->bootstrap || member_known(srv->state, nd)) {
+            continue;
+        }
+        int rv = ns_cluster_propose_member(srv, nd->id, nd->raft_addr,
+                                           nd->client_addr, nd->http_addr, NULL,
+                                           NULL);
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "cluster: cannot record member %llu: %s",
+                   (unsigned long long)nd->id, ns_strerror(rv));
+        }
+    }
+}
+
+/* --- events --- */
+
+void ns_cluster_on_change(struct ns_server *srv)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl == NULL || cl->stopping) {
+        return;
+    }
+    uint64_t leader = ns_node_leader_id(srv->node);
+    if (leader != cl->peer_leader_id) {
+        aim_leader_peer(cl);
+        if ((leader == 0 || leader == cl->id) && cl->leader_peer != NULL) {
+            ns_peer_set_addr(cl->leader_peer, NULL);
+            cl->peer_leader_id = 0;
+        }
+    }
+    if (!ns_node_is_leader(srv->node)) {
+        cl->members_recorded = false;
+    }
+    record_members(cl);
+    if (leader != 0 && leader != cl->id) {
+        ask_read_index(cl);
+    }
+    retry_parked(cl);
+}
+
+static void tick_cb(uv_timer_t *t)
+{
+    ns_cluster_on_change(t->data);
+}
+
+void ns_cluster_start(struct ns_server *srv)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (ns_peer_create(srv->loop, &cl->leader_peer) != 0) {
+        NS_LOG(NS_LOG_ERROR, "cluster: out of memory for the leader peer");
+    }
+    uv_timer_init(srv->loop, &cl->timer);
+    cl->timer.data = srv;
+    uv_timer_start(&cl->timer, tick_cb, TICK_MS, TICK_MS);
+    cl->started = true;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    struct ns_server *srv = h->data;
+    srv->cluster->started = false;
+}
+
+void ns_cluster_stop(struct ns_server *srv)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl == NULL || cl->stopping) {
+        return;
+    }
+    cl->stopping = true;
+    retry_parked(cl); /* each finishes with NS_ESHUTDOWN */
+    ns_peer_close(cl->leader_peer, NULL, NULL);
+    cl->leader_peer = NULL;
+    if (cl->started) {
+        uv_close((uv_handle_t *)&cl->timer, timer_closed);
+    }
+}
+
+void ns_cluster_destroy(struct ns_server *srv)
+{
+    struct ns_cluster *cl = srv->cluster;
+    if (cl == NULL) {
+        return;
+    }
+    ns_free(cl->secret);
+    ns_free(cl);
+    srv->cluster = NULL;
+}

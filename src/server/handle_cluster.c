@@ -1,0 +1,537 @@
+/* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
+ * read indexes on the leader, member list/add/remove and leader transfer, and
+ * the hold-and-redispatch of raftnsConsistent reads. The client side of these
+ * codes is forward.c (nodes) and tools/ctl_cluster.c (raftnsctl). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peer.h"
+#include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
+#include "raftns/codes.h"
+#include "raftns/command.h"
+#include "raftns/err.h"
+#include "raftns/json.h"
+#include "raftns/log.h"
+
+#define PROXY_TIMEOUT_MS 10000
+#define CONSISTENT_WAIT_MS 3000
+
+struct member_op {
+    uint64_t id;
+    char raft[64];
+    char client[64];
+    char http[64];
+};
+
+static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return ns_cmd_ext_set(c, key, text);
+}
+
+static void pending_cb(void *arg, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
+    ns_pending_finish(arg, status, index, res);
+}
+
+/* --- FORWARD --- */
+
+static void forward_done(struct ns_pending *p, int status,
+                         const struct ns_apply_result *res)
+{
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    int rv = set_ext_u64(&reply, NS_EXT_INDEX, p->index);
+    if (res != NULL) {
+        rv |= set_ext_u64(&reply, NS_EXT_RES_TYPE, (uint64_t)res->type);
+        rv |= set_ext_u64(&reply, NS_EXT_REG_STATUS, (uint64_t)res->reg.status);
+        rv |= set_ext_u64(&reply, NS_EXT_COUNT, (uint64_t)res->count);
+        if (res->reg.master_addr != NULL) {
+            rv |=
+                ns_cmd_ext_set(&reply, NS_EXT_REG_MASTER, res->reg.master_addr);
+        }
+        if (res->reg.ha_addr != NULL) {
+            rv |= ns_cmd_ext_set(&reply, NS_EXT_REG_HA, res->reg.ha_addr);
+        }
+    }
+    if (rv != 0) {
+        ns_cmd_close(&reply);
+        ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+static int handle_forward(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    if (!ns_node_is_leader(srv->node)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: not the leader");
+    }
+    struct ns_command c;
+    int rv = ns_command_decode(req->cmd->body, req->cmd->body_len, &c);
+    if (rv == NS_ENOMEM) {
+        return rv;
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "forward: undecodable command from %s refused",
+               req->conn->peer);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: forwarded command does not decode");
+    }
+    ns_command_close(&c);
+    struct ns_pending *p = ns_pending_new(req, forward_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    rv = ns_cluster_propose_dedup(srv, req->cmd->body, req->cmd->body_len,
+                                  pending_cb, p);
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- READ_INDEX --- */
+
+static void read_index_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
+{
+    (void)res;
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    if (set_ext_u64(&reply, NS_EXT_INDEX, p->index) != 0 ||
+        set_ext_u64(&reply, NS_EXT_LEADER, ns_node_id(p->srv->node)) != 0) {
+        ns_cmd_close(&reply);
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+static void read_index_cb(void *arg, int status, uint64_t index)
+{
+    ns_pending_finish(arg, status, index, NULL);
+}
+
+static int handle_read_index(struct ns_req *req)
+{
+    if (!ns_node_is_leader(req->srv->node)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: not the leader");
+    }
+    struct ns_pending *p = ns_pending_new(req, read_index_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    int rv = ns_node_read_index(req->srv->node, read_index_cb, p);
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- MEMBER_LIST --- */
+
+static const struct ns_member *find_member(const struct ns_state *st,
+                                           uint64_t id)
+{
+    for (size_t i = 0; i < st->n_members; i++) {
+        if (st->members[i].id == id) {
+            return &st->members[i];
+        }
+    }
+    return NULL;
+}
+
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+static int handle_member_list(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    if (ns_node_members(srv->node, &m, &n) != 0) {
+        return NS_ENOMEM;
+    }
+    static const char *const roles[] = {"voter", "standby", "spare"};
+    struct ns_buf b;
+    struct ns_jw w;
+    ns_buf_init(&b);
+    ns_jw_init(&w, &b, NS_JSON_STANDARD);
+    ns_jw_obj_begin(&w);
+    ns_jw_key(&w, "appliedIndex");
+    ns_jw_int(&w, (int64_t)ns_node_last_applied(srv->node));
+    ns_jw_key(&w, "commitIndex");
+    ns_jw_int(&w, (int64_t)ns_node_commit_index(srv->node));
+    ns_jw_key(&w, "leader");
+    ns_jw_int(&w, (int64_t)ns_node_leader_id(srv->node));
+    ns_jw_key(&w, "members");
+    ns_jw_arr_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        const struct ns_member *sm = find_member(srv->state, m[i].id);
+        ns_jw_obj_begin(&w);
+        ns_jw_key(&w, "client");
+        ns_jw_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
+        ns_jw_key(&w, "http");
+        ns_jw_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
+        ns_jw_key(&w, "id");
+        ns_jw_int(&w, (int64_t)m[i].id);
+        ns_jw_key(&w, "raft");
+        ns_jw_str(&w, m[i].raft_addr);
+        ns_jw_key(&w, "role");
+        ns_jw_str(&w, roles[m[i].role % 3]);
+        ns_jw_obj_end(&w);
+    }
+    ns_jw_arr_end(&w);
+    ns_jw_key(&w, "term");
+    ns_jw_int(&w, (int64_t)ns_node_term(srv->node));
+    ns_jw_obj_end(&w);
+    ns_free(m);
+    int rv = ns_reply_buf(&req->to, b.err, &b);
+    ns_buf_close(&b);
+    return rv;
+}
+
+/* --- admin codes on a follower: relayed to the leader --- */
+
+static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct ns_pending *p = arg;
+    if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leader unreachable: %s", ns_strerror(status));
+    } else {
+        struct ns_cmd out;
+        ns_reply_init(&out, &p->to, reply->code);
+        int rv = reply->remark ? ns_cmd_set_remark(&out, reply->remark) : 0;
+        for (size_t i = 0; rv == 0 && i < reply->n_ext; i++) {
+            rv = ns_cmd_ext_set(&out, reply->ext[i].key, reply->ext[i].value);
+        }
+        if (rv == 0) {
+            ns_reply_send(&p->to, &out);
+        } else {
+            ns_cmd_close(&out);
+        }
+    }
+    ns_pending_finish(p, 0, 0, NULL);
+}
+
+static void nothing_done(struct ns_pending *p, int status,
+                         const struct ns_apply_result *res)
+{
+    (void)p;
+    (void)status;
+    (void)res;
+}
+
+static int proxy_to_leader(struct ns_req *req)
+{
+    struct ns_cmd fwd;
+    ns_cmd_init(&fwd);
+    fwd.code = req->cmd->code;
+    fwd.language = NS_LANG_OTHER;
+    int rv = 0;
+    for (size_t i = 0; rv == 0 && i < req->cmd->n_ext; i++) {
+        rv = ns_cmd_ext_set(&fwd, req->cmd->ext[i].key, req->cmd->ext[i].value);
+    }
+    struct ns_pending *p = rv == 0 ? ns_pending_new(req, nothing_done) : NULL;
+    if (p == NULL) {
+        ns_cmd_close(&fwd);
+        return NS_ENOMEM;
+    }
+    rv = ns_cluster_leader_request(req->srv, &fwd, PROXY_TIMEOUT_MS,
+                                   proxy_reply, p);
+    ns_cmd_close(&fwd);
+    if (rv != 0) {
+        ns_pending_finish(p, 0, 0, NULL);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: no leader known; retry");
+    }
+    return 0;
+}
+
+/* --- MEMBER_ADD / MEMBER_REMOVE / LEADER_TRANSFER --- */
+
+static void change_done(struct ns_pending *p, int status,
+                        const struct ns_apply_result *res)
+{
+    (void)res;
+    if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: membership change failed: %s",
+                         ns_strerror(status));
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    if (set_ext_u64(&reply, NS_EXT_LEADER, ns_node_leader_id(p->srv->node))) {
+        ns_cmd_close(&reply);
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+static void change_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "cluster: change failed: %s",
+               errmsg != NULL ? errmsg : ns_strerror(status));
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static void add_recorded(void *arg, int status, uint64_t index,
+                         const struct ns_apply_result *res)
+{
+    (void)index;
+    (void)res;
+    struct ns_pending *p = arg;
+    struct member_op *op = p->data;
+    if (status == 0) {
+        status =
+            ns_node_member_add(p->srv->node, op->id, op->raft, change_cb, p);
+        if (status == 0) {
+            return;
+        }
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static void remove_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    struct member_op *op = p->data;
+    (void)errmsg;
+    if (status == 0) {
+        status = ns_cluster_propose_member(p->srv, op->id, NULL, NULL, NULL,
+                                           NULL, NULL);
+        /* the reply does not wait for the address removal */
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
+                      size_t cap, bool required)
+{
+    const char *v = ns_cmd_ext_find(c, key);
+    if (v == NULL || v[0] == '\0') {
+        out[0] = '\0';
+        return !required;
+    }
+    if (!ns_cluster_addr_is_ipv4(v) || strlen(v) >= cap) {
+        return false;
+    }
+    snprintf(out, cap, "%s", v);
+    return true;
+}
+
+static int handle_change(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    if (!ns_node_is_leader(srv->node)) {
+        return proxy_to_leader(req);
+    }
+    int32_t code = req->cmd->code;
+    int64_t id = 0;
+    bool has_id = ns_ext_int64(req->cmd, NS_EXT_ID, &id);
+    if (code != NS_CODE_LEADER_TRANSFER && (!has_id || id <= 0)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: raftnsId (member id >= 1) required");
+    }
+    struct member_op *op = ns_calloc(1, sizeof *op);
+    if (op == NULL) {
+        return NS_ENOMEM;
+    }
+    op->id = id > 0 ? (uint64_t)id : 0;
+    if (code == NS_CODE_MEMBER_ADD &&
+        (!copy_addr(req->cmd, NS_EXT_RAFT_ADDR, op->raft, sizeof op->raft,
+                    true) ||
+         !copy_addr(req->cmd, NS_EXT_CLIENT_ADDR, op->client, sizeof op->client,
+                    true) ||
+         !copy_addr(req->cmd, NS_EXT_HTTP_ADDR, op->http, sizeof op->http,
+                    false))) {
+        ns_free(op);
+        return ns_reply_simple(
+            &req->to, NS_CODE_SYSTEM_ERROR,
+            "raftns: raftnsRaftAddr and raftnsClientAddr (IPv4 a.b.c.d:port) "
+            "required");
+    }
+    if (code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(srv->node)) {
+        ns_free(op);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: this node is the leader; transfer "
+                               "leadership first");
+    }
+    struct ns_pending *p = ns_pending_new(req, change_done);
+    if (p == NULL) {
+        ns_free(op);
+        return NS_ENOMEM;
+    }
+    p->data = op;
+    int rv;
+    if (code == NS_CODE_MEMBER_ADD) {
+        /* addresses first, so the new member's client port is known */
+        rv = ns_cluster_propose_member(srv, op->id, op->raft, op->client,
+                                       op->http[0] ? op->http : NULL,
+                                       add_recorded, p);
+    } else if (code == NS_CODE_MEMBER_REMOVE) {
+        rv = ns_node_member_remove(srv->node, op->id, remove_cb, p);
+    } else {
+        rv = ns_node_transfer(srv->node, op->id, change_cb, p);
+    }
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- raftnsConsistent=true reads: hold, confirm with the leader, re-run --- */
+
+struct held_frame {
+    size_t len;
+    uint8_t bytes[]; /* the request, re-encoded */
+};
+
+static void consistent_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
+{
+    (void)res;
+    struct ns_conn *conn = p->to.conn;
+    if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: consistent read not confirmed by a leader: "
+                         "%s",
+                         ns_strerror(status));
+        return;
+    }
+    if (conn == NULL || conn->closing) {
+        return;
+    }
+    struct held_frame *frame = p->data;
+    struct ns_cmd cmd;
+    if (ns_cmd_decode(frame->bytes, frame->len, &cmd) != 0) {
+        ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
+        return;
+    }
+    /* confirmed: the re-dispatched request is answered from local state */
+    int rv = ns_cmd_ext_set(&cmd, NS_EXT_CONSISTENT, "confirmed");
+    if (rv == 0) {
+        rv = ns_dispatch(p->srv, conn, &cmd);
+    }
+    ns_cmd_close(&cmd);
+    if (rv != 0) {
+        ns_conn_close(conn, "error answering a consistent read");
+    }
+}
+
+static void consistent_applied(void *arg, int status)
+{
+    ns_pending_finish(arg, status, 0, NULL);
+}
+
+static void consistent_index(void *arg, int status, uint64_t index)
+{
+    struct ns_pending *p = arg;
+    if (status == 0) {
+        status = ns_node_wait_applied(p->srv->node, index, CONSISTENT_WAIT_MS,
+                                      consistent_applied, p);
+        if (status == 0) {
+            return;
+        }
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static void consistent_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    int64_t index = 0;
+    if (status == 0 &&
+        (reply->code != NS_CODE_SUCCESS ||
+         !ns_ext_int64(reply, NS_EXT_INDEX, &index) || index < 0)) {
+        status = NS_ENOTLEADER;
+    }
+    consistent_index(arg, status, (uint64_t)index);
+}
+
+bool ns_cluster_hold_consistent_read(struct ns_req *req)
+{
+    bool want = false;
+    if (!ns_ext_bool(req->cmd, NS_EXT_CONSISTENT, &want) || !want) {
+        return false;
+    }
+    struct ns_buf b;
+    ns_buf_init(&b);
+    if (ns_cmd_encode(req->cmd, &b) != 0 || b.err != 0) {
+        ns_buf_close(&b);
+        return false; /* answered unconfirmed rather than not at all */
+    }
+    struct held_frame *frame = ns_malloc(sizeof *frame + b.len);
+    struct ns_pending *p =
+        frame != NULL ? ns_pending_new(req, consistent_done) : NULL;
+    if (p == NULL) {
+        ns_free(frame);
+        ns_buf_close(&b);
+        return false;
+    }
+    frame->len = b.len;
+    memcpy(frame->bytes, b.data, b.len);
+    ns_buf_close(&b);
+    p->data = frame; /* freed with p */
+    int rv;
+    if (ns_node_is_leader(req->srv->node)) {
+        rv = ns_node_read_index(req->srv->node, consistent_index, p);
+    } else {
+        struct ns_cmd ri;
+        ns_cmd_init(&ri);
+        ri.code = NS_CODE_READ_INDEX;
+        ri.language = NS_LANG_OTHER;
+        rv = ns_cluster_leader_request(req->srv, &ri, CONSISTENT_WAIT_MS,
+                                       consistent_reply, p);
+        ns_cmd_close(&ri);
+    }
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return true;
+}
+
+/* --- entry point --- */
+
+int ns_handle_private(struct ns_req *req)
+{
+    if (!ns_cluster_check_secret(req)) {
+        return 0;
+    }
+    switch (req->cmd->code) {
+    case NS_CODE_FORWARD:
+        return handle_forward(req);
+    case NS_CODE_READ_INDEX:
+        return handle_read_index(req);
+    case NS_CODE_MEMBER_LIST:
+        return handle_member_list(req);
+    case NS_CODE_MEMBER_ADD:
+    case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_LEADER_TRANSFER:
+        return handle_change(req);
+    default:
+        return ns_reply_remarkf(&req->to, 3, " request type %d not supported",
+                                (int)req->cmd->code);
+    }
+}
