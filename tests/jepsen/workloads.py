@@ -18,10 +18,13 @@ class Recorder:
         self.lock = threading.Lock()
         self.next_process = 0
         self.counts = {}
+        self.closed = False
 
     def event(self, ev):
         with self.lock:
             ev["time"] = time.monotonic_ns()
+            if self.closed:  # interrupted run: late events of daemon threads are dropped
+                return ev
             self.w.write(ev)
             key = "%s/%s" % (ev.get("workload", ev.get("process")), ev["type"])
             self.counts[key] = self.counts.get(key, 0) + 1
@@ -39,7 +42,10 @@ class Recorder:
         return self.event(ev)
 
     def close(self):
-        self.w.close()
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.w.close()
 
 
 class Proc:
