@@ -13,6 +13,18 @@
 
 #define MAX_ADDRS 64
 
+enum {
+    EXIT_SERVER = 1,      /* the server answered with an error */
+    EXIT_USAGE = 2,       /* bad command line */
+    EXIT_UNREACHABLE = 3, /* no address gave an answer */
+};
+
+enum {
+    CODE_SUCCESS = 0,
+    CODE_SYSTEM_ERROR = 1,
+    CODE_GO_AWAY = 1500,
+};
+
 struct ctl {
     char *addrs[MAX_ADDRS]; /* owned */
     size_t n_addrs;

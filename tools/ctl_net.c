@@ -1,0 +1,330 @@
+/* raftnsctl's transport: blocking sockets with one deadline per address, one
+ * request/reply exchange matched by opaque, and fail-over across the given
+ * addresses. Not a library and no event loop: only raftnsctl is built from it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/err.h"
+#include "raftns/remoting.h"
+
+#include "ctl.h"
+
+#define RX_CHUNK 65536
+
+static const char *code_name(int32_t code)
+{
+    static const struct {
+        int32_t code;
+        const char *name;
+    } names[] = {{0, "SUCCESS"},          {1, "SYSTEM_ERROR"},
+                 {2, "SYSTEM_BUSY"},      {3, "REQUEST_CODE_NOT_SUPPORTED"},
+                 {16, "NO_PERMISSION"},   {17, "TOPIC_NOT_EXIST"},
+                 {22, "QUERY_NOT_FOUND"}, {1500, "GO_AWAY"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == code)
+            return names[i].name;
+    return "UNKNOWN";
+}
+
+/* ---------------------------------------------------------------- time and
+ * sockets */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+    int64_t left = deadline - now_ms();
+    return left < 0 ? 0 : (int)left;
+}
+
+/* Waits for events on fd until the deadline. Returns 1 when ready, 0 on
+ * timeout, -1 on error. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int rv = poll(&p, 1, left_ms(deadline));
+        if (rv >= 0)
+            return rv > 0 ? 1 : 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+/* Splits "host:port" or "[v6]:port" into owned-by-caller buffers. Returns 0 or
+ * -1. */
+static int split_addr(const char *addr, char *host, size_t host_len, char *port,
+                      size_t port_len)
+{
+    const char *colon;
+    const char *h = addr;
+    size_t hl;
+    if (addr[0] == '[') {
+        const char *end = strchr(addr, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        h = addr + 1;
+        hl = (size_t)(end - h);
+        colon = end + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon)
+            return -1;
+        hl = (size_t)(colon - addr);
+    }
+    if (hl == 0 || hl >= host_len || strlen(colon + 1) == 0 ||
+        strlen(colon + 1) >= port_len)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    strcpy(port, colon + 1);
+    return 0;
+}
+
+/* Connects to addr before the deadline. Returns a blocking-free socket or -1
+ * with *why set. */
+static int dial(const char *addr, int64_t deadline, const char **why)
+{
+    char host[256];
+    char port[16];
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int fd = -1;
+
+    if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) {
+        *why = "bad address (want HOST:PORT)";
+        return -1;
+    }
+    if (getaddrinfo(host, port, &hints, &res) != 0) {
+        *why = "cannot resolve host";
+        return -1;
+    }
+    *why = "connect failed";
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        fd = socket(ai->ai_family,
+                    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        if (errno == EINPROGRESS) {
+            int ready = wait_fd(fd, POLLOUT, deadline);
+            if (ready == 0)
+                *why = "connect timed out";
+            else if (ready > 0 &&
+                     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+                     err == 0)
+                break;
+            else if (err == ECONNREFUSED)
+                *why = "connection refused";
+        } else if (errno == ECONNREFUSED) {
+            *why = "connection refused";
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline,
+                    const char **why)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_fd(fd, POLLOUT, deadline) <= 0) {
+                *why = "send timed out";
+                return -1;
+            }
+            continue;
+        }
+        *why = "send failed";
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads frames until the reply with this opaque arrives (other frames are
+ * dropped). On success out->cmd is decoded and borrows from out->rx. Returns 0
+ * or -1 with *why set. */
+static int receive_reply(int fd, int32_t opaque, int64_t deadline,
+                         struct reply *out, const char **why)
+{
+    struct ns_buf *rx = &out->rx;
+    for (;;) {
+        size_t frame_len = 0;
+        int rv = rx->len > 0 ? ns_frame_check(rx->data, rx->len, NS_FRAME_MAX,
+                                              &frame_len)
+                             : NS_EAGAIN;
+        if (rv == 0) {
+            if (ns_cmd_decode(rx->data, frame_len, &out->cmd) != 0) {
+                *why = "undecodable reply frame";
+                return -1;
+            }
+            if ((out->cmd.flag & NS_FLAG_RESPONSE) && out->cmd.opaque == opaque)
+                return 0;
+            ns_cmd_close(&out->cmd);
+            ns_cmd_init(&out->cmd);
+            memmove(rx->data, rx->data + frame_len, rx->len - frame_len);
+            rx->len -= frame_len;
+            continue;
+        }
+        if (rv != NS_EAGAIN) {
+            *why = "malformed reply frame";
+            return -1;
+        }
+        if (ns_buf_reserve(rx, RX_CHUNK) != 0) {
+            *why = "out of memory";
+            return -1;
+        }
+        ssize_t r = recv(fd, rx->data + rx->len, rx->cap - rx->len, 0);
+        if (r > 0) {
+            rx->len += (size_t)r;
+        } else if (r == 0) {
+            *why = "connection closed before the reply";
+            return -1;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (wait_fd(fd, POLLIN, deadline) <= 0) {
+                *why = "no reply before the timeout";
+                return -1;
+            }
+        } else {
+            *why = "receive failed";
+            return -1;
+        }
+    }
+}
+
+/* A reply that means "ask another node" rather than a real answer. */
+static bool is_not_ready(const struct ns_cmd *c)
+{
+    if (c->code == CODE_GO_AWAY)
+        return true;
+    return c->code == CODE_SYSTEM_ERROR && c->remark &&
+           strstr(c->remark, "not ready");
+}
+
+void ns_ctl_reply_close(struct reply *r)
+{
+    ns_cmd_close(&r->cmd);
+    ns_buf_close(&r->rx);
+}
+
+/* Sends req to each address in turn until one answers. On 0, *out holds the
+ * reply (the caller closes it with reply_close). Returns 0, EXIT_UNREACHABLE
+ * (reasons printed) or EXIT_SERVER on a local failure; then *out needs no
+ * close. */
+static int exchange(const struct ctl *ctl, struct ns_cmd *req,
+                    struct reply *out)
+{
+    struct ns_buf frame;
+    int rv = EXIT_UNREACHABLE;
+
+    ns_buf_init(&frame);
+    ns_buf_init(&out->rx);
+    ns_cmd_init(&out->cmd);
+    for (size_t i = 0; i < ctl->n_addrs; i++) {
+        const char *why = NULL;
+        int64_t deadline = now_ms() + ctl->timeout_ms;
+        req->opaque = (int32_t)(i + 1);
+        ns_buf_reset(&frame);
+        if (ns_cmd_encode(req, &frame) != 0 || frame.err != 0) {
+            fprintf(stderr, "raftnsctl: cannot encode the request\n");
+            rv = EXIT_SERVER;
+            break;
+        }
+        int fd = dial(ctl->addrs[i], deadline, &why);
+        if (fd >= 0) {
+            if (send_all(fd, frame.data, frame.len, deadline, &why) == 0 &&
+                receive_reply(fd, req->opaque, deadline, out, &why) == 0) {
+                if (!is_not_ready(&out->cmd)) {
+                    close(fd);
+                    rv = 0;
+                    break;
+                }
+                why =
+                    out->cmd.code == CODE_GO_AWAY ? "going away" : "not ready";
+            }
+            close(fd);
+        }
+        fprintf(stderr, "raftnsctl: %s: %s\n", ctl->addrs[i], why);
+        ns_cmd_close(&out->cmd);
+        ns_cmd_init(&out->cmd);
+        ns_buf_reset(&out->rx);
+    }
+    if (rv == EXIT_UNREACHABLE)
+        fprintf(stderr, "raftnsctl: no name server answered\n");
+    if (rv != 0)
+        ns_ctl_reply_close(out);
+    ns_buf_close(&frame);
+    return rv;
+}
+
+/* Builds a request with the given ext fields (NULL-terminated key, value
+ * pairs), sends it, and turns a non-zero reply code into EXIT_SERVER (code and
+ * remark on stderr). */
+int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
+                const uint8_t *body, size_t body_len, struct reply *out)
+{
+    struct ns_cmd req;
+    int rv = EXIT_SERVER;
+
+    ns_cmd_init(&req);
+    req.code = code;
+    req.language = NS_LANG_OTHER;
+    req.version = NS_SERVER_VERSION;
+    req.ser = NS_SER_JSON;
+    req.body = body;
+    req.body_len = body_len;
+    for (size_t i = 0; ext && ext[i]; i += 2) {
+        if (ns_cmd_ext_set(&req, ext[i], ext[i + 1]) != 0) {
+            fprintf(stderr, "raftnsctl: out of memory\n");
+            goto err_after_req;
+        }
+    }
+    rv = exchange(ctl, &req, out);
+    if (rv != 0)
+        goto err_after_req;
+    if (out->cmd.code != CODE_SUCCESS) {
+        fprintf(stderr, "raftnsctl: error %" PRId32 " (%s): %s\n",
+                out->cmd.code, code_name(out->cmd.code),
+                out->cmd.remark ? out->cmd.remark : "");
+        ns_ctl_reply_close(out);
+        rv = EXIT_SERVER;
+        goto err_after_req;
+    }
+    rv = 0;
+err_after_req:
+    ns_cmd_close(&req);
+    return rv;
+}
