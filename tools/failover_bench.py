@@ -100,7 +100,7 @@ def term_trial(cluster, broker):
 
 
 def heartbeat_cost(cluster, n=1000):
-    broker = clusterh.Broker(name="broker-hb", addr="127.0.0.1:30911", topics=["TopicHB"])
+    broker = clusterh.Broker(name="broker-hb", addr="127.0.0.1:30911", topics=["TopicHB", "TopicHB2"])
     try:
         settle(cluster, broker)
         before = max(st["commit_index"] for st in cluster.statuses().values())
@@ -137,7 +137,7 @@ def main():
            "raftns": harness.RAFTNS_BIN, "election_ms": args.election_ms,
            "trials": args.trials, "results": []}
     cluster = clusterh.Cluster(3, election_ms=args.election_ms, log_level="warn")
-    broker = clusterh.Broker(name="broker-bench", addr="127.0.0.1:60911", topics=["TopicBench"])
+    broker = clusterh.Broker(name="broker-bench", addr="127.0.0.1:60911", topics=["TopicBench", "TopicBench2"])
     try:
         cluster.start()
         if "kill" not in skip:

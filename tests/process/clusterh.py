@@ -293,9 +293,11 @@ class Cluster:
 
 class Broker:
     """A fake broker: one connection per node it talks to (closing them is how a dead broker
-    looks); every register() with changed=True bumps its DataVersion counter."""
+    looks). Give it two or more topics: a 5.x name server refuses a first registration that
+    carries exactly one (PROTOCOL.md 5.2 step 7)."""
 
-    def __init__(self, name="broker-a", addr="127.0.0.1:10911", cluster="c1", topics=("TopicA",),
+    def __init__(self, name="broker-a", addr="127.0.0.1:10911", cluster="c1",
+                 topics=("TopicA", "TopicB"),
                  timeout_ms=None):
         self.name, self.addr, self.cluster = name, addr, cluster
         self.ha = addr.rsplit(":", 1)[0] + ":%d" % (int(addr.rsplit(":", 1)[1]) + 1)

@@ -25,7 +25,7 @@ class Writer(threading.Thread):
     def __init__(self, cluster, name="broker-w", addr="127.0.0.1:50911"):
         super().__init__(daemon=True)
         self.cluster = cluster
-        self.broker = clusterh.Broker(name=name, addr=addr, topics=[])
+        self.broker = clusterh.Broker(name=name, addr=addr, topics=["TopicWBase"])
         self.acked = []
         self.failed = 0
         self.stopping = threading.Event()
@@ -88,7 +88,7 @@ class WriterMixin:
 class Failover(WriterMixin, clusterh.ClusterTestCase):
     def test_kill_leader_reads_continue_writes_resume_restart_converges(self):
         c = self.cluster
-        b = self.broker(name="broker-a", topics=["TopicA"])
+        b = self.broker(name="broker-a", topics=["TopicA", "TopicB"])
         for nd in c.all():
             self.assertEqual(b.register(nd).code, 0)
         c.wait_converged()
@@ -158,7 +158,7 @@ class GracefulStop(clusterh.ClusterTestCase):
 
     def test_sigterm_on_leader_transfers_leadership(self):
         c = self.cluster
-        b = self.broker(name="broker-a", topics=["TopicA"])
+        b = self.broker(name="broker-a", topics=["TopicA", "TopicB"])
         for nd in c.all():
             self.assertEqual(b.register(nd).code, 0)
         c.wait_converged()

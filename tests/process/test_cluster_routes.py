@@ -37,7 +37,7 @@ class Routes(clusterh.ClusterTestCase):
 
     def test_unchanged_heartbeats_write_no_log_entries(self):
         c = self.cluster
-        b = self.broker(name="broker-hb", addr="127.0.0.1:30911", topics=["TopicHB"])
+        b = self.broker(name="broker-hb", addr="127.0.0.1:30911", topics=["TopicHB", "TopicHB2"])
         for nd in c.all():  # a real broker registers with every name server
             self.assertEqual(b.register(nd).code, 0)
         c.wait_converged()
@@ -64,8 +64,8 @@ class Routes(clusterh.ClusterTestCase):
 
     def test_broker_closing_all_connections_is_gone_everywhere(self):
         c = self.cluster
-        b = self.broker(name="broker-dead", addr="127.0.0.1:40911", topics=["TopicDead"])
-        keep = self.broker(name="broker-keep", addr="127.0.0.1:41911", topics=["TopicKeep"])
+        b = self.broker(name="broker-dead", addr="127.0.0.1:40911", topics=["TopicDead", "TopicDead2"])
+        keep = self.broker(name="broker-keep", addr="127.0.0.1:41911", topics=["TopicKeep", "TopicKeep2"])
         for nd in c.all():
             self.assertEqual(b.register(nd).code, 0)
             self.assertEqual(keep.register(nd).code, 0)
@@ -84,7 +84,7 @@ class Routes(clusterh.ClusterTestCase):
     def test_consistent_read_sees_write_on_other_node(self):
         c = self.cluster
         nodes = c.all()
-        b = self.broker(name="broker-cr", addr="127.0.0.1:42911", topics=[])
+        b = self.broker(name="broker-cr", addr="127.0.0.1:42911", topics=["TopicCRBase"])
         for i in range(12):
             writer, reader = nodes[i % 3], nodes[(i + 1) % 3]
             topic = "TopicCR%d" % i
@@ -111,10 +111,10 @@ class Expiry(clusterh.ClusterTestCase):
     def test_broker_heartbeating_to_follower_stays(self):
         c = self.cluster
         fol = c.followers()[0]
-        alive = self.broker(name="broker-live", addr="127.0.0.1:43911", topics=["TopicLive"],
+        alive = self.broker(name="broker-live", addr="127.0.0.1:43911", topics=["TopicLive", "TopicLive2"],
                             timeout_ms=3000)
         silent = self.broker(name="broker-silent", addr="127.0.0.1:44911",
-                             topics=["TopicSilent"], timeout_ms=3000)
+                             topics=["TopicSilent", "TopicSilent2"], timeout_ms=3000)
         self.assertEqual(alive.register(fol).code, 0)
         self.assertEqual(silent.register(fol).code, 0)  # connection stays open, no heartbeats
         c.wait_converged()
