@@ -55,14 +55,46 @@ def _prepare(ops):
             continue
         v = op.value if isinstance(op.value, dict) else {}
         if op.f == "write":
-            arg, res = v.get("value"), None
+            arg, res = _hashable(v.get("value")), None
         elif op.f == "read":
-            arg, res = None, read_result(op.result)
+            arg, res = None, _hashable(read_result(op.result))
         else:
             arg, res = None, None
         info = op.type != "ok"
-        out.append((op.f, arg, res, op.start, INF if info else op.end, info, op))
+        out.append([op.f, arg, res, op.start, INF if info else op.end, info, op])
+    return _bound_info_writes(out)
+
+
+def _bound_info_writes(items):
+    """Shrinks the search without changing the verdict, for writes of unknown outcome:
+    - a value no ok read returned: dropping the write keeps any linearization valid (a register
+      overwritten before anyone reads it), so the write is removed;
+    - a value written by exactly one write and returned by some ok read: the write did take effect
+      before the earliest such read ended, so it becomes a known op ending there."""
+    writers = {}
+    read_end = {}
+    for it in items:
+        if it[0] == "write":
+            writers[_hashable(it[1])] = writers.get(_hashable(it[1]), 0) + 1
+        elif it[0] == "read" and it[2] is not None:
+            k = _hashable(it[2])
+            read_end[k] = min(read_end.get(k, INF), it[4])
+    out = []
+    for it in items:
+        if it[0] == "write" and it[5]:
+            k = _hashable(it[1])
+            if k not in read_end:
+                continue
+            if writers[k] == 1 and read_end[k] > it[3]:
+                it = [it[0], it[1], it[2], it[3], read_end[k], False, it[6]]
+        out.append(tuple(it))
     return out
+
+
+def _hashable(v):
+    if isinstance(v, (dict, list)):
+        return repr(v)
+    return v
 
 
 def check_key(ops, max_steps=DEFAULT_MAX_STEPS, initial=None):
@@ -106,49 +138,104 @@ def check_key(ops, max_steps=DEFAULT_MAX_STEPS, initial=None):
         if e.next is not None:
             e.next.prev = e
 
+    # need[v]: unlinearized reads returning v; makers[v]: unlinearized ops that set the state to v.
+    need = {}
+    makers = {}
+    for kind, arg, res, *_ in items:
+        if kind == "read":
+            need[res] = need.get(res, 0) + 1
+        else:
+            v = arg if kind == "write" else None
+            makers[v] = makers.get(v, 0) + 1
+
+    def account(i, d):
+        kind, arg, res = items[i][0:3]
+        if kind == "read":
+            need[res] += d
+        else:
+            makers[arg if kind == "write" else None] += d
+
     state = initial
     linearized = 0
     depth = 0
     cache = set()
-    calls = []
+    calls = []  # (entry, state before, forced)
     steps = 0
     best = (-1, None, None)
-    entry = head.next
+    entry = None
+    fresh = True  # just moved to a new (linearized, state): linearize legal reads first
     while True:
-        if entry is None or (not entry.is_call and entry.info):
-            # Only ops of unknown outcome are left: they may never take effect.
-            return {"valid": True, "ops": n, "steps": steps}
         steps += 1
         if steps > max_steps:
             return {"valid": "unknown", "ops": n, "steps": steps,
                     "error": {"reason": "search cap of %d steps hit" % max_steps}}
-        if entry.is_call:
-            kind, arg, res = items[entry.op_id][0:3]
-            legal, new_state = _step(state, kind, arg, res)
-            if legal:
-                lin2 = linearized | (1 << entry.op_id)
-                k = (lin2, new_state)
-                if k not in cache:
-                    cache.add(k)
-                    calls.append((entry, state))
-                    state = new_state
+        dead = False
+        if fresh:
+            fresh = False
+            entry = head.next
+            # A legal read is linearized greedily: if no completion exists with it here, none
+            # exists with it later (reads do not change the state, and every op that must
+            # precede it is already linearized), so it is never a choice point.
+            e = head.next
+            while e is not None and e.is_call:
+                if items[e.op_id][0] == "read" and items[e.op_id][2] == state:
+                    break
+                e = e.next
+            if e is not None and e.is_call:
+                lin2 = linearized | (1 << e.op_id)
+                if (lin2, state) in cache:
+                    dead = True
+                else:
+                    cache.add((lin2, state))
+                    calls.append((e, state, True))
                     linearized = lin2
                     depth += 1
-                    lift(entry)
-                    entry = head.next
+                    account(e.op_id, -1)
+                    lift(e)
+                    fresh = True
                     continue
-            entry = entry.next
-            continue
-        # A return whose op is not linearized yet: this branch is dead.
-        if depth > best[0]:
-            best = (depth, entry.op_id, state)
-        if not calls:
-            return {"valid": False, "ops": n, "steps": steps,
-                    "error": _explain(items, best)}
-        entry, state = calls.pop()
-        depth -= 1
-        linearized &= ~(1 << entry.op_id)
-        unlift(entry)
+        if not dead:
+            if entry is None or (not entry.is_call and entry.info):
+                # Only ops of unknown outcome are left: they may never take effect.
+                return {"valid": True, "ops": n, "steps": steps}
+            if entry.is_call:
+                kind, arg, res = items[entry.op_id][0:3]
+                if kind != "read":
+                    _legal, new_state = _step(state, kind, arg, res)
+                    # Leaving a state some pending read needs, when nothing can recreate it,
+                    # strands that read.
+                    if new_state == state or need.get(state, 0) == 0 or \
+                            makers.get(state, 0) > 0:
+                        lin2 = linearized | (1 << entry.op_id)
+                        k = (lin2, new_state)
+                        if k not in cache:
+                            cache.add(k)
+                            calls.append((entry, state, False))
+                            state = new_state
+                            linearized = lin2
+                            depth += 1
+                            account(entry.op_id, -1)
+                            lift(entry)
+                            fresh = True
+                            continue
+                entry = entry.next
+                continue
+            # A return whose op is not linearized yet: this branch is dead.
+            if depth > best[0]:
+                best = (depth, entry.op_id, state)
+        while True:
+            if not calls:
+                if best[1] is None:
+                    best = (0, entry.op_id if entry is not None else 0, state)
+                return {"valid": False, "ops": n, "steps": steps,
+                        "error": _explain(items, best)}
+            entry, state, forced = calls.pop()
+            depth -= 1
+            linearized &= ~(1 << entry.op_id)
+            account(entry.op_id, +1)
+            unlift(entry)
+            if not forced:
+                break
         entry = entry.next
 
 
