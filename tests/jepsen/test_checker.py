@@ -308,5 +308,20 @@ class FormatTest(unittest.TestCase):
             self.assertIn("VALID", p.stdout)
 
 
+class PlotTest(unittest.TestCase):
+    @unittest.skipUnless(__import__("shutil").which("gnuplot"), "gnuplot not installed")
+    def test_png_timeline(self):
+        import plot
+        evs = read_history(os.path.join(FIXTURES, "good__liveness__heartbeat.jsonl"))
+        wins = plot.nemesis_windows(evs, evs[-1]["time"])
+        self.assertEqual([w[2] for w in wins], ["kill n1"])
+        with tempfile.TemporaryDirectory() as d:
+            png = os.path.join(d, "timeline.png")
+            plot.plot(evs, png)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertGreater(os.path.getsize(png), 2000)
+
+
 if __name__ == "__main__":
     unittest.main()
