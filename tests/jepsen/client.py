@@ -127,7 +127,9 @@ class Broker:
         self.cluster_name = cluster_name
         self.timeout_ms = timeout_ms
         self.conns = {}
-        self.body = ns.register_body(["jt-" + name])
+        # two topics: a new broker registering exactly one topic trips Java's single-topic guard
+        # ("register broker failed", PROTOCOL.md), which raftns reproduces
+        self.body = ns.register_body(["jt-" + name, "jt2-" + name])
 
     def _conn(self, node_addr):
         c = self.conns.get(node_addr)
