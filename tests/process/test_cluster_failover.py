@@ -56,8 +56,13 @@ class Writer(threading.Thread):
                 time.sleep(0.05)
 
     def stop(self):
+        """Stops writing; the broker's connections stay open (closing them all would rightly
+        expire it) until close()."""
         self.stopping.set()
         self.join(T(30.0))
+
+    def close(self):
+        self.stop()
         self.broker.close()
 
 
@@ -65,7 +70,7 @@ class WriterMixin:
     def start_writer(self):
         w = Writer(self.cluster)
         w.start()
-        self.addCleanup(w.stop)
+        self.brokers.append(w)  # closed by tearDown before the cluster stops
         wait_until(lambda: len(w.acked) >= 5, T(10.0), "first acknowledged writes")
         return w
 
