@@ -57,8 +57,20 @@ def is_global(op):
     return op.f == "final-read" or is_consistent(op)
 
 
-def ns(t):
-    return None if t == INF else t
+def digest_mark(d):
+    """(index, digest) a node's state digest is for, or None when it has none yet. raftns
+    reports the digest of its last checkpoint with `digest_index` (0 = none yet); without that
+    field the digest is taken to be of `applied_index`."""
+    if not isinstance(d, dict) or d.get("digest") in (None, ""):
+        return None
+    dig = d["digest"]
+    if "digest_index" in d:
+        if not d["digest_index"]:
+            return None
+        return (d["digest_index"], dig)
+    if isinstance(dig, str) and dig.strip("0") == "":
+        return None
+    return (d.get("applied_index"), dig)
 
 
 class Brokers:
@@ -223,14 +235,13 @@ def check_route_reads(ops, events, cfg):
                                "later": rd.brief()})
     digest_at = {}
     for rd in rreads:
-        idx = rd.result.get("applied_index")
-        d = rd.result.get("digest")
-        if idx is None or d is None:
+        mark = digest_mark(rd.result)
+        if mark is None:
             continue
-        prev = digest_at.setdefault(idx, (d, rd))
-        if prev[0] != d:
+        prev = digest_at.setdefault(mark[0], (mark[1], rd))
+        if prev[0] != mark[1]:
             counts["digest_conflicts"] += 1
-            errors.append({"kind": "digest-conflict", "applied_index": idx,
+            errors.append({"kind": "digest-conflict", "index": mark[0],
                            "a": prev[1].brief(), "b": rd.brief()})
     # Phantoms: shown anywhere while every register attempt failed (or none was made).
     shown = {}
@@ -365,13 +376,17 @@ def check_convergence(ops, events, cfg):
             counts["checked"] += 1
             by_idx = {}
             for name, n in sorted(nodes.items()):
-                if not isinstance(n, dict):
-                    continue
-                idx = n.get("applied_index")
-                prev = by_idx.setdefault(idx, (name, n.get("digest")))
-                if prev[1] != n.get("digest"):
+                if isinstance(n, dict) and n.get("diverged"):
                     counts["diverged"] += 1
-                    errors.append({"kind": "diverged", "applied_index": idx, "node_a": prev[0],
+                    errors.append({"kind": "diverged", "node": name, "flag": True,
+                                   "time": s.get("time")})
+                mark = digest_mark(n)
+                if mark is None:
+                    continue
+                prev = by_idx.setdefault(mark[0], (name, mark[1]))
+                if prev[1] != mark[1]:
+                    counts["diverged"] += 1
+                    errors.append({"kind": "diverged", "index": mark[0], "node_a": prev[0],
                                    "node_b": name, "time": s.get("time")})
             need = want_nodes or set(nodes)
             if not need <= set(nodes) or not nodes:
@@ -379,7 +394,7 @@ def check_convergence(ops, events, cfg):
             vals = set()
             for name in need:
                 n = nodes[name] if isinstance(nodes[name], dict) else {}
-                vals.add((n.get("applied_index"), n.get("digest"), n.get("table_hash")))
+                vals.add((n.get("applied_index"), n.get("table_hash")))
             if len(vals) == 1 and None not in next(iter(vals)) and \
                     s.get("time", INF) - healed <= 10_000 * MS and not converged:
                 converged = True
