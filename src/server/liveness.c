@@ -13,6 +13,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "raftns/route.h"
 #include "server_int.h"
 
@@ -201,6 +202,7 @@ static void expire_due(struct ns_server *srv, uint64_t now)
         NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
                x.n, ns_strerror(rv));
     } else {
+        ns_metrics_expired(x.n);
         NS_LOG(NS_LOG_INFO,
                "liveness: proposed EXPIRE_BROKERS for %zu brokers (%zu closed "
                "everywhere)",
