@@ -108,7 +108,9 @@ class Brokers:
         return self.timeout_ms.get(b, 120000) * MS
 
     def removal_invoked_before(self, b, t):
-        if any(u.start < t and u.type != "fail" for u in self.unregs.get(b, [])):
+        # Even a failed unregister counts: the broker then closes its connections, and a broker
+        # whose connections all closed may be expired at once (DESIGN.md section 5 fast path).
+        if any(u.start < t for u in self.unregs.get(b, [])):
             return True
         return any(s < t for s in self.stops.get(b, []))
 
