@@ -68,7 +68,7 @@ def build(events, png, data_path, title=None, width=1600):
     sec = 1e9
     lanes = {}
     for op in ops:
-        lanes.setdefault((str(op.workload), repr(op.process)), None)
+        lanes.setdefault((str(op.workload), op.process), None)
     for i, k in enumerate(sorted(lanes)):
         lanes[k] = i
     blocks = {"ok": [], "fail": [], "info": []}
@@ -77,7 +77,7 @@ def build(events, png, data_path, title=None, width=1600):
         end = op.end
         if end == INF:
             end = events[op.end_index]["time"] if op.end_index is not None else t_end
-        lane = lanes[(str(op.workload), repr(op.process))]
+        lane = lanes[(str(op.workload), op.process)]
         kind = op.type if op.type in blocks else "info"
         blocks[kind].append("%.6f %d %.6f" % ((op.start - t0) / sec, lane, (end - op.start) / sec))
         lat[kind].append("%.6f %.6f" % ((end - t0) / sec, max((end - op.start) / 1e6, 0.001)))
