@@ -1,5 +1,6 @@
 /* raftns: argv, settings, signals and the loop. It wires a node and a server
  * together and holds no protocol or raft logic itself. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,8 @@ int main(int argc, char **argv)
     o.raft_addr = o.raft_addr ? o.raft_addr : "127.0.0.1:9886";
     o.http_addr = o.http_addr ? o.http_addr : "127.0.0.1:9896";
     ns_log_set_node(o.id);
+    /* a peer node that closed its socket must not kill this one */
+    signal(SIGPIPE, SIG_IGN);
     raise_nofile();
     memset(&app, 0, sizeof app);
     if (uv_loop_init(&app.loop) != 0 || ns_state_init(&app.state) != 0) {
