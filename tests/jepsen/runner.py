@@ -226,6 +226,8 @@ def main():
         rec.close()
         rec = None
         cleanup()
+        import shutil
+        shutil.rmtree(os.path.join(run_dir, "data"), ignore_errors=True)  # logs are kept
         verdict = run_checker(run_dir)
     except Interrupted as e:
         say("interrupted (%s): cleaning up" % e)
