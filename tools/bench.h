@@ -1,0 +1,127 @@
+/* Shared pieces of raftns-bench: the latency histogram, the request builders
+ * and the report writers. Not a library: only the bench tool includes it. */
+#ifndef RAFTNS_BENCH_H
+#define RAFTNS_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "raftns/buf.h"
+
+/* --- histogram: log-linear buckets, 128 per power of two (<0.4% error) --- */
+#define BENCH_HIST_SUB 128
+#define BENCH_HIST_N 4096
+#define BENCH_HIST_MIN_NS 1000ull        /* 1 us */
+#define BENCH_HIST_MAX_NS 60000000000ull /* 60 s */
+
+struct bench_hist {
+    uint64_t counts[BENCH_HIST_N];
+    uint64_t total;
+    uint64_t min_ns;
+    uint64_t max_ns;
+    double sum_ns;
+};
+
+void bench_hist_init(struct bench_hist *h);
+/* Records one value; values are clamped to [1 us, 60 s]. */
+void bench_hist_record(struct bench_hist *h, uint64_t ns);
+void bench_hist_merge(struct bench_hist *into, const struct bench_hist *from);
+/* Value at quantile q (0..1) in ns: the midpoint of the bucket holding the
+ * ceil(q*total)-th value; 0 when empty. */
+uint64_t bench_hist_quantile(const struct bench_hist *h, double q);
+
+/* --- requests --- */
+enum bench_kind {
+    BK_ROUTE = 0, /* 105 over the registered topics */
+    BK_REGISTER,  /* 103 with a changed 100-topic set and a new DataVersion */
+    BK_HEARTBEAT, /* 103 unchanged (same body, same DataVersion) */
+    BK_HB904,     /* 904 BROKER_HEARTBEAT */
+    BK_CLUSTER,   /* 106 */
+    BK_ALLTOPICS, /* 206 */
+    BK_SETUP,     /* 103 of the scenario setup (not measured) */
+    BK_COUNT
+};
+extern const char *const bench_kind_names[BK_COUNT];
+
+uint32_t bench_crc32(const uint8_t *p, size_t n);
+
+/* Appends a RegisterBrokerBody (5.x JSON shape) with n topics named
+ * "<prefix><(first + i) % pool>" for i in [0, n) and DataVersion counter. */
+int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
+                        uint64_t n, uint64_t pool, uint64_t counter,
+                        uint64_t timestamp);
+
+/* One broker identity. */
+struct bench_broker {
+    char name[48];
+    char addr[32];
+    char ha[32];
+    const char *cluster; /* borrowed */
+};
+
+/* Appends a whole REGISTER_BROKER frame (JSON header) for body. */
+int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
+                          const uint8_t *body, size_t body_len, int32_t opaque,
+                          bool json);
+/* Appends a whole request frame (code, optional ext pairs, no body). */
+int bench_encode_simple(struct ns_buf *out, int32_t code, const char *const *kv,
+                        size_t n_kv, int32_t opaque, bool json);
+
+/* A pre-encoded frame whose opaque can be patched in place: opaques are kept
+ * in [BENCH_OPAQUE_LO, BENCH_OPAQUE_HI] so the JSON text has a fixed width. */
+#define BENCH_OPAQUE_LO 100000000
+#define BENCH_OPAQUE_HI 999999999
+struct bench_tmpl {
+    uint8_t *data; /* owned */
+    size_t len;
+    size_t opaque_off; /* where the opaque lives (9 digits, or 4 bytes BE) */
+    bool json;
+};
+/* Makes a template from a frame encoded with opaque BENCH_OPAQUE_LO.
+ * Takes frame (ns_malloc'd) on success. 0 or NS_EPROTO. */
+int bench_tmpl_init(struct bench_tmpl *t, uint8_t *frame, size_t len,
+                    bool json);
+int bench_tmpl_append(const struct bench_tmpl *t, struct ns_buf *out,
+                      int32_t opaque);
+void bench_tmpl_close(struct bench_tmpl *t);
+
+/* --- results --- */
+#define BENCH_MAX_CODES 32
+struct bench_codes {
+    int32_t code[BENCH_MAX_CODES];
+    uint64_t count[BENCH_MAX_CODES];
+    size_t n;
+    uint64_t other; /* codes past BENCH_MAX_CODES */
+};
+void bench_codes_add(struct bench_codes *c, int32_t code);
+
+struct bench_result {
+    const char *label; /* borrowed */
+    const char *addr;  /* borrowed */
+    const char *mix;   /* borrowed */
+    int connections;
+    int depth;
+    uint64_t brokers, topics, pool, split;
+    double setup_s; /* wall time of the setup registrations */
+    uint64_t setup_requests;
+    uint64_t setup_errors;
+    long setup_rss_kb;   /* after setup, -1 without --pid */
+    double elapsed_s;    /* measured phase */
+    uint64_t completed;  /* replies (any code) in the measured phase */
+    uint64_t ok;         /* replies with code 0 */
+    uint64_t closed;     /* requests lost to a closed connection */
+    uint64_t unanswered; /* still in flight when the drain grace ended */
+    struct bench_codes codes;
+    struct bench_hist all;
+    struct bench_hist kind[BK_COUNT];
+    uint64_t bytes_in, bytes_out;
+    long rss_kb, hwm_kb; /* at the end, -1 without --pid */
+    double client_cpu_s; /* user+sys of the bench process */
+};
+
+void bench_report_json(FILE *f, const struct bench_result *r);
+void bench_report_table(FILE *f, const struct bench_result *r);
+
+#endif

@@ -1,0 +1,166 @@
+/* Request builders of raftns-bench: RegisterBrokerBody JSON, REGISTER_BROKER
+ * and simple request frames, CRC32 for bodyCrc32, and pre-encoded templates
+ * whose opaque is patched in place. It does no I/O and keeps no state. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/remoting.h"
+
+#include "bench.h"
+
+const char *const bench_kind_names[BK_COUNT] = {
+    "route", "register", "heartbeat", "hb904", "cluster", "alltopics", "setup",
+};
+
+static uint32_t crc_table[256];
+static bool crc_ready;
+
+static void make_crc_table(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+    crc_ready = true;
+}
+
+uint32_t bench_crc32(const uint8_t *p, size_t n)
+{
+    if (!crc_ready)
+        make_crc_table();
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++)
+        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
+                        uint64_t n, uint64_t pool, uint64_t counter,
+                        uint64_t timestamp)
+{
+    ns_buf_printf(out,
+                  "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+                  "\"dataVersion\":{\"counter\":%" PRIu64
+                  ",\"stateVersion\":0,\"timestamp\":%" PRIu64 "},"
+                  "\"mappingDataVersion\":{\"counter\":0,\"stateVersion\":0,"
+                  "\"timestamp\":%" PRIu64 "},\"topicConfigTable\":{",
+                  counter, timestamp, timestamp);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t t = pool ? (first + i) % pool : first + i;
+        ns_buf_printf(out,
+                      "%s\"%s%" PRIu64 "\":{\"attributes\":{},\"order\":false,"
+                      "\"perm\":6,\"readQueueNums\":4,\"topicFilterType\":"
+                      "\"SINGLE_TAG\",\"topicName\":\"%s%" PRIu64
+                      "\",\"topicSysFlag\":0,\"writeQueueNums\":4}",
+                      i ? "," : "", prefix, t, prefix, t);
+    }
+    ns_buf_append_str(out, "},\"topicQueueMappingDetailMap\":{},"
+                           "\"topicQueueMappingInfoMap\":{}}}");
+    return out->err;
+}
+
+static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
+                      size_t n_kv, int32_t opaque, bool json,
+                      const uint8_t *body, size_t body_len)
+{
+    struct ns_cmd c;
+    int rv = 0;
+    ns_cmd_init(&c);
+    c.code = code;
+    c.language = NS_LANG_JAVA;
+    c.version = NS_SERVER_VERSION;
+    c.opaque = opaque;
+    c.flag = 0;
+    c.ser = json ? NS_SER_JSON : NS_SER_ROCKETMQ;
+    c.body = body;
+    c.body_len = body_len;
+    for (size_t i = 0; i + 1 < 2 * n_kv; i += 2) {
+        rv = ns_cmd_ext_set(&c, kv[i], kv[i + 1]);
+        if (rv != 0)
+            goto err_after_cmd;
+    }
+    rv = ns_cmd_encode(&c, out);
+err_after_cmd:
+    c.body = NULL;
+    ns_cmd_close(&c);
+    return rv;
+}
+
+int bench_encode_simple(struct ns_buf *out, int32_t code, const char *const *kv,
+                        size_t n_kv, int32_t opaque, bool json)
+{
+    return encode_cmd(out, code, kv, n_kv, opaque, json, NULL, 0);
+}
+
+int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
+                          const uint8_t *body, size_t body_len, int32_t opaque,
+                          bool json)
+{
+    char crc[16];
+    snprintf(crc, sizeof(crc), "%u",
+             (unsigned)(bench_crc32(body, body_len) & 0x7FFFFFFFu));
+    const char *kv[] = {
+        "brokerName",  br->name,    "brokerAddr",         br->addr,
+        "clusterName", br->cluster, "haServerAddr",       br->ha,
+        "brokerId",    "0",         "compressed",         "false",
+        "bodyCrc32",   crc,         "enableActingMaster", "false",
+    };
+    return encode_cmd(out, 103, kv, sizeof(kv) / sizeof(kv[0]) / 2, opaque,
+                      json, body, body_len);
+}
+
+int bench_tmpl_init(struct bench_tmpl *t, uint8_t *frame, size_t len, bool json)
+{
+    static const char key[] = "\"opaque\":100000000";
+    t->data = frame;
+    t->len = len;
+    t->json = json;
+    if (!json) {
+        t->opaque_off = 4 + 4 + 2 + 1 + 2;
+        return len >= t->opaque_off + 4 ? 0 : NS_EPROTO;
+    }
+    if (len < 8)
+        return NS_EPROTO;
+    size_t hlen = ns_load_u32(frame + 4) & 0xFFFFFFu;
+    const uint8_t *h = frame + 8;
+    if (hlen > len - 8)
+        return NS_EPROTO;
+    const void *at = memmem(h, hlen, key, sizeof(key) - 1);
+    if (at == NULL)
+        return NS_EPROTO;
+    t->opaque_off = (size_t)((const uint8_t *)at - frame) + 9;
+    return 0;
+}
+
+int bench_tmpl_append(const struct bench_tmpl *t, struct ns_buf *out,
+                      int32_t opaque)
+{
+    size_t at = out->len;
+    if (ns_buf_append(out, t->data, t->len) != 0)
+        return out->err;
+    uint8_t *p = out->data + at + t->opaque_off;
+    uint32_t v = (uint32_t)opaque;
+    if (t->json) {
+        for (int i = 8; i >= 0; i--) {
+            p[i] = (uint8_t)('0' + v % 10);
+            v /= 10;
+        }
+    } else {
+        p[0] = (uint8_t)(v >> 24);
+        p[1] = (uint8_t)(v >> 16);
+        p[2] = (uint8_t)(v >> 8);
+        p[3] = (uint8_t)v;
+    }
+    return 0;
+}
+
+void bench_tmpl_close(struct bench_tmpl *t)
+{
+    ns_free(t->data);
+    t->data = NULL;
+}
