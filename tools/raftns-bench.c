@@ -40,6 +40,7 @@ struct opts {
     bool json;
     bool ser_json;
     double grace;
+    double hold;
     const char *label;
     const char *cluster;
 };
@@ -99,12 +100,15 @@ static const char usage_text[] =
     "  --topic-pool P      ... drawn from P distinct topics (B*T)\n"
     "  --split S           ... in registrations of S topics (all)\n"
     "  --setup-conns N     connections used by the setup (4)\n"
-    "  --no-setup          topics already registered by an earlier run\n"
+    "  --no-setup          register nothing (a name server expires brokers\n"
+    "                      whose connection closed, so rarely useful)\n"
     "  --reg-topics N      topics per register/heartbeat body (100)\n"
     "  --cluster NAME      cluster name of the bench brokers (BenchCluster)\n"
     "  --pid PID           report VmRSS/VmHWM of this local server process\n"
     "  --binary            ROCKETMQ binary headers (default JSON)\n"
     "  --grace S           wait S s for late replies at the end (5)\n"
+    "  --hold S            keep connections (registrations) open S s after\n"
+    "                      the report\n"
     "  --label TEXT        label in the report\n"
     "  --json              JSON report on stdout (table on stderr)\n";
 
@@ -363,6 +367,26 @@ static void on_close(uv_handle_t *h)
     (void)h;
 }
 
+static void close_all(struct bench *b);
+
+static void report(struct bench *b)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    b->r.client_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                        (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    if (b->o.json)
+        bench_report_json(stdout, &b->r);
+    bench_report_table(b->o.json ? stderr : stdout, &b->r);
+    fflush(stdout);
+    fflush(stderr);
+}
+
+static void on_hold_end(uv_timer_t *t)
+{
+    close_all(t->data);
+}
+
 static void finish(struct bench *b)
 {
     if (b->phase == PH_DONE)
@@ -372,6 +396,18 @@ static void finish(struct bench *b)
     b->r.elapsed_s = b->t_measure0 ? (double)(end - b->t_measure0) / 1e9 : 0;
     b->r.unanswered = b->inflight_total;
     read_rss(b->o.pid, &b->r.rss_kb, &b->r.hwm_kb);
+    report(b);
+    if (b->o.hold > 0) {
+        /* Keep the connections (and so the registrations) alive a while. */
+        uv_timer_stop(&b->timer);
+        uv_timer_start(&b->timer, on_hold_end, (uint64_t)(b->o.hold * 1000), 0);
+        return;
+    }
+    close_all(b);
+}
+
+static void close_all(struct bench *b)
+{
     for (int i = 0; i < b->o.conns; i++) {
         if (!uv_is_closing((uv_handle_t *)&b->c[i].tcp))
             uv_close((uv_handle_t *)&b->c[i].tcp, on_close);
@@ -667,6 +703,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
             o->pid = atoi(v);
         } else if (strcmp(a, "--grace") == 0) {
             o->grace = atof(v);
+        } else if (strcmp(a, "--hold") == 0) {
+            o->hold = atof(v);
         } else if (strcmp(a, "--label") == 0) {
             o->label = v;
         } else {
@@ -705,7 +743,6 @@ int main(int argc, char **argv)
     static struct bench bench;
     struct bench *b = &bench;
     struct sockaddr_in sa;
-    struct rusage ru;
     int rv;
 
     if (parse_args(&b->o, argc, argv) != 0)
@@ -785,12 +822,6 @@ int main(int argc, char **argv)
         }
     }
     uv_run(b->loop, UV_RUN_DEFAULT);
-    getrusage(RUSAGE_SELF, &ru);
-    b->r.client_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-                        (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-    if (b->o.json)
-        bench_report_json(stdout, &b->r);
-    bench_report_table(b->o.json ? stderr : stdout, &b->r);
     if (b->exit_code == 0 && b->r.completed == 0)
         b->exit_code = 1;
     return b->exit_code;

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# bench.sh: builds raftns (RelWithDebInfo), starts a local 1-node and a 3-node
+# raftns cluster and a redis-server baseline on free ports, runs the issue-5
+# scenarios with raftns-bench and redis-benchmark in the same run, and writes
+# JSON + PNG results to bench/results/. Every process it starts is stopped by
+# PID on exit. It measures; it does not judge (targets are in BENCHMARKS.md).
+#
+# Environment: REPEATS (3), DURATION seconds per run (5), SCALE=0 skips the
+# scale scenarios, SCALE_TIMEOUT seconds (300), BUILD_DIR (build-bench),
+# OUT (bench/results).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-bench}"
+OUT="${OUT:-$ROOT/bench/results}"
+cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD_DIR" -j2 --target raftns raftns-bench >/dev/null
+mkdir -p "$OUT"
+export ROOT BUILD_DIR OUT
+exec python3 - "$@" <<'PY'
+import json, os, signal, socket, statistics, subprocess, sys, tempfile, time, shutil
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "process"))
+import nsclient  # noqa: E402
+
+ROOT, BUILD, OUT = os.environ["ROOT"], os.environ["BUILD_DIR"], os.environ["OUT"]
+RAFTNS, BENCH = os.path.join(BUILD, "raftns"), os.path.join(BUILD, "raftns-bench")
+REPEATS = int(os.environ.get("REPEATS", "3"))
+DURATION = float(os.environ.get("DURATION", "5"))
+SCALE = os.environ.get("SCALE", "1") != "0"
+SCALE_TIMEOUT = float(os.environ.get("SCALE_TIMEOUT", "300"))
+ONLY = set(sys.argv[1:])  # optional scenario names to run
+PROCS, TMPDIRS = [], []
+RESULTS = {"machine": {}, "runs": [], "scale": {}, "ratios": []}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def want(name):
+    return not ONLY or name in ONLY
+
+
+def free_ports(n):
+    ss = [socket.socket() for _ in range(n)]
+    for s in ss:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in ss]
+    for s in ss:
+        s.close()
+    return ports
+
+
+def cleanup():
+    for p in PROCS:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    for d in TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def start(args, logpath):
+    f = open(logpath, "ab")
+    p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
+    PROCS.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, timeout=30):
+    if p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Cluster:
+    """n raftns nodes from one cluster file (1 node = the single-node setup)."""
+
+    def __init__(self, n, snapshot_threshold=4096):
+        self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
+        TMPDIRS.append(self.dir)
+        self.nodes = []
+        for i in range(n):
+            r, c, h = free_ports(3)
+            self.nodes.append({"id": i + 1, "raft": "127.0.0.1:%d" % r,
+                               "client": "127.0.0.1:%d" % c, "http": "127.0.0.1:%d" % h,
+                               "bootstrap": True})
+        self.cfg = os.path.join(self.dir, "cluster.json")
+        with open(self.cfg, "w") as f:
+            json.dump({"secret": "s", "electionTimeoutMs": 1000, "heartbeatMs": 100,
+                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes}, f)
+        self.procs = {}
+        for nd in self.nodes:
+            self.start_node(nd["id"])
+
+    def start_node(self, i):
+        d = os.path.join(self.dir, "n%d" % i)
+        os.makedirs(d, exist_ok=True)
+        self.procs[i] = start([RAFTNS, "--config", self.cfg, "--id", str(i), "--data-dir", d,
+                               "--log-level", "warn"], os.path.join(self.dir, "n%d.log" % i))
+        return self.procs[i]
+
+    def client(self, i):
+        return self.nodes[i - 1]["client"]
+
+    def leader(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for nd in self.nodes:
+                try:
+                    r = nsclient.request_once(nd["client"], 9003, {"raftnsSecret": "s"},
+                                              timeout=1)
+                    if r.code == 0:
+                        lid = r.body_json().get("leader", 0)
+                        if lid:
+                            # ready = a write goes through
+                            rr = nsclient.request_once(self.client(lid), 100,
+                                                       {"namespace": "bench", "key": "k",
+                                                        "value": "v"}, timeout=2)
+                            if rr.code == 0:
+                                return lid
+                except Exception:
+                    pass
+            time.sleep(0.2)
+        raise RuntimeError("no leader within %ss (logs in %s)" % (timeout, self.dir))
+
+    def close(self):
+        for p in self.procs.values():
+            stop(p)
+
+
+def bench(addr, label, conns=16, depth=1, mix="route=100", pid=None, extra=(), timeout=None):
+    args = [BENCH, "-a", addr, "-c", str(conns), "-d", str(depth), "--mix", mix, "--json",
+            "--label", label] + list(extra)
+    if "--count" not in extra:
+        args += ["--duration", str(DURATION)]
+    if pid:
+        args += ["--pid", str(pid)]
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout or DURATION + 120)
+    try:
+        return json.loads(p.stdout.decode().strip().splitlines()[0])
+    except (IndexError, ValueError):
+        log("bench failed:", p.stderr.decode()[-2000:])
+        return None
+
+
+def redis_get(port, conns, depth, n):
+    p = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(conns), "-P", str(depth),
+                        "-t", "get", "-n", str(n), "--csv"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, timeout=600)
+    for line in p.stdout.decode().splitlines():
+        cols = [c.strip('"') for c in line.split(",")]
+        if cols and cols[0] == "GET":
+            return {"rps": float(cols[1]), "avg_ms": float(cols[2]), "p50_ms": float(cols[4]),
+                    "p95_ms": float(cols[5]), "p99_ms": float(cols[6]),
+                    "max_ms": float(cols[7])}
+    return None
+
+
+def median_of(runs, key):
+    vals = [key(r) for r in runs if r]
+    return statistics.median(vals) if vals else None
+
+
+def summarize(name, runs, extra=None):
+    rec = {"scenario": name, "repeats": len(runs), "runs": runs,
+           "throughput_median": median_of(runs, lambda r: r["throughput"]),
+           "p50_us_median": median_of(runs, lambda r: r["latency"]["p50_us"]),
+           "p90_us_median": median_of(runs, lambda r: r["latency"]["p90_us"]),
+           "p99_us_median": median_of(runs, lambda r: r["latency"]["p99_us"]),
+           "p999_us_median": median_of(runs, lambda r: r["latency"]["p999_us"]),
+           "errors": [r["errors"] for r in runs if r],
+           "client_cpu_s": [r["client_cpu_s"] for r in runs if r],
+           "server_rss_kb": [r["server_rss_kb"] for r in runs if r]}
+    rec.update(extra or {})
+    RESULTS["runs"].append(rec)
+    log("%-34s %10.0f req/s  p50 %7.1f us  p99 %8.1f us  p99.9 %8.1f us" % (
+        name, rec["throughput_median"] or 0, rec["p50_us_median"] or 0,
+        rec["p99_us_median"] or 0, rec["p999_us_median"] or 0))
+    return rec
+
+
+def machine():
+    m = {"nproc": os.cpu_count(), "uname": " ".join(os.uname())}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    m["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        m["loadavg_start"] = open("/proc/loadavg").read().strip()
+        m["redis"] = subprocess.run(["redis-server", "--version"], stdout=subprocess.PIPE
+                                    ).stdout.decode().strip()
+    except OSError:
+        pass
+    return m
+
+
+def route_shape(conns, depth):
+    return ["--brokers", "10", "--topics", "100", "--topic-pool", "100"]
+
+
+def run_route_and_redis(one, rport, pid):
+    addr = one.client(1)
+    points = [(1, 1), (16, 1), (64, 1), (256, 1), (1000, 1), (16, 16)]
+    for conns, depth in points:
+        name = "route c%d d%d" % (conns, depth)
+        if not want("route"):
+            continue
+        ours, theirs = [], []
+        for _ in range(REPEATS):
+            ours.append(bench(addr, name, conns, depth, pid=pid,
+                              extra=route_shape(conns, depth) + ["--setup-conns", "1"]))
+            n = int(max(50000, (ours[-1] or {}).get("throughput", 50000) * DURATION))
+            theirs.append(redis_get(rport, conns, depth, n))
+        rec = summarize("1-node " + name, ours, {"conns": conns, "depth": depth})
+        rrps = median_of(theirs, lambda r: r["rps"])
+        ratio = {"conns": conns, "depth": depth, "raftns_rps": rec["throughput_median"],
+                 "redis_rps": rrps, "redis_runs": theirs,
+                 "redis_p50_ms": median_of(theirs, lambda r: r["p50_ms"]),
+                 "redis_p99_ms": median_of(theirs, lambda r: r["p99_ms"]),
+                 "ratio": (rec["throughput_median"] / rrps) if rrps and
+                 rec["throughput_median"] else None}
+        RESULTS["ratios"].append(ratio)
+        log("   redis GET c%d P%d: %.0f req/s  -> raftns/redis = %s" % (
+            conns, depth, rrps or 0, "%.2f" % ratio["ratio"] if ratio["ratio"] else "n/a"))
+
+
+def run_writes(cl, tag, pid):
+    addr = cl.client(cl.leader())
+    for mix, conns in (("register=100", 1), ("register=100", 64), ("heartbeat=100", 16),
+                       ("hb904=100", 16)):
+        kind = mix.split("=")[0]
+        if not want(kind if kind != "hb904" else "heartbeat"):
+            continue
+        name = "%s %s c%d" % (tag, kind, conns)
+        runs = [bench(addr, name, conns, 1, mix=mix, pid=pid) for _ in range(REPEATS)]
+        summarize(name, runs, {"conns": conns, "depth": 1})
+
+
+def wait_topics(addr, n, timeout):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            r = nsclient.request_once(addr, 206, timeout=30)
+            if r.code == 0 and len(r.body_json().get("topicList", [])) >= n:
+                return time.monotonic() - t0
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return None
+
+
+def run_scale(name, brokers, topics, pool, split):
+    cl = Cluster(1, snapshot_threshold=1024)
+    rec = {"brokers": brokers, "topics_per_broker": topics, "topic_pool": pool, "split": split}
+    try:
+        cl.leader()
+        p = cl.procs[1]
+        args = [BENCH, "-a", cl.client(1), "-c", "1", "--mix", "alltopics=100", "--count", "5",
+                "--brokers", str(brokers), "--topics", str(topics), "--topic-pool", str(pool),
+                "--split", str(split), "--setup-conns", "4", "--pid", str(p.pid), "--json",
+                "--hold", "600", "--label", name, "--grace", "60"]
+        t0 = time.monotonic()
+        b = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        PROCS.append(b)
+        line = None
+        while time.monotonic() - t0 < SCALE_TIMEOUT:
+            import select
+            r, _, _ = select.select([b.stdout], [], [], 1.0)
+            if r:
+                line = b.stdout.readline()
+                break
+            if b.poll() is not None:
+                break
+        if not line:
+            rec["timed_out_after_s"] = round(time.monotonic() - t0, 1)
+            rec["rss_kb_at_timeout"] = open("/proc/%d/status" % p.pid).read().split(
+                "VmRSS:")[1].split()[0] if p.poll() is None else None
+            log("%s: no result within %ss" % (name, SCALE_TIMEOUT))
+            stop(b, signal.SIGKILL)
+            return rec
+        res = json.loads(line)
+        rec["bench"] = res
+        rec["registration_s"] = res["setup"]["seconds"]
+        rec["setup_errors"] = res["setup"]["errors"]
+        rec["rss_kb_after_setup"] = res["setup"]["rss_kb"]
+        rec["alltopics_p50_ms"] = res["latency"]["p50_us"] / 1000
+        rec["alltopics_max_ms"] = res["latency"]["max_us"] / 1000
+        rec["server_hwm_kb"] = res["server_hwm_kb"]
+        n_topics = min(pool, brokers * topics)
+        # Restart from the data dir while the bench still holds the registrations.
+        t1 = time.monotonic()
+        stop(p)
+        rec["stop_s"] = round(time.monotonic() - t1, 3)
+        rec["data_dir_bytes"] = sum(os.path.getsize(os.path.join(dp, f))
+                                    for dp, _, fs in os.walk(os.path.join(cl.dir, "n1"))
+                                    for f in fs)
+        rec["data_dir_files"] = sorted(os.listdir(os.path.join(cl.dir, "n1")))
+        t2 = time.monotonic()
+        cl.start_node(1)
+        ready = wait_topics(cl.client(1), n_topics, SCALE_TIMEOUT)
+        rec["restart_to_all_topics_s"] = round(time.monotonic() - t2, 3) if ready else None
+        stop(b, signal.SIGKILL)
+        log("%-34s registration %.1f s, rss %s kB, 206 p50 %.1f ms, restart %s s" % (
+            name, rec["registration_s"], rec["rss_kb_after_setup"], rec["alltopics_p50_ms"],
+            rec["restart_to_all_topics_s"]))
+    finally:
+        cl.close()
+    return rec
+
+
+def main():
+    RESULTS["machine"] = machine()
+    RESULTS["config"] = {"repeats": REPEATS, "duration_s": DURATION}
+    rport = free_ports(1)[0]
+    redis = start(["redis-server", "--port", str(rport), "--save", "", "--appendonly", "no",
+                   "--bind", "127.0.0.1"], os.path.join(OUT, "redis.log"))
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", rport), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    subprocess.run(["redis-cli", "-p", str(rport), "set", "key:__rand_int__", "x"],
+                   stdout=subprocess.DEVNULL)
+    one = Cluster(1)
+    one.leader()
+    run_route_and_redis(one, rport, one.procs[1].pid)
+    run_writes(one, "1-node", one.procs[1].pid)
+    one.close()
+    if want("cluster3"):
+        three = Cluster(3)
+        lid = three.leader()
+        run_writes(three, "3-node", three.procs[lid].pid)
+        runs = [bench(three.client(lid), "3-node route c16", 16, 1, pid=three.procs[lid].pid,
+                      extra=route_shape(16, 1)) for _ in range(REPEATS)]
+        summarize("3-node route c16 d1 (leader)", runs, {"conns": 16, "depth": 1})
+        three.close()
+    stop(redis)
+    if SCALE and want("scale"):
+        RESULTS["scale"]["300x10000"] = run_scale("scale 300x10000", 300, 10000, 10000, 800)
+        RESULTS["scale"]["100k-topics"] = run_scale("scale 10x10000 (100k)", 10, 10000,
+                                                    100000, 800)
+    RESULTS["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
+    path = os.path.join(OUT, "results-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
+    with open(path, "w") as f:
+        json.dump(RESULTS, f, indent=1)
+    shutil.copy(path, os.path.join(OUT, "latest.json"))
+    log("wrote", path)
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_plot.py"),
+                    os.path.join(OUT, "latest.json"), OUT])
+
+
+try:
+    main()
+finally:
+    cleanup()
+PY
