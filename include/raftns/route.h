@@ -179,6 +179,12 @@ int ns_route_register_topic(struct ns_route *route, const char *topic,
 bool ns_route_is_unchanged_registration(const struct ns_route *route,
                                         const struct ns_register *req,
                                         bool delete_missing_topics);
+/* Fills res with the masterAddr/haServerAddr that registering req would answer
+ * (5.2 step 13) without changing anything: the heartbeat short-cut of a slave.
+ * res->status is NS_REGISTER_OK. 0 or NS_ENOMEM (caller closes res). */
+int ns_route_find_master(const struct ns_route *route,
+                         const struct ns_register *req,
+                         struct ns_register_result *res);
 /* Borrowed stored DataVersion of (cluster, addr), or NULL when unknown. */
 const struct ns_data_version *
 ns_route_find_data_version(const struct ns_route *route, const char *cluster,

@@ -202,6 +202,23 @@ static int fill_master(const struct ns_route *r, const struct ns_register *req,
     return 0;
 }
 
+int ns_route_find_master(const struct ns_route *route,
+                         const struct ns_register *req,
+                         struct ns_register_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->status = NS_REGISTER_OK;
+    const struct group *g = route_find_group(route, req->broker_name);
+    if (g == NULL) {
+        return 0;
+    }
+    int rv = fill_master(route, req, g, res);
+    if (rv != 0) {
+        ns_register_result_close(res);
+    }
+    return rv;
+}
+
 static int update_filter_servers(struct ns_route *r,
                                  const struct ns_register *req)
 {

@@ -173,18 +173,24 @@ int ns_handle_register_broker(struct ns_req *req)
         goto out;
     }
     const struct ns_settings *st = ns_config_settings(srv->state->config);
-    /* Heartbeat short-cut: a master's unchanged re-registration only refreshes
-     * liveness. (A slave's reply needs its master's addresses, computed by the
-     * FSM.) */
-    if (reg->broker_id == 0 && ns_route_is_unchanged_registration(
-                                   srv->state->route, reg,
-                                   st->delete_topic_with_broker_registration)) {
-        rv = ns_liveness_register(
-            &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
-            (uint64_t)reg->heartbeat_timeout_ms, req->conn);
+    /* Heartbeat short-cut: an unchanged re-registration only refreshes
+     * liveness; a slave's reply carries its master's addresses as the FSM
+     * would compute them. */
+    if (ns_route_is_unchanged_registration(
+            srv->state->route, reg,
+            st->delete_topic_with_broker_registration)) {
+        struct ns_register_result master;
+        rv = ns_route_find_master(srv->state->route, reg, &master);
         if (rv == 0) {
-            rv = reply_registered(srv, &req->to, NULL, NULL);
+            rv = ns_liveness_register(
+                &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+                (uint64_t)reg->heartbeat_timeout_ms, req->conn);
         }
+        if (rv == 0) {
+            rv = reply_registered(srv, &req->to, master.master_addr,
+                                  master.ha_addr);
+        }
+        ns_register_result_close(&master);
         goto out;
     }
     struct ns_pending *p = NULL;
