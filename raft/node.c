@@ -17,114 +17,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 
-#define SEGMENT_SIZE (1u << 20)
-#define CONNECT_RETRY_MS 100
-#define QUEUE_TIMER_MS 100
-/* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
- * pads entries to 8 bytes but its loader does not skip the padding, so an entry
- * whose length is not a multiple of 8 corrupts the segment on restart. Every
- * entry is therefore: u32 big-endian command length, the command bytes, zero
- * padding to a multiple of 8. */
-#define ENTRY_PREFIX 4
-
-/* A per-entry FSM result, kept until the apply callback claims it or the next
- * loop turn (in 0.15 the callback runs synchronously right after apply;
- * followers never claim). */
-struct result_slot {
-    struct ns_apply_result res;
-    struct result_slot *next;
-    struct result_slot *prev;
-};
-
-struct proposal {
-    struct raft_apply req; /* must stay alive until the raft callback */
-    struct ns_node *node;
-    struct raft_buffer
-        buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
-    ns_node_apply_cb cb;
-    ns_node_index_cb index_cb; /* instead of cb when set */
-    void *arg;
-    uint64_t deadline; /* uv_now while queued */
-    struct proposal *next;
-};
-
-struct barrier_req {
-    struct raft_barrier req;
-    struct ns_node *node;
-    raft_term term; /* leader barrier: the term it was issued in; 0 = a client
-                       barrier */
-    ns_node_barrier_cb cb;
-    void *arg;
-};
-
-/* A caller waiting for the local applied index to reach index. */
-struct waiter {
-    uint64_t index;
-    uint64_t deadline;
-    ns_node_barrier_cb cb;
-    void *arg;
-    struct waiter *next;
-};
-
-/* A read-index request: a barrier whose callback reports the applied index. */
-struct read_req {
-    struct ns_node *node;
-    ns_node_index_read_cb cb;
-    void *arg;
-};
-
-/* The one membership change or transfer in progress. */
-struct change {
-    struct raft_change req;
-    struct raft_transfer transfer;
-    struct ns_node *node;
-    uint64_t id;
-    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
-    int status;
-    ns_node_change_cb cb;
-    void *arg;
-};
-
-struct ns_node {
-    uv_loop_t *loop;
-    struct raft raft;
-    struct raft_io io;
-    struct raft_uv_transport transport;
-    struct raft_fsm fsm;
-    struct raft_transfer transfer;
-    struct ns_state *state; /* borrowed */
-    uint64_t id;
-    char *dir;
-    char *addr;
-    uv_check_t check;
-    uv_timer_t timer;
-    int n_open_handles;
-    int role;
-    raft_term leader_term;  /* term whose leader barrier completed, 0 = none */
-    raft_term barrier_term; /* term a leader barrier was issued for */
-    uint64_t leader_id;
-    uint64_t ready_target;
-    bool ready_target_set;
-    bool ready;
-    bool diverged;
-    bool raft_inited;
-    bool started;
-    bool stopping;
-    struct proposal *q_head;
-    struct proposal *q_tail;
-    struct result_slot *unclaimed;
-    struct waiter *waiters;
-    struct change *change; /* in progress, or NULL */
-    uint64_t ready_index;
-    bool ready_index_set;
-    bool remote_ready;
-    ns_node_watch_cb watch_cb;
-    void *watch_arg;
-    ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
-    void *apply_hook_arg;
-    ns_node_stop_cb stop_cb;
-    void *stop_arg;
-};
+#include "node_int.h"
 
 static const char *role_name(int role)
 {
@@ -250,7 +143,7 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 
 /* --- proposals --- */
 
-static int map_raft_status(int status)
+int node_map_raft_status(int status)
 {
     switch (status) {
     case 0:
@@ -272,7 +165,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
     struct proposal *p = req->data;
     struct ns_node *n = p->node;
     struct result_slot *s = result;
-    int st = status == 0 ? NS_EPROTO : map_raft_status(status);
+    int st = status == 0 ? NS_EPROTO : node_map_raft_status(status);
     if (status == 0 && s != NULL) {
         unlink_slot(n, s);
         if (p->index_cb != NULL) {
@@ -342,7 +235,7 @@ static void flush_queue(struct ns_node *n)
         }
         dequeue(n);
         if (rv != 0) {
-            fail_proposal(p, map_raft_status(rv));
+            fail_proposal(p, node_map_raft_status(rv));
         }
     }
 }
@@ -405,7 +298,8 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
         if (rv != RAFT_NOTLEADER) {
             raft_free(p->buf.base);
             ns_free(p);
-            return map_raft_status(rv) == NS_ENOMEM ? NS_ENOMEM : NS_ESHUTDOWN;
+            return node_map_raft_status(rv) == NS_ENOMEM ? NS_ENOMEM
+                                                         : NS_ESHUTDOWN;
         }
     }
     enqueue(n, p);
@@ -487,7 +381,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
     struct barrier_req *b = req->data;
     struct ns_node *n = b->node;
     if (b->cb != NULL) {
-        b->cb(b->arg, map_raft_status(status));
+        b->cb(b->arg, node_map_raft_status(status));
     } else if (status == 0 && b->term == n->raft.current_term &&
                raft_state(&n->raft) == RAFT_LEADER) {
         n->leader_term = b->term;
@@ -521,7 +415,7 @@ int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg)
     int rv = raft_barrier(&n->raft, &b->req, barrier_cb);
     if (rv != 0) {
         ns_free(b);
-        return map_raft_status(rv);
+        return node_map_raft_status(rv);
     }
     return 0;
 }
@@ -922,172 +816,6 @@ void ns_node_destroy(struct ns_node *n)
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
-}
-
-/* --- membership (one change at a time: RAFT-NOTES §6) --- */
-
-static void change_done(struct change *c, int status, const char *msg)
-{
-    struct ns_node *n = c->node;
-    n->change = NULL;
-    if (c->cb != NULL) {
-        c->cb(c->arg, status, msg);
-    }
-    ns_free(c);
-}
-
-static void change_cb(struct raft_change *req, int status);
-
-static void change_cb(struct raft_change *req, int status)
-{
-    struct change *c = req->data;
-    struct ns_node *n = c->node;
-    if (c->step == 1 && status == 0 && !n->stopping) {
-        c->step = 2;
-        int rv = raft_assign(&n->raft, &c->req, c->id, RAFT_VOTER, change_cb);
-        if (rv == 0) {
-            return;
-        }
-        status = rv;
-    }
-    if (c->step == 2 && status != 0 && !n->stopping) {
-        /* The spare could not catch up (RAFT_NOCONNECTION, timeout): undo. */
-        NS_LOG(NS_LOG_WARN, "node: member %llu not promoted: %s; removing it",
-               (unsigned long long)c->id, raft_strerror(status));
-        c->step = 3;
-        c->status = status;
-        if (raft_remove(&n->raft, &c->req, c->id, change_cb) == 0) {
-            return;
-        }
-    }
-    if (c->step == 3) {
-        status = c->status;
-    }
-    if (status == 0) {
-        NS_LOG(NS_LOG_INFO, "node: membership change for %llu done",
-               (unsigned long long)c->id);
-    }
-    change_done(c, status == 0 ? 0 : map_raft_status(status),
-                status == 0 ? NULL : raft_strerror(status));
-}
-
-static int start_change(struct ns_node *n, uint64_t id, int step,
-                        const char *addr, ns_node_change_cb cb, void *arg)
-{
-    if (!ns_node_is_leader(n)) {
-        return NS_ENOTLEADER;
-    }
-    if (n->change != NULL) {
-        return NS_EAGAIN;
-    }
-    if (id == 0) {
-        return NS_EINVAL;
-    }
-    struct change *c = ns_calloc(1, sizeof *c);
-    if (c == NULL) {
-        return NS_ENOMEM;
-    }
-    c->node = n;
-    c->id = id;
-    c->step = step;
-    c->cb = cb;
-    c->arg = arg;
-    c->req.data = c;
-    int rv = step == 1 ? raft_add(&n->raft, &c->req, id, addr, change_cb)
-                       : raft_remove(&n->raft, &c->req, id, change_cb);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_WARN, "node: membership change for %llu refused: %s",
-               (unsigned long long)id, raft_strerror(rv));
-        ns_free(c);
-        return rv == RAFT_NOMEM ? NS_ENOMEM
-               : rv == RAFT_NOTLEADER || rv == RAFT_LEADERSHIPLOST
-                   ? NS_ENOTLEADER
-               : rv == RAFT_CANTCHANGE ? NS_EAGAIN
-                                       : NS_EINVAL;
-    }
-    n->change = c;
-    return 0;
-}
-
-int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
-                       ns_node_change_cb cb, void *arg)
-{
-    if (raft_addr == NULL) {
-        return NS_EINVAL;
-    }
-    return start_change(n, id, 1, raft_addr, cb, arg);
-}
-
-int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
-                          void *arg)
-{
-    return start_change(n, id, 4, NULL, cb, arg);
-}
-
-static void user_transfer_cb(struct raft_transfer *req)
-{
-    struct change *c = req->data;
-    struct ns_node *n = c->node;
-    bool moved = raft_state(&n->raft) != RAFT_LEADER;
-    change_done(c, moved ? 0 : NS_ETIMEDOUT,
-                moved ? NULL : "leadership did not move");
-}
-
-int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
-                     void *arg)
-{
-    if (!ns_node_is_leader(n)) {
-        return NS_ENOTLEADER;
-    }
-    if (n->change != NULL) {
-        return NS_EAGAIN;
-    }
-    struct change *c = ns_calloc(1, sizeof *c);
-    if (c == NULL) {
-        return NS_ENOMEM;
-    }
-    c->node = n;
-    c->id = id;
-    c->cb = cb;
-    c->arg = arg;
-    c->transfer.data = c;
-    int rv = raft_transfer(&n->raft, &c->transfer, id, user_transfer_cb);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_WARN, "node: transfer to %llu refused: %s",
-               (unsigned long long)id, raft_strerror(rv));
-        ns_free(c);
-        return rv == RAFT_NOMEM ? NS_ENOMEM : NS_EINVAL;
-    }
-    n->change = c;
-    return 0;
-}
-
-int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
-                    size_t *n_out)
-{
-    const struct raft_configuration *conf = &n->raft.configuration;
-    size_t bytes = conf->n * sizeof **out;
-    for (unsigned i = 0; i < conf->n; i++) {
-        bytes += strlen(conf->servers[i].address) + 1;
-    }
-    struct ns_node_member *m = ns_calloc(1, bytes > 0 ? bytes : 1);
-    if (m == NULL) {
-        return NS_ENOMEM;
-    }
-    char *text = (char *)(m + conf->n);
-    for (unsigned i = 0; i < conf->n; i++) {
-        size_t len = strlen(conf->servers[i].address) + 1;
-        memcpy(text, conf->servers[i].address, len);
-        m[i].id = conf->servers[i].id;
-        m[i].raft_addr = text;
-        m[i].role = conf->servers[i].role == RAFT_VOTER     ? NS_MEMBER_VOTER
-                    : conf->servers[i].role == RAFT_STANDBY ? NS_MEMBER_STANDBY
-                                                            : NS_MEMBER_SPARE;
-        text += len;
-    }
-    *out = m;
-    *n_out = conf->n;
-    return 0;
 }
 
 uint64_t ns_node_id(const struct ns_node *n)

@@ -5,6 +5,7 @@
  * EXPIRE_BROKERS per scan, and at once when every holder closed. Heartbeats
  * never touch the log. The wire handler is handle_liveness.c. */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "peer.h"
@@ -211,6 +212,33 @@ static void expire_due(struct ns_server *srv, uint64_t now)
     ns_command_close(&c);
 }
 
+static void expire_or_arm(struct ns_server *srv, uint64_t now);
+
+static void fast_timer_cb(uv_timer_t *t)
+{
+    struct ns_server *srv = t->data;
+    if (!srv->stopping && srv->live.leading) {
+        expire_or_arm(srv, uv_now(srv->loop));
+    }
+}
+
+/* Leader: expires what is due now, else wakes up exactly when the next
+ * deadline passes, so a fast-path expiry deferred by the post-takeover settle
+ * does not wait for the next one-second tick as well. Deadlines that are
+ * further away than the settle time are left to the scan timer. */
+static void expire_or_arm(struct ns_server *srv, uint64_t now)
+{
+    uint64_t next = ns_lvt_next_deadline(&srv->live.t);
+    if (next <= now) {
+        expire_due(srv, now);
+        next = ns_lvt_next_deadline(&srv->live.t);
+    }
+    if (next != UINT64_MAX && next > now &&
+        next - now <= NS_LVT_FAST_SETTLE_MS) {
+        uv_timer_start(&srv->fast_timer, fast_timer_cb, next - now, 0);
+    }
+}
+
 /* Follows the node's role; true when this node expires brokers. */
 static bool check_role(struct ns_server *srv)
 {
@@ -251,9 +279,7 @@ void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
     }
     if (check_role(srv)) {
         srv->live.fast_pending = true;
-        if (ns_lvt_next_deadline(&srv->live.t) <= now) {
-            expire_due(srv, now);
-        }
+        expire_or_arm(srv, now);
     } else {
         send_reports(srv);
     }
@@ -402,9 +428,7 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
     }
     if (leader) {
         srv->live.fast_pending = true;
-        if (ns_lvt_next_deadline(&srv->live.t) <= now) {
-            expire_due(srv, now);
-        }
+        expire_or_arm(srv, now);
     }
     return 0;
 }

@@ -145,7 +145,9 @@ int ns_server_start(struct ns_server *s)
     s->scan_timer.data = s;
     uv_timer_init(s->loop, &s->idle_timer);
     s->idle_timer.data = s;
-    s->n_open_handles = 4;
+    uv_timer_init(s->loop, &s->fast_timer);
+    s->fast_timer.data = s;
+    s->n_open_handles = 5;
     s->started = true;
     s->start_ms = uv_now(s->loop);
 
@@ -212,6 +214,7 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
     uv_close((uv_handle_t *)&s->flush_check, handle_closed);
     uv_close((uv_handle_t *)&s->scan_timer, handle_closed);
     uv_close((uv_handle_t *)&s->idle_timer, handle_closed);
+    uv_close((uv_handle_t *)&s->fast_timer, handle_closed);
 }
 
 void ns_server_destroy(struct ns_server *s)

@@ -105,6 +105,7 @@ struct ns_server {
     uv_check_t flush_check;
     uv_timer_t scan_timer;
     uv_timer_t idle_timer;
+    uv_timer_t fast_timer; /* leader: the next fast-path expiry (liveness.c) */
     int n_open_handles;
     bool started;
     bool stopping;

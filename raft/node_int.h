@@ -1,0 +1,126 @@
+/* Private to raft/node*.c: the node struct and its bookkeeping types. Not a
+ * public interface: the server uses include/raftns/node.h. */
+#ifndef RAFTNS_NODE_INT_H
+#define RAFTNS_NODE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "raftns/node.h"
+
+#define SEGMENT_SIZE (1u << 20)
+#define CONNECT_RETRY_MS 100
+#define QUEUE_TIMER_MS 100
+/* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
+ * pads entries to 8 bytes but its loader does not skip the padding, so an entry
+ * whose length is not a multiple of 8 corrupts the segment on restart. Every
+ * entry is therefore: u32 big-endian command length, the command bytes, zero
+ * padding to a multiple of 8. */
+#define ENTRY_PREFIX 4
+
+/* A per-entry FSM result, kept until the apply callback claims it or the next
+ * loop turn (in 0.15 the callback runs synchronously right after apply;
+ * followers never claim). */
+struct result_slot {
+    struct ns_apply_result res;
+    struct result_slot *next;
+    struct result_slot *prev;
+};
+
+struct proposal {
+    struct raft_apply req; /* must stay alive until the raft callback */
+    struct ns_node *node;
+    struct raft_buffer
+        buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
+    ns_node_apply_cb cb;
+    ns_node_index_cb index_cb; /* instead of cb when set */
+    void *arg;
+    uint64_t deadline; /* uv_now while queued */
+    struct proposal *next;
+};
+
+struct barrier_req {
+    struct raft_barrier req;
+    struct ns_node *node;
+    raft_term term; /* leader barrier: the term it was issued in; 0 = a client
+                       barrier */
+    ns_node_barrier_cb cb;
+    void *arg;
+};
+
+/* A caller waiting for the local applied index to reach index. */
+struct waiter {
+    uint64_t index;
+    uint64_t deadline;
+    ns_node_barrier_cb cb;
+    void *arg;
+    struct waiter *next;
+};
+
+/* A read-index request: a barrier whose callback reports the applied index. */
+struct read_req {
+    struct ns_node *node;
+    ns_node_index_read_cb cb;
+    void *arg;
+};
+
+/* The one membership change or transfer in progress. */
+struct change {
+    struct raft_change req;
+    struct raft_transfer transfer;
+    struct ns_node *node;
+    uint64_t id;
+    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
+    int status;
+    ns_node_change_cb cb;
+    void *arg;
+};
+
+struct ns_node {
+    uv_loop_t *loop;
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport;
+    struct raft_fsm fsm;
+    struct raft_transfer transfer;
+    struct ns_state *state; /* borrowed */
+    uint64_t id;
+    char *dir;
+    char *addr;
+    uv_check_t check;
+    uv_timer_t timer;
+    int n_open_handles;
+    int role;
+    raft_term leader_term;  /* term whose leader barrier completed, 0 = none */
+    raft_term barrier_term; /* term a leader barrier was issued for */
+    uint64_t leader_id;
+    uint64_t ready_target;
+    bool ready_target_set;
+    bool ready;
+    bool diverged;
+    bool raft_inited;
+    bool started;
+    bool stopping;
+    struct proposal *q_head;
+    struct proposal *q_tail;
+    struct result_slot *unclaimed;
+    struct waiter *waiters;
+    struct change *change; /* in progress, or NULL */
+    uint64_t ready_index;
+    bool ready_index_set;
+    bool remote_ready;
+    ns_node_watch_cb watch_cb;
+    void *watch_arg;
+    ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
+    void *apply_hook_arg;
+    ns_node_stop_cb stop_cb;
+    void *stop_arg;
+};
+
+/* Translates a raft status code into an NS_E* code (node.c). */
+int node_map_raft_status(int status);
+
+#endif
