@@ -15,17 +15,17 @@
 #define NS_CODE_NO_PERMISSION 16
 
 /* --- ext keys --- */
-#define NS_EXT_SECRET "raftnsSecret"         /* every private request */
-#define NS_EXT_FROM "raftnsFrom"             /* sender node id (decimal) */
-#define NS_EXT_CONSISTENT "raftnsConsistent" /* on any READ: "true" */
-#define NS_EXT_INDEX "raftnsIndex"           /* a raft log index (decimal) */
-#define NS_EXT_LEADER "raftnsLeader"         /* leader node id (decimal) */
-#define NS_EXT_RES_TYPE "raftnsResType"      /* enum ns_command_type applied */
-#define NS_EXT_REG_STATUS "raftnsRegStatus"  /* enum ns_register_status */
-#define NS_EXT_REG_MASTER "raftnsRegMaster"  /* register result master addr */
-#define NS_EXT_REG_HA "raftnsRegHa"          /* register result ha addr */
-#define NS_EXT_COUNT "raftnsCount"           /* ns_apply_result.count */
-#define NS_EXT_ID "raftnsId"                 /* a member id (decimal) */
+#define NS_EXT_SECRET "raftnsSecret"          /* every private request */
+#define NS_EXT_FROM "raftnsFrom"              /* sender node id (decimal) */
+#define NS_EXT_CONSISTENT "raftnsConsistent"  /* on any READ: "true" */
+#define NS_EXT_INDEX "raftnsIndex"            /* a raft log index (decimal) */
+#define NS_EXT_LEADER "raftnsLeader"          /* leader node id (decimal) */
+#define NS_EXT_RES_TYPE "raftnsResType"       /* enum ns_command_type applied */
+#define NS_EXT_REG_STATUS "raftnsRegStatus"   /* enum ns_register_status */
+#define NS_EXT_REG_MASTER "raftnsRegMaster"   /* register result master addr */
+#define NS_EXT_REG_HA "raftnsRegHa"           /* register result ha addr */
+#define NS_EXT_COUNT "raftnsCount"            /* ns_apply_result.count */
+#define NS_EXT_ID "raftnsId"                  /* a member id (decimal) */
 #define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
 #define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */
 #define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
@@ -37,7 +37,8 @@
  *   count for WIPE/ADD_WRITE_PERM. The forwarding node answers its client only
  *   once ITS OWN state machine applied index.
  * Reply 1: remark says why (not leader, no leader, timeout, shutting down). The
- *   leader de-duplicates identical pending commands (leader_time_ms ignored). */
+ *   leader de-duplicates identical pending commands (leader_time_ms ignored).
+ */
 #define NS_CODE_FORWARD 9001
 
 /* READ_INDEX: the leader's read point.

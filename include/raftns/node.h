@@ -107,13 +107,13 @@ int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg);
  */
 typedef void (*ns_node_index_cb)(void *arg, int status, uint64_t index,
                                  const struct ns_apply_result *res);
-int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes,
-                            size_t len, ns_node_index_cb cb, void *arg);
+int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes, size_t len,
+                            ns_node_index_cb cb, void *arg);
 /* cb(arg, 0) once the local applied index is >= index; NS_ETIMEDOUT after
  * timeout_ms; NS_ESHUTDOWN on stop. Returns 0 (cb exactly once, never before
  * this returns) or NS_ENOMEM / NS_ESHUTDOWN. */
-int ns_node_wait_applied(struct ns_node *n, uint64_t index,
-                         uint64_t timeout_ms, ns_node_barrier_cb cb, void *arg);
+int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
+                         ns_node_barrier_cb cb, void *arg);
 /* Leader read point: a barrier, then cb(arg, 0, applied index). Leader only
  * (NS_ENOTLEADER otherwise, cb never runs). */
 typedef void (*ns_node_index_read_cb)(void *arg, int status, uint64_t index);

@@ -11,8 +11,8 @@
 #include "server_int.h"
 
 enum {
-    F_READ = 1 << 0,    /* served from local state: needs a ready node */
-    F_MUTATE = 1 << 1,  /* proposes a command */
+    F_READ = 1 << 0,     /* served from local state: needs a ready node */
+    F_MUTATE = 1 << 1,   /* proposes a command */
     F_LIVENESS = 1 << 2, /* only refreshes liveness, answers from local state */
     F_ALWAYS = 1 << 3    /* answered even when diverged or not ready */
 };
