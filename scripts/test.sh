@@ -12,7 +12,7 @@ scripts/setup.sh
 
 echo "== format and layers"
 mapfile -t c_files < <(git ls-files -- 'src/*.c' 'src/*.h' 'include/*.h' 'raft/*.c' 'tools/*.c' \
-    'tests/*.c' 'tests/*.h')
+    'tests/*.c' 'tests/*.h' 'raft/*.h' 'tools/*.h')
 clang-format --dry-run --Werror "${c_files[@]}"
 scripts/check-layers.sh
 
