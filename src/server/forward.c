@@ -396,6 +396,54 @@ static void route(struct fwd *f)
     }
 }
 
+#ifdef RAFTNS_BREAK_ACK_BEFORE_COMMIT
+/* TEST-ONLY BREAK (cmake -DRAFTNS_BREAK=ON, issue 4): a follower answers
+ * SUCCESS on the next node tick, before the write is forwarded or committed;
+ * the write still travels to the leader, or is dropped when none answers. */
+struct early_ack {
+    ns_node_index_cb cb;
+    void *arg;
+};
+
+static void early_ack_fire(void *arg, int status)
+{
+    struct early_ack *e = arg;
+    struct ns_apply_result res;
+    (void)status;
+    memset(&res, 0, sizeof res);
+    res.reg.status = NS_REGISTER_OK;
+    e->cb(e->arg, 0, 0, &res);
+    ns_free(e);
+}
+
+static void early_ack_drop(void *arg, int status, uint64_t index,
+                           const struct ns_apply_result *res)
+{
+    (void)arg;
+    (void)status;
+    (void)index;
+    (void)res;
+}
+
+static void break_ack_early(struct ns_server *srv, ns_node_index_cb *cb,
+                            void **arg)
+{
+    struct early_ack *e = ns_calloc(1, sizeof *e);
+    if (ns_node_is_leader(srv->node) || e == NULL) {
+        ns_free(e);
+        return;
+    }
+    e->cb = *cb;
+    e->arg = *arg;
+    if (ns_node_wait_applied(srv->node, 0, 0, early_ack_fire, e) != 0) {
+        ns_free(e);
+        return;
+    }
+    *cb = early_ack_drop;
+    *arg = NULL;
+}
+#endif
+
 int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
                       ns_node_index_cb cb, void *arg)
 {
@@ -411,6 +459,9 @@ int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
         return NS_ENOMEM;
     }
     memcpy(copy, bytes, len);
+#ifdef RAFTNS_BREAK_ACK_BEFORE_COMMIT
+    break_ack_early(srv, &cb, &arg);
+#endif
     f->cl = cl;
     f->bytes = copy;
     f->len = len;
