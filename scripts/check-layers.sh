@@ -10,7 +10,7 @@ trap 'rm -f "$violations"' EXIT
 # Reports run inside pipelines (subshells), so they go to a file counted at the end.
 report() { echo "check-layers: $*" | tee -a "$violations"; }
 
-base_h='err|alloc|buf|log'
+base_h='err|alloc|buf|log|sorted'
 codec_h="$base_h|remoting|json"
 route_h="$codec_h|route|kv|config"
 rsm_h="$route_h|command|fsm"

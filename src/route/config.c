@@ -6,11 +6,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 
 #define CONFIG_STATE_VERSION 1
 
@@ -83,22 +85,8 @@ struct ns_config {
 
 static size_t search(const struct ns_config *cfg, const char *key, bool *found)
 {
-    size_t lo = 0, hi = cfg->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(cfg->items[mid].key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search(cfg->items, cfg->n, sizeof *cfg->items,
+                            offsetof(struct setting, key), key, found);
 }
 
 static struct setting *find(const struct ns_config *cfg, const char *key)

@@ -3,10 +3,12 @@
  * here (Java's kvConfig.json is replaced by the replicated state). */
 #include "raftns/kv.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 #include "raftns/json.h"
 
 #define KV_STATE_VERSION 1
@@ -55,42 +57,14 @@ void ns_kv_destroy(struct ns_kv *kv)
 /* Index of ns (found = true) or its insertion point. */
 static size_t search_ns(const struct ns_kv *kv, const char *ns, bool *found)
 {
-    size_t lo = 0, hi = kv->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(kv->nss[mid].name, ns);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search(kv->nss, kv->n, sizeof *kv->nss,
+                            offsetof(struct kv_ns, name), ns, found);
 }
 
 static size_t search_key(const struct kv_ns *n, const char *key, bool *found)
 {
-    size_t lo = 0, hi = n->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(n->entries[mid].key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search(n->entries, n->n, sizeof *n->entries,
+                            offsetof(struct kv_entry, key), key, found);
 }
 
 static const struct kv_ns *find_ns(const struct ns_kv *kv, const char *ns)

@@ -3,11 +3,13 @@
  * does; it is not a writer and knows nothing of which keys are settings
  * (config.c). Pure. */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 
 void ns_props_init(struct ns_props *p)
 {
@@ -28,22 +30,8 @@ void ns_props_close(struct ns_props *p)
 /* Index of key (found) or its insertion point; items are sorted by key. */
 static size_t search(const struct ns_props *p, const char *key, bool *found)
 {
-    size_t lo = 0, hi = p->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(p->items[mid].key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search(p->items, p->n, sizeof *p->items,
+                            offsetof(struct ns_prop, key), key, found);
 }
 
 int ns_props_set(struct ns_props *p, const char *key, const char *value)
