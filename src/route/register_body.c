@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <zlib.h>
@@ -689,36 +690,50 @@ static void free_mapping(struct ns_mapping_info *m)
     ns_free(m->curr_ids);
 }
 
-static int normalise_topics(struct ns_register *r)
+static void free_topic(void *elem)
 {
-    size_t n = r->n_topics;
-    if (n < 2) {
+    ns_free(((struct ns_topic_config *)elem)->name);
+}
+
+static void free_mapping_elem(void *elem)
+{
+    free_mapping(elem);
+}
+
+/* Sorts the n elements of *arr (elem_size bytes each) by the string at
+ * name_offset, keeping the last of equal names (Java's map semantics) and
+ * freeing the others with drop. 0 or NS_ENOMEM (*arr unchanged). */
+static int normalise(void **arr, size_t *n, size_t elem_size,
+                     size_t name_offset, void (*drop)(void *))
+{
+    if (*n < 2) {
         return 0;
     }
     int rv = NS_ENOMEM;
-    const char **names = ns_malloc(n * sizeof *names);
-    size_t *keep = ns_malloc(n * sizeof *keep);
-    struct ns_topic_config *out = ns_calloc(n, sizeof *out);
+    char *in = *arr;
+    const char **names = ns_malloc(*n * sizeof *names);
+    size_t *keep = ns_malloc(*n * sizeof *keep);
+    char *out = ns_calloc(*n, elem_size);
     if (names == NULL || keep == NULL || out == NULL) {
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        names[i] = r->topics[i].name;
+    for (size_t i = 0; i < *n; i++) {
+        memcpy(&names[i], in + i * elem_size + name_offset, sizeof names[i]);
     }
-    size_t kept = dedupe_order(names, n, keep);
+    size_t kept = dedupe_order(names, *n, keep);
     if (kept == SIZE_MAX) {
         goto out;
     }
     for (size_t i = 0; i < kept; i++) {
-        out[i] = r->topics[keep[i]];
-        r->topics[keep[i]].name = NULL;
+        memcpy(out + i * elem_size, in + keep[i] * elem_size, elem_size);
+        memset(in + keep[i] * elem_size, 0, elem_size);
     }
-    for (size_t i = 0; i < n; i++) {
-        ns_free(r->topics[i].name);
+    for (size_t i = 0; i < *n; i++) {
+        drop(in + i * elem_size);
     }
-    ns_free(r->topics);
-    r->topics = out;
-    r->n_topics = kept;
+    ns_free(in);
+    *arr = out;
+    *n = kept;
     out = NULL;
     rv = 0;
 out:
@@ -728,42 +743,22 @@ out:
     return rv;
 }
 
+static int normalise_topics(struct ns_register *r)
+{
+    void *arr = r->topics;
+    int rv = normalise(&arr, &r->n_topics, sizeof *r->topics,
+                       offsetof(struct ns_topic_config, name), free_topic);
+    r->topics = arr;
+    return rv;
+}
+
 static int normalise_mappings(struct ns_register *r)
 {
-    size_t n = r->n_mappings;
-    if (n < 2) {
-        return 0;
-    }
-    int rv = NS_ENOMEM;
-    const char **names = ns_malloc(n * sizeof *names);
-    size_t *keep = ns_malloc(n * sizeof *keep);
-    struct ns_mapping_info *out = ns_calloc(n, sizeof *out);
-    if (names == NULL || keep == NULL || out == NULL) {
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        names[i] = r->mappings[i].topic;
-    }
-    size_t kept = dedupe_order(names, n, keep);
-    if (kept == SIZE_MAX) {
-        goto out;
-    }
-    for (size_t i = 0; i < kept; i++) {
-        out[i] = r->mappings[keep[i]];
-        memset(&r->mappings[keep[i]], 0, sizeof r->mappings[keep[i]]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        free_mapping(&r->mappings[i]);
-    }
-    ns_free(r->mappings);
-    r->mappings = out;
-    r->n_mappings = kept;
-    out = NULL;
-    rv = 0;
-out:
-    ns_free(out);
-    ns_free(keep);
-    ns_free(names);
+    void *arr = r->mappings;
+    int rv =
+        normalise(&arr, &r->n_mappings, sizeof *r->mappings,
+                  offsetof(struct ns_mapping_info, topic), free_mapping_elem);
+    r->mappings = arr;
     return rv;
 }
 
