@@ -127,6 +127,30 @@ static void test_5x_body(void **state)
     ns_register_close(&r);
 }
 
+/* Topics are keyed by topicName, so a name given twice keeps the last one
+ * (Java's map semantics), and the result is sorted whatever the body order. */
+static void test_duplicate_and_order(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+        "\"dataVersion\":{\"counter\":2,\"timestamp\":1},"
+        "\"topicConfigTable\":{"
+        "\"k1\":{\"perm\":6,\"readQueueNums\":1,\"topicName\":\"Zeta\"},"
+        "\"k2\":{\"perm\":6,\"readQueueNums\":2,\"topicName\":\"Alpha\"},"
+        "\"k3\":{\"perm\":4,\"readQueueNums\":3,\"topicName\":\"Zeta\"}}}}";
+    struct ns_register r;
+    char err[256];
+    assert_int_equal(decode(&r, 479, false, body, sizeof body - 1, err), 0);
+    assert_int_equal(r.n_topics, 2);
+    assert_string_equal(r.topics[0].name, "Alpha");
+    assert_int_equal(r.topics[0].read_queues, 2);
+    assert_string_equal(r.topics[1].name, "Zeta");
+    assert_int_equal(r.topics[1].read_queues, 3);
+    assert_int_equal(r.topics[1].perm, 4);
+    ns_register_close(&r);
+}
+
 static void test_empty_and_old(void **state)
 {
     (void)state;
@@ -413,6 +437,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_498_vector),
         cmocka_unit_test(test_5x_body),
+        cmocka_unit_test(test_duplicate_and_order),
         cmocka_unit_test(test_empty_and_old),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_compressed),
