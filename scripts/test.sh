@@ -32,6 +32,13 @@ run_build() {
 }
 
 run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
+    echo "== valgrind over the unit tier"
+    for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
+        valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+            "build/$t" >/dev/null || { echo "valgrind: $t failed"; exit 1; }
+    done
+fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
 
