@@ -36,8 +36,8 @@ if [ "$broken" = 1 ]; then
     build build-broken -DRAFTNS_BREAK=ON
     bin=$top/build-broken/raftns
 elif [ -z "$bin" ]; then
-    build build
-    bin=$top/build/raftns
+    build build-jepsen
+    bin=$top/build-jepsen/raftns
 fi
 args=(--bin "$bin" --nodes "$nodes" --time "$time" --nemesis "$nemesis")
 [ -n "$seed" ] && args+=(--seed "$seed")

@@ -15,6 +15,7 @@ import urllib.request
 import client
 
 CLIENT_PORT, RAFT_PORT, HTTP_PORT = 9876, 9886, 9896
+CHECKPOINT_ENTRIES, CHECKPOINT_MS = 50, 2000
 LOG_MARKERS = ("AddressSanitizer", "runtime error", "Assertion", "SIGSEGV")
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
@@ -75,7 +76,10 @@ class Node:
             env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
                                    ).lstrip(":")
         argv = ["ip", "netns", "exec", self.cluster.net.node_ns(self.id), self.cluster.bin,
-                "--id", str(self.id), "--data-dir", self.data_dir, "--log-level", "info"]
+                "--id", str(self.id), "--data-dir", self.data_dir, "--log-level", "info",
+                # frequent checkpoints so /status digests are compared during the run
+                "--checkpoint-entries", str(CHECKPOINT_ENTRIES),
+                "--checkpoint-ms", str(CHECKPOINT_MS)]
         if self.cluster.single:  # development mode for servers without --config
             e = self.entry()
             argv += ["--client-addr", e["client"], "--raft-addr", e["raft"],

@@ -74,6 +74,7 @@ def convergence(cluster, timeout=10.0):
                 continue
             nodes["n%d" % nd.id] = {
                 "applied_index": st.get("applied_index"), "digest": st.get("digest"),
+                "digest_index": st.get("digest_index", 0),
                 "diverged": bool(st.get("diverged")), "ready": st.get("ready"),
                 "table_hash": hashlib.sha256(bodies[0] + b"\0" + bodies[1]).hexdigest()[:16]}
         samples.append({"time": time.monotonic_ns(), "nodes": nodes})

@@ -234,7 +234,8 @@ class Workloads:
         if res.type != "ok":
             return res
         res.value = {"node": nd.id, "applied_index": st.get("applied_index"),
-                     "digest": st.get("digest"), "brokers": res.value}
+                     "digest": st.get("digest"), "digest_index": st.get("digest_index", 0),
+                     "brokers": res.value}
         return res
 
     # -- liveness ---------------------------------------------------------------------------
