@@ -35,40 +35,34 @@ static const char *role_name(int role)
 
 /* --- FSM callbacks --- */
 
-static void unlink_slot(struct ns_node *n, struct result_slot *s)
+/* The in-flight proposal whose entry sits at index, or NULL (a follower, an
+ * entry proposed by an earlier leader, a barrier). */
+static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
 {
-    if (s->prev != NULL) {
-        s->prev->next = s->next;
-    } else {
-        n->unclaimed = s->next;
+    for (struct proposal *p = n->inflight; p != NULL; p = p->in_next) {
+        if (p->req.index == index) {
+            return p;
+        }
     }
-    if (s->next != NULL) {
-        s->next->prev = s->prev;
-    }
-    s->next = s->prev = NULL;
-}
-
-static void free_slot(struct result_slot *s)
-{
-    ns_apply_result_close(&s->res);
-    ns_free(s);
+    return NULL;
 }
 
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                      void **result)
 {
     struct ns_node *n = fsm->data;
-    struct result_slot *s = ns_calloc(1, sizeof *s);
+    /* raft 0.15 sets last_applied after apply returns: this entry is +1. */
+    uint64_t index = raft_last_applied(&n->raft) + 1;
+    struct proposal *owner = find_inflight(n, index);
+    struct ns_apply_result local;
+    struct ns_apply_result *res = owner != NULL ? &owner->res : &local;
+    memset(&local, 0, sizeof local);
     *result = NULL;
-    if (s == NULL) {
-        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
-        abort();
-    }
     const uint8_t *p = buf->base;
     int rv = NS_EPROTO;
     if (buf->len >= ENTRY_PREFIX && ns_load_u32(p) <= buf->len - ENTRY_PREFIX) {
-        rv = ns_fsm_apply_bytes(n->state, p + ENTRY_PREFIX, ns_load_u32(p),
-                                &s->res);
+        rv =
+            ns_fsm_apply_bytes(n->state, p + ENTRY_PREFIX, ns_load_u32(p), res);
     }
     if (rv == NS_ENOMEM) {
         NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
@@ -81,21 +75,19 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                "fsm: undecodable entry (%zu bytes): %s; node diverged",
                buf->len, ns_strerror(rv));
         n->diverged = true;
-        free_slot(s);
+        ns_apply_result_close(res);
         return 0;
     }
-    /* raft 0.15 sets last_applied after apply returns: this entry is +1. */
     if (n->apply_hook != NULL &&
-        n->apply_hook(n->apply_hook_arg, raft_last_applied(&n->raft) + 1,
-                      p + ENTRY_PREFIX, ns_load_u32(p), &s->res)) {
+        n->apply_hook(n->apply_hook_arg, index, p + ENTRY_PREFIX,
+                      ns_load_u32(p), res)) {
         n->diverged = true;
     }
-    s->next = n->unclaimed;
-    if (s->next != NULL) {
-        s->next->prev = s;
+    if (owner != NULL) {
+        owner->has_res = true; /* apply_cb reads and closes it */
+    } else {
+        ns_apply_result_close(&local);
     }
-    n->unclaimed = s;
-    *result = s;
     return 0;
 }
 
@@ -160,34 +152,62 @@ int node_map_raft_status(int status)
     }
 }
 
+static void link_inflight(struct ns_node *n, struct proposal *p)
+{
+    p->in_prev = NULL;
+    p->in_next = n->inflight;
+    if (p->in_next != NULL) {
+        p->in_next->in_prev = p;
+    }
+    n->inflight = p;
+}
+
+static void unlink_inflight(struct ns_node *n, struct proposal *p)
+{
+    if (p->in_prev != NULL) {
+        p->in_prev->in_next = p->in_next;
+    } else {
+        n->inflight = p->in_next;
+    }
+    if (p->in_next != NULL) {
+        p->in_next->in_prev = p->in_prev;
+    }
+    p->in_next = p->in_prev = NULL;
+}
+
 static void apply_cb(struct raft_apply *req, int status, void *result)
 {
+    (void)result; /* the result is in the proposal (fsm_apply) */
     struct proposal *p = req->data;
     struct ns_node *n = p->node;
-    struct result_slot *s = result;
-    int st = status == 0 ? NS_EPROTO : node_map_raft_status(status);
-    if (status == 0 && s != NULL) {
-        unlink_slot(n, s);
-        if (p->index_cb != NULL) {
-            p->index_cb(p->arg, 0, req->index, &s->res);
-        } else {
-            p->cb(p->arg, 0, &s->res);
-        }
-        free_slot(s);
-    } else if (p->index_cb != NULL) {
-        p->index_cb(p->arg, st, 0, NULL);
+    unlink_inflight(n, p);
+    int st = node_map_raft_status(status);
+    if (status == 0 && !p->has_res) {
+        st = NS_EPROTO; /* the entry did not decode: the node diverged */
+    }
+    const struct ns_apply_result *res = st == 0 ? &p->res : NULL;
+    if (p->index_cb != NULL) {
+        p->index_cb(p->arg, st, st == 0 ? req->index : 0, res);
     } else {
-        p->cb(p->arg, st, NULL);
+        p->cb(p->arg, st, res);
+    }
+    if (p->has_res) {
+        ns_apply_result_close(&p->res);
     }
     ns_free(p);
 }
 
-/* Hands p to raft. Returns 0, or RAFT_NOTLEADER (p still ours, buffer kept), or
- * another raft error (p still ours). */
+/* Hands p to raft. Returns 0 (p is in flight), or RAFT_NOTLEADER (p still
+ * ours, buffer kept), or another raft error (p still ours). */
 static int submit(struct ns_node *n, struct proposal *p)
 {
     p->req.data = p;
-    return raft_apply(&n->raft, &p->req, &p->buf, 1, apply_cb);
+    link_inflight(n, p); /* before raft_apply: apply_cb unlinks it */
+    int rv = raft_apply(&n->raft, &p->req, &p->buf, 1, apply_cb);
+    if (rv != 0) {
+        unlink_inflight(n, p);
+    }
+    return rv;
 }
 
 static void fail_proposal(struct proposal *p, int status)
@@ -477,15 +497,34 @@ static void issue_leader_barrier(struct ns_node *n)
 
 /* --- role watcher (0.15 has no state callback: RAFT-NOTES P12) --- */
 
+/* Whether a node that knows a leader may serve reads. raft 0.15 does not
+ * persist the commit index: after a restart it starts at the snapshot index,
+ * so "applied >= commit index" says nothing about the log having been
+ * replayed. A leader is ready once its leader barrier applied (everything in
+ * its log, hence every entry committed before the restart, is applied then).
+ * A follower in a cluster is ready once it applied the leader's read index
+ * (ns_node_set_ready_index), which the leader answers only after its own
+ * barrier. A lone node (no remote leader) is always the leader. */
+static bool ready_now(struct ns_node *n, int role)
+{
+    uint64_t applied = raft_last_applied(&n->raft);
+    if (role == RAFT_LEADER) {
+        return ns_node_is_leader(n);
+    }
+    if (n->remote_ready) {
+        return n->ready_index_set && applied >= n->ready_index;
+    }
+    if (!n->ready_target_set) {
+        n->ready_target = n->raft.commit_index;
+        n->ready_target_set = true;
+    }
+    return applied >= n->ready_target;
+}
+
 static void check_cb(uv_check_t *h)
 {
     struct ns_node *n = h->data;
     bool changed = false;
-    while (n->unclaimed != NULL) {
-        struct result_slot *s = n->unclaimed;
-        unlink_slot(n, s);
-        free_slot(s);
-    }
     if (!n->started || n->stopping) {
         return;
     }
@@ -505,20 +544,12 @@ static void check_cb(uv_check_t *h)
     if (role == RAFT_LEADER && n->barrier_term != n->raft.current_term) {
         issue_leader_barrier(n);
     }
-    if (!n->ready && leader_id != 0) {
-        if (!n->ready_target_set) {
-            n->ready_target = n->raft.commit_index;
-            n->ready_target_set = true;
-        }
-        bool remote_ok = !n->remote_ready || role == RAFT_LEADER ||
-                         (n->ready_index_set &&
-                          raft_last_applied(&n->raft) >= n->ready_index);
-        if (remote_ok && raft_last_applied(&n->raft) >= n->ready_target) {
-            n->ready = true;
-            NS_LOG(NS_LOG_INFO, "node: ready (applied %llu)",
-                   (unsigned long long)raft_last_applied(&n->raft));
-            changed = true;
-        }
+    if (!n->ready && leader_id != 0 && ready_now(n, role)) {
+        n->ready = true;
+        NS_LOG(NS_LOG_INFO, "node: ready (applied %llu, commit %llu)",
+               (unsigned long long)raft_last_applied(&n->raft),
+               (unsigned long long)n->raft.commit_index);
+        changed = true;
     }
     flush_queue(n);
     if (n->waiters != NULL) {
@@ -772,11 +803,6 @@ static void raft_closed_cb(struct raft *r)
 
 static void close_raft(struct ns_node *n)
 {
-    while (n->unclaimed != NULL) {
-        struct result_slot *s = n->unclaimed;
-        unlink_slot(n, s);
-        free_slot(s);
-    }
     n->raft.data = n;
     raft_close(&n->raft, raft_closed_cb);
 }

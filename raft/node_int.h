@@ -21,15 +21,6 @@
  * padding to a multiple of 8. */
 #define ENTRY_PREFIX 4
 
-/* A per-entry FSM result, kept until the apply callback claims it or the next
- * loop turn (in 0.15 the callback runs synchronously right after apply;
- * followers never claim). */
-struct result_slot {
-    struct ns_apply_result res;
-    struct result_slot *next;
-    struct result_slot *prev;
-};
-
 struct proposal {
     struct raft_apply req; /* must stay alive until the raft callback */
     struct ns_node *node;
@@ -38,8 +29,15 @@ struct proposal {
     ns_node_apply_cb cb;
     ns_node_index_cb index_cb; /* instead of cb when set */
     void *arg;
-    uint64_t deadline; /* uv_now while queued */
-    struct proposal *next;
+    uint64_t deadline;                  /* uv_now while queued */
+    struct proposal *next;              /* queue */
+    struct proposal *in_next, *in_prev; /* in-flight list */
+    /* The FSM result of this proposal's entry, stored by fsm_apply when the
+     * entry at req.index is applied while the proposal is in flight, and read
+     * by apply_cb. It lives in the proposal, so no result outlives it or is
+     * read after being freed, whenever raft calls back. */
+    struct ns_apply_result res;
+    bool has_res;
 };
 
 struct barrier_req {
@@ -106,7 +104,7 @@ struct ns_node {
     bool stopping;
     struct proposal *q_head;
     struct proposal *q_tail;
-    struct result_slot *unclaimed;
+    struct proposal *inflight; /* handed to raft, callback not yet run */
     struct waiter *waiters;
     struct change *change; /* in progress, or NULL */
     uint64_t ready_index;
