@@ -11,6 +11,7 @@
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"
 #include "raftns/command.h"
+#include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
@@ -70,6 +71,41 @@ static void forward_done(struct ns_pending *p, int status,
     ns_reply_send(&p->to, &reply);
 }
 
+/* A forwarded registration that the leader's state already holds exactly (an
+ * identical one from another node was applied a moment ago) is answered
+ * without a log entry: the index is the leader's applied index, which the
+ * forwarding node waits for. Returns 1 when answered, 0 when not applicable,
+ * or NS_ENOMEM. */
+static int answer_applied_registration(struct ns_req *req,
+                                       const struct ns_command *c)
+{
+    struct ns_server *srv = req->srv;
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    if (c->type != NS_CMD_REGISTER_BROKER ||
+        !ns_route_is_unchanged_registration(
+            srv->state->route, &c->u.reg,
+            st->delete_topic_with_broker_registration)) {
+        return 0;
+    }
+    struct ns_pending *p = ns_pending_new(req, forward_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    struct ns_apply_result res;
+    memset(&res, 0, sizeof res);
+    res.type = NS_CMD_REGISTER_BROKER;
+    int rv = ns_route_find_master(srv->state->route, &c->u.reg, &res.reg);
+    if (rv != 0) {
+        ns_apply_result_close(&res);
+        ns_pending_finish(p, rv, 0, NULL);
+        return 1;
+    }
+    NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
+    ns_pending_finish(p, 0, ns_node_last_applied(srv->node), &res);
+    ns_apply_result_close(&res);
+    return 1;
+}
+
 static int handle_forward(struct ns_req *req)
 {
     struct ns_server *srv = req->srv;
@@ -88,7 +124,11 @@ static int handle_forward(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: forwarded command does not decode");
     }
+    rv = answer_applied_registration(req, &c);
     ns_command_close(&c);
+    if (rv != 0) {
+        return rv == 1 ? 0 : rv;
+    }
     struct ns_pending *p = ns_pending_new(req, forward_done);
     if (p == NULL) {
         return NS_ENOMEM;

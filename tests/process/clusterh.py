@@ -401,6 +401,7 @@ class ClusterTestCase(unittest.TestCase):
     NODES = 3
     ELECTION_MS = ELECTION_MS
     NAMESRV = {}
+    EXTRA_ARGS = ()  # appended to every node's argv (e.g. --checkpoint-entries N)
 
     @classmethod
     def setUpClass(cls):
@@ -412,6 +413,8 @@ class ClusterTestCase(unittest.TestCase):
         del harness.TEST_NODES[:]
         self.brokers = []
         self.cluster = Cluster(self.NODES, election_ms=self.ELECTION_MS, namesrv=self.NAMESRV)
+        for nd in self.cluster.all():
+            nd.extra_args += list(self.EXTRA_ARGS)
         self.cluster.start()
 
     def tearDown(self):
