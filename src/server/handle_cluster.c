@@ -367,6 +367,112 @@ static void remove_cb(void *arg, int status, const char *errmsg)
     ns_pending_finish(p, status, 0, NULL);
 }
 
+/* Removing the leader: after the transfer, the remove is relayed to the new
+ * leader once this node knows it (polled; RELAY_WAIT_MS at most). */
+#define RELAY_POLL_MS 50
+#define RELAY_WAIT_MS 5000
+
+struct relay {
+    uv_timer_t timer;
+    struct ns_pending *p;
+    uint64_t deadline;
+    bool inflight;
+};
+
+static void relay_closed(uv_handle_t *h)
+{
+    ns_free(h->data);
+}
+
+static void relay_finish(struct relay *r, int status)
+{
+    struct ns_pending *p = r->p;
+    uv_timer_stop(&r->timer);
+    r->timer.data = r;
+    uv_close((uv_handle_t *)&r->timer, relay_closed);
+    if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leadership transferred, but the removal was "
+                         "not relayed: %s",
+                         ns_strerror(status));
+        ns_pending_finish(p, 0, 0, NULL);
+    }
+}
+
+/* The new leader may not have applied its barrier yet ("retry"): answers
+ * other than SUCCESS are retried until the deadline, then passed on. */
+static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct relay *r = arg;
+    struct ns_pending *p = r->p;
+    r->inflight = false;
+    bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
+    if (ok || p->srv->stopping || uv_now(p->srv->loop) >= r->deadline) {
+        r->p = NULL;
+        relay_finish(r, 0);
+        proxy_reply(p, status, reply); /* answers and finishes p */
+    }
+}
+
+static void relay_tick(uv_timer_t *t)
+{
+    struct relay *r = t->data;
+    struct ns_pending *p = r->p;
+    struct ns_server *srv = p->srv;
+    struct member_op *op = p->data;
+    uint64_t leader = ns_node_leader_id(srv->node);
+    if (r->inflight) {
+        return;
+    }
+    if (srv->stopping) {
+        relay_finish(r, NS_ESHUTDOWN);
+        return;
+    }
+    if (leader == 0 || leader == ns_node_id(srv->node)) {
+        if (uv_now(srv->loop) >= r->deadline) {
+            relay_finish(r, NS_ETIMEDOUT);
+        }
+        return;
+    }
+    struct ns_cmd fwd;
+    ns_cmd_init(&fwd);
+    fwd.code = NS_CODE_MEMBER_REMOVE;
+    fwd.language = NS_LANG_OTHER;
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)op->id);
+    int rv = ns_cmd_ext_set(&fwd, NS_EXT_ID, id);
+    if (rv == 0) {
+        rv = ns_cluster_leader_request(srv, &fwd, PROXY_TIMEOUT_MS, relay_reply,
+                                       r);
+    }
+    ns_cmd_close(&fwd);
+    r->inflight = rv == 0;
+    if (rv != 0 && uv_now(srv->loop) >= r->deadline) {
+        relay_finish(r, rv);
+    }
+}
+
+static void self_transfer_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    struct relay *r = status == 0 ? ns_calloc(1, sizeof *r) : NULL;
+    if (r == NULL) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leadership transfer before removal failed: "
+                         "%s",
+                         errmsg != NULL ? errmsg
+                         : status != 0  ? ns_strerror(status)
+                                        : "out of memory");
+        ns_pending_finish(p, 0, 0, NULL);
+        return;
+    }
+    r->p = p;
+    r->deadline = uv_now(p->srv->loop) + RELAY_WAIT_MS;
+    uv_timer_init(p->srv->loop, &r->timer);
+    r->timer.data = r;
+    uv_timer_start(&r->timer, relay_tick, 0, RELAY_POLL_MS);
+}
+
 static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
                       size_t cap, bool required)
 {
@@ -413,13 +519,10 @@ static int handle_change(struct ns_req *req)
             "raftns: raftnsRaftAddr and raftnsClientAddr (IPv4 a.b.c.d:port) "
             "required");
     }
-    if (code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(srv->node)) {
-        ns_free(op);
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "raftns: this node is the leader; transfer "
-                               "leadership first");
-    }
-    struct ns_pending *p = ns_pending_new(req, change_done);
+    bool self_remove =
+        code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(srv->node);
+    struct ns_pending *p =
+        ns_pending_new(req, self_remove ? nothing_done : change_done);
     if (p == NULL) {
         ns_free(op);
         return NS_ENOMEM;
@@ -431,10 +534,23 @@ static int handle_change(struct ns_req *req)
         rv = ns_cluster_propose_member(srv, op->id, op->raft, op->client,
                                        op->http[0] ? op->http : NULL,
                                        add_recorded, p);
+    } else if (self_remove) {
+        /* the leader removes itself: hand leadership over, then relay */
+        rv = ns_node_transfer(srv->node, 0, self_transfer_cb, p);
     } else if (code == NS_CODE_MEMBER_REMOVE) {
         rv = ns_node_member_remove(srv->node, op->id, remove_cb, p);
     } else {
+        if (op->id != 0 && op->id == ns_node_id(srv->node)) {
+            ns_pending_finish(p, 0, 0, NULL); /* already the leader */
+            return 0;
+        }
         rv = ns_node_transfer(srv->node, op->id, change_cb, p);
+    }
+    if (rv != 0 && self_remove) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: cannot hand over leadership to remove this "
+                         "node: %s",
+                         ns_strerror(rv));
     }
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
