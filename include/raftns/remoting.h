@@ -60,6 +60,11 @@ struct ns_cmd {
                             reply bytes */
     size_t body_len;
     enum ns_serialize ser;
+    /* Owned block where the JSON header fast path puts the ext array and the
+     * decoded strings (one allocation per request); ext keys/values, ext and
+     * remark pointing into it are not freed on their own. NULL otherwise. */
+    char *arena;
+    size_t arena_len;
 };
 
 /* Looks at the start of a receive buffer. Returns 0 and sets *frame_len (4 +

@@ -17,32 +17,66 @@ void ns_cmd_init(struct ns_cmd *c)
     c->ser = NS_SER_JSON;
 }
 
+bool cmd_in_arena(const struct ns_cmd *c, const void *p)
+{
+    const char *q = p;
+    /* Compared as integers: pointers into different objects are not
+     * ordered. */
+    uintptr_t a = (uintptr_t)c->arena;
+    return c->arena != NULL && (uintptr_t)q >= a &&
+           (uintptr_t)q < a + c->arena_len;
+}
+
+/* Frees p unless it lives in the arena. */
+static void free_owned(const struct ns_cmd *c, void *p)
+{
+    if (!cmd_in_arena(c, p)) {
+        ns_free(p);
+    }
+}
+
 void ns_cmd_close(struct ns_cmd *c)
 {
     for (size_t i = 0; i < c->n_ext; i++) {
-        ns_free(c->ext[i].key);
-        ns_free(c->ext[i].value);
+        free_owned(c, c->ext[i].key);
+        free_owned(c, c->ext[i].value);
     }
-    ns_free(c->ext);
-    ns_free(c->remark);
+    free_owned(c, c->ext);
+    free_owned(c, c->remark);
+    ns_free(c->arena);
     c->ext = NULL;
     c->n_ext = 0;
     c->remark = NULL;
+    c->arena = NULL;
+    c->arena_len = 0;
 }
 
-/* The array grows to 4, 8, 16...: it is full when n_ext is 0 or a power of two
- * >= 4. */
+/* The heap array grows to 4, 8, 16...: it is full when n_ext is 0 or a power
+ * of two >= 4. An array in the arena is full by definition and moves to the
+ * heap with room for one more. */
 static int grow_ext(struct ns_cmd *c)
 {
     size_t n = c->n_ext;
-    if (n != 0 && (n < 4 || (n & (n - 1)) != 0)) {
+    bool in_arena = c->ext != NULL && cmd_in_arena(c, c->ext);
+    if (!in_arena && n != 0 && (n < 4 || (n & (n - 1)) != 0)) {
         return 0;
     }
-    size_t cap = n == 0 ? 4 : n * 2;
-    if (cap > SIZE_MAX / sizeof *c->ext) {
-        return NS_ENOMEM;
+    size_t cap = 4;
+    while (cap <= n) {
+        if (cap > SIZE_MAX / 2 / sizeof *c->ext) {
+            return NS_ENOMEM;
+        }
+        cap *= 2;
     }
-    struct ns_ext *ext = ns_realloc(c->ext, cap * sizeof *ext);
+    struct ns_ext *ext;
+    if (in_arena) {
+        ext = ns_malloc(cap * sizeof *ext);
+        if (ext != NULL && n > 0) {
+            memcpy(ext, c->ext, n * sizeof *ext);
+        }
+    } else {
+        ext = ns_realloc(c->ext, cap * sizeof *ext);
+    }
     if (ext == NULL) {
         return NS_ENOMEM;
     }
@@ -88,7 +122,7 @@ int ns_cmd_ext_set(struct ns_cmd *c, const char *key, const char *value)
     }
     struct ns_ext *e = find_ext(c, key);
     if (e != NULL) {
-        ns_free(e->value);
+        free_owned(c, e->value);
         e->value = v;
         c->has_ext = true;
         return 0;
@@ -115,7 +149,7 @@ int ns_cmd_set_remark(struct ns_cmd *c, const char *remark)
     if (remark != NULL && (copy = ns_strdup(remark)) == NULL) {
         return NS_ENOMEM;
     }
-    ns_free(c->remark);
+    free_owned(c, c->remark);
     c->remark = copy;
     return 0;
 }
@@ -154,6 +188,11 @@ err_after_header:
 int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
 {
     size_t start = out->len;
+    /* One reservation for the common case instead of growing per append. */
+    size_t hint = header_json_size_hint(c);
+    if (c->body_len <= SIZE_MAX - 8 - hint) {
+        ns_buf_reserve(out, 8 + hint + c->body_len);
+    }
     ns_buf_put_u32(out, 0);
     ns_buf_put_u32(out, 0);
     if (c->ser == NS_SER_ROCKETMQ) {

@@ -1,6 +1,6 @@
 /* The JSON header (serialize type 0, PROTOCOL.md §2.2) in both directions: a
- * lenient reader over ns_json_parse and a writer that reproduces Java's bytes.
- * It does not see the frame. */
+ * lenient reader over ns_json_parse (behind the fast path of header_scan.c)
+ * and a writer that reproduces Java's bytes. It does not see the frame. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,27 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 
+int32_t header_text_int32(const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    long long ll = strtoll(text, &end, 10);
+    bool ok = errno == 0 && end != text && *end == '\0';
+    int64_t v = ok ? ll : 0;
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+
+int32_t header_language_of_text(const char *text)
+{
+    int32_t lang = ns_language_parse(text);
+    return lang < 0 ? NS_LANG_JAVA : lang;
+}
+
+int32_t header_language_of_number(double d)
+{
+    return d >= 0 && d < NS_LANG_COUNT ? (int32_t)d : NS_LANG_JAVA;
+}
+
 /* A number, or a string holding one (fastjson accepts both); anything else
  * gives 0. Java's intValue() keeps the low 32 bits of a wider number. */
 static int32_t to_int32(const cJSON *item)
@@ -20,25 +41,20 @@ static int32_t to_int32(const cJSON *item)
         double d = item->valuedouble;
         v = d > -9.2e18 && d < 9.2e18 ? (int64_t)d : 0;
     } else if (cJSON_IsString(item)) {
-        char *end = NULL;
-        errno = 0;
-        long long ll = strtoll(item->valuestring, &end, 10);
-        bool ok = errno == 0 && end != item->valuestring && *end == '\0';
-        v = ok ? ll : 0;
+        return header_text_int32(item->valuestring);
     }
     return (int32_t)(uint32_t)(uint64_t)v;
 }
 
 static int32_t to_language(const cJSON *item)
 {
-    int32_t lang = -1;
     if (cJSON_IsString(item)) {
-        lang = ns_language_parse(item->valuestring);
-    } else if (cJSON_IsNumber(item)) {
-        double d = item->valuedouble;
-        lang = d >= 0 && d < NS_LANG_COUNT ? (int32_t)d : -1;
+        return header_language_of_text(item->valuestring);
     }
-    return lang < 0 ? NS_LANG_JAVA : lang;
+    if (cJSON_IsNumber(item)) {
+        return header_language_of_number(item->valuedouble);
+    }
+    return NS_LANG_JAVA;
 }
 
 /* An ext value as Java would see it in a Map<String, String>. Returns an owned
@@ -129,6 +145,19 @@ static int decode_field(const cJSON *f, struct ns_cmd *c)
 
 int header_json_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
 {
+    int rv = header_json_scan(h, h_len, c);
+    if (rv != NS_EAGAIN) {
+        return rv;
+    }
+    enum ns_serialize ser = c->ser;
+    ns_cmd_close(c);
+    ns_cmd_init(c);
+    c->ser = ser;
+    return header_json_decode_tree(h, h_len, c);
+}
+
+int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c)
+{
     int rv = 0;
     cJSON *root = ns_json_parse_rv((const char *)h, h_len, &rv);
     if (root == NULL) {
@@ -146,37 +175,78 @@ out:
     return rv;
 }
 
+/* Appends a decimal integer without printf. */
+static void put_int(struct ns_buf *out, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        tmp[--n] = '-';
+    }
+    ns_buf_append(out, tmp + n, sizeof tmp - n);
+}
+
+#define PUT_LIT(out, lit) ns_buf_append((out), (lit), sizeof(lit) - 1)
+
+size_t header_json_size_hint(const struct ns_cmd *c)
+{
+    /* The fixed keys and the widest numbers, plus each string with quotes
+     * and separators; escapes may still grow the buffer later. */
+    size_t n = 160;
+    if (c->remark != NULL) {
+        n += strlen(c->remark) + 12;
+    }
+    for (size_t i = 0; i < c->n_ext; i++) {
+        if (c->ext[i].key != NULL && c->ext[i].value != NULL) {
+            n += strlen(c->ext[i].key) + strlen(c->ext[i].value) + 6;
+        }
+    }
+    return n;
+}
+
+/* Writes Java's bytes directly: properties in alphabetical order, legacy
+ * fastjson escaping for the strings (ns_json_write_string). */
 void header_json_encode(const struct ns_cmd *c, struct ns_buf *out)
 {
-    struct ns_jw w;
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "code");
-    ns_jw_int(&w, c->code);
+    PUT_LIT(out, "{\"code\":");
+    put_int(out, c->code);
     if (c->has_ext) {
-        ns_jw_key(&w, "extFields");
-        ns_jw_obj_begin(&w);
+        PUT_LIT(out, ",\"extFields\":{");
+        bool first = true;
         for (size_t i = 0; i < c->n_ext; i++) {
             if (c->ext[i].key != NULL && c->ext[i].value != NULL) {
-                ns_jw_key(&w, c->ext[i].key);
-                ns_jw_str(&w, c->ext[i].value);
+                if (!first) {
+                    PUT_LIT(out, ",");
+                }
+                first = false;
+                ns_json_write_string(out, c->ext[i].key, NS_JSON_LEGACY);
+                PUT_LIT(out, ":");
+                ns_json_write_string(out, c->ext[i].value, NS_JSON_LEGACY);
             }
         }
-        ns_jw_obj_end(&w);
+        PUT_LIT(out, "}");
     }
-    ns_jw_key(&w, "flag");
-    ns_jw_int(&w, c->flag);
-    ns_jw_key(&w, "language");
-    ns_jw_str(&w, ns_language_name(c->language));
-    ns_jw_key(&w, "opaque");
-    ns_jw_int(&w, c->opaque);
+    PUT_LIT(out, ",\"flag\":");
+    put_int(out, c->flag);
+    PUT_LIT(out, ",\"language\":");
+    ns_json_write_string(out, ns_language_name(c->language), NS_JSON_LEGACY);
+    PUT_LIT(out, ",\"opaque\":");
+    put_int(out, c->opaque);
     if (c->remark != NULL) {
-        ns_jw_key(&w, "remark");
-        ns_jw_str(&w, c->remark);
+        PUT_LIT(out, ",\"remark\":");
+        ns_json_write_string(out, c->remark, NS_JSON_LEGACY);
     }
-    ns_jw_key(&w, "serializeTypeCurrentRPC");
-    ns_jw_str(&w, c->ser == NS_SER_ROCKETMQ ? "ROCKETMQ" : "JSON");
-    ns_jw_key(&w, "version");
-    ns_jw_int(&w, c->version);
-    ns_jw_obj_end(&w);
+    if (c->ser == NS_SER_ROCKETMQ) {
+        PUT_LIT(out, ",\"serializeTypeCurrentRPC\":\"ROCKETMQ\"");
+    } else {
+        PUT_LIT(out, ",\"serializeTypeCurrentRPC\":\"JSON\"");
+    }
+    PUT_LIT(out, ",\"version\":");
+    put_int(out, c->version);
+    PUT_LIT(out, "}");
 }
