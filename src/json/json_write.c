@@ -5,7 +5,6 @@
  * would hold after decoding those bytes. */
 #include "raftns/json.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 #include "raftns/err.h"
@@ -123,8 +122,21 @@ void ns_json_write_string(struct ns_buf *out, const char *s,
     }
     const uint8_t *p = (const uint8_t *)s;
     size_t n = strlen(s);
+    ns_buf_reserve(out, n + 2);
     ns_buf_put_u8(out, '"');
     for (size_t i = 0; i < n && out->err == 0;) {
+        /* Bytes that stand for themselves go out as one run. */
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' &&
+               p[run] != '\\' &&
+               (p[run] != '/' || flavour != NS_JSON_STANDARD)) {
+            run++;
+        }
+        if (run > i) {
+            ns_buf_append(out, p + i, run - i);
+            i = run;
+            continue;
+        }
         if (p[i] < 0x80) {
             put_ascii(out, p[i], flavour);
             i++;
@@ -223,14 +235,32 @@ void ns_jw_key(struct ns_jw *w, const char *key)
     after_key(w);
 }
 
+/* Appends v in decimal, optionally quoted, without printf. */
+static void put_int(struct ns_buf *out, int64_t v, bool quote)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (quote) {
+        tmp[--n] = '"';
+    }
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        tmp[--n] = '-';
+    }
+    if (quote) {
+        tmp[--n] = '"';
+    }
+    ns_buf_append(out, tmp + n, sizeof tmp - n);
+}
+
 void ns_jw_key_int(struct ns_jw *w, int64_t key)
 {
     before_value(w);
-    if (w->flavour == NS_JSON_STANDARD) {
-        ns_buf_printf(w->out, "\"%" PRId64 "\"", key);
-    } else {
-        ns_buf_printf(w->out, "%" PRId64, key);
-    }
+    put_int(w->out, key, w->flavour == NS_JSON_STANDARD);
     after_key(w);
 }
 
@@ -245,7 +275,7 @@ void ns_jw_int(struct ns_jw *w, int64_t v)
     before_value(w);
     bool quote = w->flavour == NS_JSON_STANDARD &&
                  (v > MAX_SAFE_LONG || v < -MAX_SAFE_LONG);
-    ns_buf_printf(w->out, quote ? "\"%" PRId64 "\"" : "%" PRId64, v);
+    put_int(w->out, v, quote);
 }
 
 void ns_jw_bool(struct ns_jw *w, bool v)
