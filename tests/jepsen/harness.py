@@ -6,6 +6,7 @@ operations (workloads.py)."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,6 +17,7 @@ import client
 
 CLIENT_PORT, RAFT_PORT, HTTP_PORT = 9876, 9886, 9896
 CHECKPOINT_ENTRIES, CHECKPOINT_MS = 50, 2000
+PDEATH = (["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else [])
 LOG_MARKERS = ("AddressSanitizer", "runtime error", "Assertion", "SIGSEGV")
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
@@ -75,7 +77,8 @@ class Node:
             env["FAKETIME_DONT_RESET"] = "1"
             env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
                                    ).lstrip(":")
-        argv = ["ip", "netns", "exec", self.cluster.net.node_ns(self.id), self.cluster.bin,
+        # SIGKILLed with the runner (kernel parent-death signal), so a killed run leaves no node
+        argv = PDEATH + ["ip", "netns", "exec", self.cluster.net.node_ns(self.id), self.cluster.bin,
                 "--id", str(self.id), "--data-dir", self.data_dir, "--log-level", "info",
                 # frequent checkpoints so /status digests are compared during the run
                 "--checkpoint-entries", str(CHECKPOINT_ENTRIES),

@@ -4,6 +4,7 @@ ever crosses the root namespace. It also runs iptables inside a node's namespace
 sweeps leftovers of dead earlier runs. It does not start raftns and does not decide on faults."""
 
 import ctypes
+import fcntl
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ PREFIX = "rns-"
 SUBNET = "10.77.0"
 CLIENT_HOST = 100
 CLONE_NEWNET = 0x40000000
+LOCK_DIR = "/run/raftns-jepsen"  # rns-<pid>.lock, flock'ed by the live run
 
 
 def run(argv, check=True, timeout=20):
@@ -64,23 +66,48 @@ def delete_namespace(ns):
     run(["ip", "netns", "del", ns], check=False)
 
 
+def lock_path(pid):
+    return os.path.join(LOCK_DIR, "%s%d.lock" % (PREFIX, pid))
+
+
+def run_alive(pid):
+    """True when the run of process pid still holds its lock (the kernel drops an flock when
+    its holder dies, so a crashed or SIGKILLed run is never taken for a live one, and a live
+    run started from any path or command line is never swept)."""
+    if pid == os.getpid():
+        return True
+    try:
+        fd = os.open(lock_path(pid), os.O_RDWR)
+    except OSError:
+        return False  # no lock file: its run is gone (or predates the lock)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def sweep(log=print):
-    """Removes namespaces of earlier runs (rns-<pid>-...) whose owning process is gone."""
+    """Removes namespaces of earlier runs (rns-<pid>-...) whose owning run is gone."""
     removed = []
     for ns in list_namespaces():
         m = re.match(r"^%s(\d+)-" % re.escape(PREFIX), ns)
         if not m:
             continue
         pid = int(m.group(1))
-        if pid != os.getpid() and os.path.exists("/proc/%d" % pid):
-            try:
-                with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    if b"jepsen" in f.read():
-                        continue  # a live concurrent run owns it
-            except OSError:
-                pass
+        if run_alive(pid):
+            continue  # a live concurrent run owns it
         delete_namespace(ns)
         removed.append(ns)
+    for name in os.listdir(LOCK_DIR) if os.path.isdir(LOCK_DIR) else []:
+        m = re.match(r"^%s(\d+)\.lock$" % re.escape(PREFIX), name)
+        if m and not run_alive(int(m.group(1))):
+            try:
+                os.unlink(os.path.join(LOCK_DIR, name))
+            except OSError:
+                pass
     if removed:
         log("netns: swept %d leftover namespaces: %s" % (len(removed), " ".join(removed)))
     return removed
@@ -108,6 +135,9 @@ class Net:
         self.bridge_ns = self.run_id + "-br"
         self.client_ns = self.run_id + "-cl"
         self.root_fd = None
+        os.makedirs(LOCK_DIR, exist_ok=True)
+        self.lock_fd = os.open(lock_path(os.getpid()), os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)  # held until destroy() or death
 
     def node_ns(self, node_id):
         return "%s-n%d" % (self.run_id, node_id)
@@ -203,3 +233,10 @@ class Net:
         self.created = []
         if gone:
             self.log("netns: removed %d namespaces" % len(gone))
+        if self.lock_fd is not None:
+            try:
+                os.unlink(lock_path(os.getpid()))
+            except OSError:
+                pass
+            os.close(self.lock_fd)
+            self.lock_fd = None

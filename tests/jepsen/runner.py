@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -156,13 +157,18 @@ def main():
         if state["cleaned"]:
             return
         state["cleaned"] = True
+        # a second Ctrl-C must not abort the cleanup half way
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         if state["cluster"] is not None:
             state["cluster"].kill_all()
         net.destroy()
+        shutil.rmtree(os.path.join(run_dir, "data"), ignore_errors=True)  # logs are kept
 
     atexit.register(cleanup)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
     rec = None
     verdict = None
     try:
@@ -227,8 +233,6 @@ def main():
         rec.close()
         rec = None
         cleanup()
-        import shutil
-        shutil.rmtree(os.path.join(run_dir, "data"), ignore_errors=True)  # logs are kept
         verdict = run_checker(run_dir)
     except Interrupted as e:
         say("interrupted (%s): cleaning up" % e)

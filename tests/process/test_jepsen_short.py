@@ -3,6 +3,8 @@ three minutes (tests/jepsen/runner.py). Skips with exit 0 when not root or witho
 fails when the checker rejects the history or the run breaks. Env: RAFTNS_BIN, JEPSEN_SEED."""
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
 
@@ -21,7 +23,19 @@ def main():
             "--nodes", "3", "--time", "110", "--nemesis", "kill,partition,pause"]
     if os.environ.get("JEPSEN_SEED"):
         argv += ["--seed", os.environ["JEPSEN_SEED"]]
-    rc = subprocess.run(argv).returncode
+    if shutil.which("setpriv"):  # the runner gets SIGTERM (and cleans up) if we are killed
+        argv = ["setpriv", "--pdeathsig", "TERM", "--"] + argv
+    child = subprocess.Popen(argv)
+
+    def forward(signum, _frame):
+        child.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, forward)
+    rc = child.wait()  # the runner removes its namespaces, rules, processes and data dirs
+    if rc in (130, -signal.SIGINT, -signal.SIGTERM):
+        print("FAIL: interrupted")
+        return 1
     if rc == 77:
         print("skipped: needs root/netns")
         return 0
