@@ -250,10 +250,18 @@ static int handle_member_list(struct ns_req *req)
 
 /* --- admin codes on a follower: relayed to the leader --- */
 
+static void change_done(struct ns_pending *p, int status,
+                        const struct ns_apply_result *res);
+
 static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct ns_pending *p = arg;
-    if (status != 0) {
+    uint64_t leader = ns_node_leader_id(p->srv->node);
+    if (status != 0 && p->timeout_ms > 0 && (uint64_t)p->timeout_ms == leader) {
+        /* a relayed transfer: the leader connection was re-aimed at the new
+         * leader before the old one's answer arrived; the move happened */
+        change_done(p, 0, NULL);
+    } else if (status != 0) {
         ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
                          "raftns: leader unreachable: %s", ns_strerror(status));
     } else {
@@ -294,6 +302,11 @@ static int proxy_to_leader(struct ns_req *req)
     if (p == NULL) {
         ns_cmd_close(&fwd);
         return NS_ENOMEM;
+    }
+    int64_t target = 0;
+    if (fwd.code == NS_CODE_LEADER_TRANSFER &&
+        ns_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
+        p->timeout_ms = target; /* proxy_reply: the transfer's target */
     }
     rv = ns_cluster_leader_request(req->srv, &fwd, PROXY_TIMEOUT_MS,
                                    proxy_reply, p);
