@@ -141,6 +141,12 @@ struct ns_route;
 struct ns_route *ns_route_create(void); /* NULL when out of memory */
 void ns_route_destroy(struct ns_route *route);
 
+/* A process-wide count of route changes: every mutation below, and every
+ * create, destroy and decode of any route, moves it. Equal values at two times
+ * mean no route changed in between (callers use it to reuse a read result).
+ * Not part of the state. */
+uint64_t ns_route_epoch(void);
+
 /* --- mutations (called only by the FSM) --- 0 or NS_ENOMEM. */
 
 /* 5.2 table update. delete_missing_topics = deleteTopicWithBrokerRegistration.

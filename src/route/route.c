@@ -33,8 +33,23 @@ int route_cmp_mapping(const void *item, const void *key)
     return strcmp(m->bname, key);
 }
 
+/* Process-wide: a new route at a freed one's address must not look
+ * unchanged. Not part of any state. */
+static uint64_t route_epoch = 1;
+
+void route_bump_epoch(void)
+{
+    route_epoch++;
+}
+
+uint64_t ns_route_epoch(void)
+{
+    return route_epoch;
+}
+
 struct ns_route *ns_route_create(void)
 {
+    route_bump_epoch();
     struct ns_route *r = ns_calloc(1, sizeof(*r));
 
     if (r == NULL) {
@@ -126,6 +141,7 @@ static void free_named_set(struct named_set *b)
 
 void ns_route_destroy(struct ns_route *r)
 {
+    route_bump_epoch();
     if (r == NULL) {
         return;
     }

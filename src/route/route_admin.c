@@ -37,18 +37,21 @@ static int operate_write_perm(struct ns_route *r, const char *bname, bool add,
 int ns_route_wipe_write_perm(struct ns_route *r, const char *broker_name,
                              int32_t *count)
 {
+    route_bump_epoch();
     return operate_write_perm(r, broker_name, false, count);
 }
 
 int ns_route_add_write_perm(struct ns_route *r, const char *broker_name,
                             int32_t *count)
 {
+    route_bump_epoch();
     return operate_write_perm(r, broker_name, true, count);
 }
 
 int ns_route_delete_topic(struct ns_route *r, const char *topic,
                           const char *cluster)
 {
+    route_bump_epoch();
     struct topic *t = route_find_topic(r, topic);
     const struct named_set *c;
 
@@ -89,6 +92,7 @@ int ns_route_delete_topic(struct ns_route *r, const char *topic,
 int ns_route_register_topic(struct ns_route *r, const char *topic,
                             const struct ns_queue_data *qds, size_t n)
 {
+    route_bump_epoch();
     int rv;
 
     if (n == 0) {

@@ -127,6 +127,10 @@ struct ns_route {
     struct route_stats *stats; /* owned; mutable even through a const route */
 };
 
+/* Called first by every function that mutates, creates, destroys or decodes
+ * a route (ns_route_epoch). */
+void route_bump_epoch(void);
+
 int route_cmp_pair(const void *item, const void *key);
 int route_cmp_mapping(const void *item, const void *key);
 
