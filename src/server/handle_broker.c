@@ -12,6 +12,7 @@
 #include "raftns/kv.h"
 #include "raftns/log.h"
 #include "raftns/route.h"
+#include "register_memo.h"
 #include "server_int.h"
 
 static const char *ext_or_empty(const struct ns_cmd *cmd, const char *key)
@@ -142,10 +143,48 @@ static int fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
     return 0;
 }
 
+/* Heartbeat short-cut: an unchanged re-registration only refreshes liveness;
+ * a slave's reply carries its master's addresses as the FSM would compute
+ * them. */
+static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
+{
+    struct ns_server *srv = req->srv;
+    struct ns_register_result master;
+    int rv = ns_route_find_master(srv->state->route, reg, &master);
+    if (rv == 0) {
+        rv = ns_liveness_register(
+            &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+            (uint64_t)reg->heartbeat_timeout_ms, req->conn);
+    }
+    if (rv == 0) {
+        rv =
+            reply_registered(srv, &req->to, master.master_addr, master.ha_addr);
+    }
+    ns_register_result_close(&master);
+    return rv;
+}
+
 int ns_handle_register_broker(struct ns_req *req)
 {
     struct ns_server *srv = req->srv;
     const struct ns_cmd *cmd = req->cmd;
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    bool delete_missing = st->delete_topic_with_broker_registration;
+    /* The same request bytes as a remembered one decode to the same
+     * registration (and pass the same CRC check): only the route check is
+     * repeated, and only when some route changed since it last passed. */
+    struct ns_register_memo *known = ns_register_memo_find(cmd);
+    if (known != NULL) {
+        const struct ns_register *kreg = ns_register_memo_reg(known);
+        uint64_t epoch = ns_route_epoch();
+        if (ns_register_memo_is_current(known, epoch, delete_missing) ||
+            ns_route_is_unchanged_registration(srv->state->route, kreg,
+                                               delete_missing)) {
+            ns_register_memo_mark(known, epoch, delete_missing);
+            return reply_unchanged(req, kreg);
+        }
+        ns_register_memo_drop(cmd);
+    }
     if (check_crc(cmd) != 0) {
         return reply_error_ext(&req->to, "crc32 not match");
     }
@@ -172,25 +211,15 @@ int ns_handle_register_broker(struct ns_req *req)
     if (rv != 0) {
         goto out;
     }
-    const struct ns_settings *st = ns_config_settings(srv->state->config);
-    /* Heartbeat short-cut: an unchanged re-registration only refreshes
-     * liveness; a slave's reply carries its master's addresses as the FSM
-     * would compute them. */
-    if (ns_route_is_unchanged_registration(
-            srv->state->route, reg,
-            st->delete_topic_with_broker_registration)) {
-        struct ns_register_result master;
-        rv = ns_route_find_master(srv->state->route, reg, &master);
-        if (rv == 0) {
-            rv = ns_liveness_register(
-                &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
-                (uint64_t)reg->heartbeat_timeout_ms, req->conn);
+    uint64_t epoch = ns_route_epoch();
+    if (ns_route_is_unchanged_registration(srv->state->route, reg,
+                                           delete_missing)) {
+        rv = reply_unchanged(req, reg);
+        /* A DataVersion without a timestamp takes the decode time: such a
+         * body does not decode the same twice, so it is not remembered. */
+        if (rv == 0 && reg->dv.timestamp != c.leader_time_ms) {
+            ns_register_memo_put(cmd, reg, epoch, delete_missing);
         }
-        if (rv == 0) {
-            rv = reply_registered(srv, &req->to, master.master_addr,
-                                  master.ha_addr);
-        }
-        ns_register_result_close(&master);
         goto out;
     }
     struct ns_pending *p = NULL;
