@@ -88,7 +88,7 @@ class Node:
             argv += ["--client-addr", e["client"], "--raft-addr", e["raft"],
                      "--http-addr", e["http"]]
         else:
-            argv += ["--config", self.cluster.config_path]
+            argv += ["--config", self.cluster.config_for(self)]
         log = open(self.log_path, "ab")
         log.write(("\n=== jepsen: start n%d at %.3f: %s\n" % (
             self.id, time.monotonic(), " ".join(argv))).encode())
@@ -173,6 +173,22 @@ class Cluster:
                "nodes": [nd.entry() for nd in self.nodes.values()]}
         with open(self.config_path, "w") as f:
             json.dump(cfg, f, indent=1)
+
+    def config_for(self, nd):
+        """The shared cluster file, or for a node that rejoins after a wipe (bootstrap off) a
+        copy listing it without bootstrap, so it starts empty and waits for `member add`
+        (cluster-configs/README.md) instead of bootstrapping the initial voter set again."""
+        if nd.bootstrap:
+            return self.config_path
+        with open(self.config_path) as f:
+            cfg = json.load(f)
+        for ent in cfg["nodes"]:
+            if ent["id"] == nd.id:
+                ent["bootstrap"] = False
+        path = os.path.join(self.run_dir, "cluster-n%d.json" % nd.id)
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=1)
+        return path
 
     def member_nodes(self):
         return [self.nodes[i] for i in sorted(self.members)]
