@@ -72,6 +72,16 @@ static bool walk(const char *t, size_t len, char *out, size_t *n_keys)
     *n_keys = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = t[i];
+        if (in_str && out == NULL) {
+            /* Counting pass: jump to the next quote or backslash. */
+            while (i < len && t[i] != '"' && t[i] != '\\') {
+                i++;
+            }
+            if (i >= len) {
+                break;
+            }
+            ch = t[i];
+        }
         if (in_str) {
             if (ch == '\\' && i + 1 < len) {
                 if (out) {
