@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
         --bin) bin=$2; shift 2 ;;
         --broken) broken=1; shift ;;
         --workloads|--quiet|--warmup|--out) extra+=("$1" "$2"); shift 2 ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
         *) echo "jepsen.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
