@@ -104,6 +104,13 @@ static struct ns_register_memo *find_entry(const struct ns_cmd *cmd)
     return e;
 }
 
+void ns_register_memo_clear(void)
+{
+    for (size_t i = 0; i < MEMO_SLOTS; i++) {
+        clear_entry(&slots[i]);
+    }
+}
+
 struct ns_register_memo *ns_register_memo_find(const struct ns_cmd *cmd)
 {
     struct ns_register_memo *e = find_entry(cmd);

@@ -32,5 +32,7 @@ bool ns_register_memo_put(const struct ns_cmd *cmd, struct ns_register *reg,
                           uint64_t epoch, bool delete_missing);
 /* Forgets what was remembered for cmd. */
 void ns_register_memo_drop(const struct ns_cmd *cmd);
+/* Forgets every remembered registration (server shutdown). */
+void ns_register_memo_clear(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "peer.h"
+#include "register_memo.h"
 #include "server_int.h"
 
 #define IDLE_SWEEP_MS 1000
@@ -224,5 +225,6 @@ void ns_server_destroy(struct ns_server *s)
     }
     ns_cluster_destroy(s);
     ns_liveness_close(&s->live);
+    ns_register_memo_clear();
     ns_free(s);
 }
