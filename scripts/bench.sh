@@ -5,15 +5,28 @@
 # JSON + PNG results to bench/results/. Every process it starts is stopped by
 # PID on exit. It measures; it does not judge (targets are in BENCHMARKS.md).
 #
-# Environment: REPEATS (3), DURATION seconds per run (5), SCALE=0 skips the
-# scale scenarios, SCALE_TIMEOUT seconds (300), BUILD_DIR (build-bench),
-# OUT (bench/results).
+# Usage: scripts/bench.sh [SCENARIO...]   (default: all of route register
+#   heartbeat cluster3 scale catchup failover; name some to run only those)
+#
+# Environment knobs (defaults finish in ~12-15 min on 2 shared cores):
+#   REPEATS=3          runs per point; medians are reported
+#   DURATION=5         seconds per raftns-bench / redis-benchmark point
+#   SCALE=1            SCALE=0 skips the scale and catchup scenarios
+#   SCALE_TIMEOUT=300  seconds allowed for loading one scale state
+#   CATCHUP_SHAPE=100k catch-up state of the new (4th) node: "100k" = 10
+#                      brokers x 10,000 topics (100,000 topics), "300x10000"
+#                      = 300 brokers x 10,000 topics (slower: ~2-3 min more)
+#   FAILOVER_TRIALS=10 kill -9 trials (0 skips the failover scenario);
+#                      plus one timeline trial for the failover plot
+#   BUILD_DIR=build-bench  OUT=bench/results
+# Needs: cmake, a C compiler, libuv, raft (Debian), redis-server,
+# redis-benchmark, gnuplot (gnuplot-nox), python3.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-bench}"
 OUT="${OUT:-$ROOT/bench/results}"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD_DIR" -j2 --target raftns raftns-bench >/dev/null
+cmake --build "$BUILD_DIR" -j2 --target raftns raftns-bench raftnsctl >/dev/null
 mkdir -p "$OUT"
 export ROOT BUILD_DIR OUT
 exec python3 - "$@" <<'PY'
@@ -23,10 +36,13 @@ import nsclient  # noqa: E402
 
 ROOT, BUILD, OUT = os.environ["ROOT"], os.environ["BUILD_DIR"], os.environ["OUT"]
 RAFTNS, BENCH = os.path.join(BUILD, "raftns"), os.path.join(BUILD, "raftns-bench")
+CTL = os.path.join(BUILD, "raftnsctl")
 REPEATS = int(os.environ.get("REPEATS", "3"))
 DURATION = float(os.environ.get("DURATION", "5"))
 SCALE = os.environ.get("SCALE", "1") != "0"
 SCALE_TIMEOUT = float(os.environ.get("SCALE_TIMEOUT", "300"))
+CATCHUP_SHAPE = os.environ.get("CATCHUP_SHAPE", "100k")
+FAILOVER_TRIALS = int(os.environ.get("FAILOVER_TRIALS", "10"))
 ONLY = set(sys.argv[1:])  # optional scenario names to run
 PROCS, TMPDIRS = [], []
 RESULTS = {"machine": {}, "runs": [], "scale": {}, "ratios": []}
@@ -79,29 +95,38 @@ def stop(p, sig=signal.SIGTERM, timeout=30):
 class Cluster:
     """n raftns nodes from one cluster file (1 node = the single-node setup)."""
 
-    def __init__(self, n, snapshot_threshold=4096):
+    def __init__(self, n, snapshot_threshold=4096, spare=0):
         self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
         TMPDIRS.append(self.dir)
         self.nodes = []
-        for i in range(n):
+        for i in range(n + spare):
             r, c, h = free_ports(3)
             self.nodes.append({"id": i + 1, "raft": "127.0.0.1:%d" % r,
                                "client": "127.0.0.1:%d" % c, "http": "127.0.0.1:%d" % h,
-                               "bootstrap": True})
+                               "bootstrap": i < n})
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
             json.dump({"secret": "s", "electionTimeoutMs": 1000, "heartbeatMs": 100,
                        "snapshotThreshold": snapshot_threshold, "nodes": self.nodes}, f)
         self.procs = {}
-        for nd in self.nodes:
+        for nd in self.nodes[:n]:
             self.start_node(nd["id"])
 
-    def start_node(self, i):
+    def start_node(self, i, level="warn"):
         d = os.path.join(self.dir, "n%d" % i)
         os.makedirs(d, exist_ok=True)
         self.procs[i] = start([RAFTNS, "--config", self.cfg, "--id", str(i), "--data-dir", d,
-                               "--log-level", "warn"], os.path.join(self.dir, "n%d.log" % i))
+                               "--log-level", level], self.log_path(i))
         return self.procs[i]
+
+    def log_path(self, i):
+        return os.path.join(self.dir, "n%d.log" % i)
+
+    def status(self, i):
+        import urllib.request
+        with urllib.request.urlopen("http://%s/status" % self.nodes[i - 1]["http"],
+                                    timeout=2) as r:
+            return json.loads(r.read().decode())
 
     def client(self, i):
         return self.nodes[i - 1]["client"]
@@ -255,36 +280,64 @@ def wait_topics(addr, n, timeout):
     return None
 
 
+def log_times(path, needle):
+    """Wall-clock times (epoch s) of the log lines of path that contain needle."""
+    import calendar
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if needle in line:
+                    ts = line.split(" ", 1)[0]  # 2026-11-29T21:37:23.123Z
+                    sec = calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S"))
+                    out.append(sec + int(ts[20:23]) / 1000.0)
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def load_state(addr, pid, name, brokers, topics, pool, split):
+    """Registers the state with raftns-bench (held open, so the brokers do not expire) and
+    then times 5 GET_ALL_TOPIC_LIST; returns (bench process, its JSON result or None)."""
+    args = [BENCH, "-a", addr, "-c", "1", "--mix", "alltopics=100", "--count", "5",
+            "--brokers", str(brokers), "--topics", str(topics), "--topic-pool", str(pool),
+            "--split", str(split), "--setup-conns", "4", "--pid", str(pid), "--json",
+            "--hold", "900", "--label", name, "--grace", "60"]
+    t0 = time.monotonic()
+    b = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    PROCS.append(b)
+    import select
+    while time.monotonic() - t0 < SCALE_TIMEOUT:
+        r, _, _ = select.select([b.stdout], [], [], 1.0)
+        if r:
+            line = b.stdout.readline()
+            return b, (json.loads(line) if line else None)
+        if b.poll() is not None:
+            break
+    return b, None
+
+
+def rss_kb(pid):
+    try:
+        return int(open("/proc/%d/status" % pid).read().split("VmRSS:")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run_scale(name, brokers, topics, pool, split):
     cl = Cluster(1, snapshot_threshold=1024)
     rec = {"brokers": brokers, "topics_per_broker": topics, "topic_pool": pool, "split": split}
     try:
         cl.leader()
         p = cl.procs[1]
-        args = [BENCH, "-a", cl.client(1), "-c", "1", "--mix", "alltopics=100", "--count", "5",
-                "--brokers", str(brokers), "--topics", str(topics), "--topic-pool", str(pool),
-                "--split", str(split), "--setup-conns", "4", "--pid", str(p.pid), "--json",
-                "--hold", "600", "--label", name, "--grace", "60"]
         t0 = time.monotonic()
-        b = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        PROCS.append(b)
-        line = None
-        while time.monotonic() - t0 < SCALE_TIMEOUT:
-            import select
-            r, _, _ = select.select([b.stdout], [], [], 1.0)
-            if r:
-                line = b.stdout.readline()
-                break
-            if b.poll() is not None:
-                break
-        if not line:
+        b, res = load_state(cl.client(1), p.pid, name, brokers, topics, pool, split)
+        if not res:
             rec["timed_out_after_s"] = round(time.monotonic() - t0, 1)
-            rec["rss_kb_at_timeout"] = open("/proc/%d/status" % p.pid).read().split(
-                "VmRSS:")[1].split()[0] if p.poll() is None else None
+            rec["rss_kb_at_timeout"] = rss_kb(p.pid)
             log("%s: no result within %ss" % (name, SCALE_TIMEOUT))
             stop(b, signal.SIGKILL)
             return rec
-        res = json.loads(line)
         rec["bench"] = res
         rec["registration_s"] = res["setup"]["seconds"]
         rec["setup_errors"] = res["setup"]["errors"]
@@ -297,21 +350,141 @@ def run_scale(name, brokers, topics, pool, split):
         t1 = time.monotonic()
         stop(p)
         rec["stop_s"] = round(time.monotonic() - t1, 3)
+        ndir = os.path.join(cl.dir, "n1")
         rec["data_dir_bytes"] = sum(os.path.getsize(os.path.join(dp, f))
-                                    for dp, _, fs in os.walk(os.path.join(cl.dir, "n1"))
-                                    for f in fs)
-        rec["data_dir_files"] = sorted(os.listdir(os.path.join(cl.dir, "n1")))
-        t2 = time.monotonic()
-        cl.start_node(1)
+                                    for dp, _, fs in os.walk(ndir) for f in fs)
+        rec["data_dir_files"] = sorted(os.listdir(ndir))
+        snaps = [f for f in rec["data_dir_files"] if f.startswith("snapshot") and
+                 not f.endswith(".meta")]
+        rec["snapshot_bytes"] = max([os.path.getsize(os.path.join(ndir, f)) for f in snaps],
+                                    default=0)
+        # Restart at log level info: the server logs "fsm: restored a snapshot" with a
+        # millisecond wall-clock stamp right after the snapshot is decoded into the route.
+        n_before = len(log_times(cl.log_path(1), "restored a snapshot"))
+        w2, t2 = time.time(), time.monotonic()
+        cl.start_node(1, level="info")
         ready = wait_topics(cl.client(1), n_topics, SCALE_TIMEOUT)
         rec["restart_to_all_topics_s"] = round(time.monotonic() - t2, 3) if ready else None
+        restored = log_times(cl.log_path(1), "restored a snapshot")[n_before:]
+        rec["restart_to_snapshot_restored_s"] = round(restored[0] - w2, 3) if restored else None
+        rec["restart_rss_kb"] = rss_kb(cl.procs[1].pid)
         stop(b, signal.SIGKILL)
-        log("%-34s registration %.1f s, rss %s kB, 206 p50 %.1f ms, restart %s s" % (
-            name, rec["registration_s"], rec["rss_kb_after_setup"], rec["alltopics_p50_ms"],
-            rec["restart_to_all_topics_s"]))
+        log("%-34s registration %.1f s, rss %s kB, 206 p50 %.1f ms, restart %s s "
+            "(snapshot restored at %s s)" % (
+                name, rec["registration_s"], rec["rss_kb_after_setup"], rec["alltopics_p50_ms"],
+                rec["restart_to_all_topics_s"], rec["restart_to_snapshot_restored_s"]))
     finally:
         cl.close()
     return rec
+
+
+def run_catchup(shape):
+    """3-node cluster loaded with the state, then a 4th node (in the cluster file, no
+    bootstrap) is started and added with `raftnsctl member add`; times until its /status
+    applied_index reaches the leader's and it says ready."""
+    brokers, topics, pool = (300, 10000, 10000) if shape == "300x10000" else (10, 10000, 100000)
+    name = "catchup %s" % shape
+    cl = Cluster(3, snapshot_threshold=1024, spare=1)
+    rec = {"shape": shape, "brokers": brokers, "topics_per_broker": topics, "topic_pool": pool,
+           "split": 800}
+    b = None
+    try:
+        lid = cl.leader()
+        t0 = time.monotonic()
+        b, res = load_state(cl.client(lid), cl.procs[lid].pid, name, brokers, topics, pool, 800)
+        if not res:
+            rec["timed_out_after_s"] = round(time.monotonic() - t0, 1)
+            log("%s: state not loaded within %ss" % (name, SCALE_TIMEOUT))
+            return rec
+        rec["registration_s"] = res["setup"]["seconds"]
+        rec["setup_errors"] = res["setup"]["errors"]
+        rec["leader_rss_kb"] = res["setup"]["rss_kb"]
+        lid2 = cl.leader()  # leadership can move under load on 2 shared cores
+        rec["leader_changed_during_load"] = lid2 != lid
+        lid = lid2
+        # The new node must install a snapshot, not replay the whole log: with
+        # snapshotThreshold 1024 and raft's trailing 1024 entries the leader has compacted
+        # index 1 away only after ~2,100 entries. A small state (100k shape: ~140 entries)
+        # is padded with small registrations of one other broker (2 topics, changed each
+        # time; its connection closes afterwards, which unregisters it: one more entry).
+        pad = max(0, 2200 - int(cl.status(lid).get("applied_index", 0)))
+        rec["padding_registrations"] = pad
+        if pad:
+            pr = bench(cl.client(lid), "catchup padding", 1, 1, mix="register=100",
+                       extra=["--count", str(pad), "--no-setup", "--reg-topics", "2"],
+                       timeout=SCALE_TIMEOUT)
+            rec["padding_errors"] = pr and pr.get("errors")
+            lid = cl.leader()
+        lst = cl.status(lid)
+        rec["leader_applied_index"] = lst.get("applied_index")
+        w0, t_start = time.time(), time.monotonic()
+        p4 = cl.start_node(4, level="info")
+        n4 = cl.nodes[3]
+        for _ in range(100):  # listening before it is added
+            try:
+                socket.create_connection(n4["raft"].split(":"), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        rec["start_to_listening_s"] = round(time.monotonic() - t_start, 3)
+        cmd = [CTL, "-n", cl.client(lid), "--secret", "s", "member", "add", "4", n4["raft"],
+               n4["client"], n4["http"]]
+        rec["command"] = " ".join(cmd)
+        t_add = time.monotonic()
+        rc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        rec["member_add_s"] = round(time.monotonic() - t_add, 3)
+        rec["member_add_output"] = rc.stdout.decode().strip()
+        if rc.returncode != 0:
+            log("%s: member add failed: %s" % (name, rec["member_add_output"]))
+            return rec
+        deadline = t_add + SCALE_TIMEOUT
+        caught = None
+        while time.monotonic() < deadline:
+            try:
+                target = cl.status(lid).get("applied_index", 0)
+                st = cl.status(4)
+                if st.get("ready") and st.get("applied_index", 0) >= target:
+                    caught = time.monotonic()
+                    rec["node4_applied_index"] = st.get("applied_index")
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        rec["add_to_caught_up_s"] = round(caught - t_add, 3) if caught else None
+        restored = log_times(cl.log_path(4), "restored a snapshot")
+        rec["start_to_snapshot_restored_s"] = round(restored[0] - w0, 3) if restored else None
+        rec["add_to_snapshot_restored_s"] = (round(restored[0] - w0 - (t_add - t_start), 3)
+                                             if restored else None)
+        rec["node4_rss_kb"] = rss_kb(p4.pid)
+        ok = wait_topics(cl.client(4), min(pool, brokers * topics), 60)
+        rec["node4_lists_all_topics"] = ok is not None
+        log("%-34s member add -> caught up + ready %s s (snapshot restored %s s after add), "
+            "node 4 rss %s kB" % (name, rec["add_to_caught_up_s"],
+                                   rec["add_to_snapshot_restored_s"], rec["node4_rss_kb"]))
+    finally:
+        if b:
+            stop(b, signal.SIGKILL)
+        cl.close()
+    return rec
+
+
+def run_failover(ts):
+    path = os.path.join(OUT, "failover-%s.json" % ts)
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "failover_bench.py"), "--trials",
+           str(FAILOVER_TRIALS), "--timeline", "1", "--skip", "term,heartbeats", "--json", path]
+    env = dict(os.environ, RAFTNS_BIN=RAFTNS)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60 * (FAILOVER_TRIALS + 5))
+    for line in p.stdout.decode().splitlines()[-3:]:
+        log("   " + line)
+    try:
+        res = json.load(open(path))
+    except (OSError, ValueError):
+        log("failover bench failed:", p.stdout.decode()[-2000:])
+        return None
+    res["command"] = "RAFTNS_BIN=%s %s" % (RAFTNS, " ".join(cmd[1:]))
+    res["json"] = os.path.relpath(path, ROOT)
+    return res
 
 
 def main():
@@ -328,11 +501,12 @@ def main():
             time.sleep(0.05)
     subprocess.run(["redis-cli", "-p", str(rport), "set", "key:__rand_int__", "x"],
                    stdout=subprocess.DEVNULL)
-    one = Cluster(1)
-    one.leader()
-    run_route_and_redis(one, rport, one.procs[1].pid)
-    run_writes(one, "1-node", one.procs[1].pid)
-    one.close()
+    if want("route") or want("register") or want("heartbeat"):
+        one = Cluster(1)
+        one.leader()
+        run_route_and_redis(one, rport, one.procs[1].pid)
+        run_writes(one, "1-node", one.procs[1].pid)
+        one.close()
     if want("cluster3"):
         three = Cluster(3)
         lid = three.leader()
@@ -346,8 +520,13 @@ def main():
         RESULTS["scale"]["300x10000"] = run_scale("scale 300x10000", 300, 10000, 10000, 800)
         RESULTS["scale"]["100k-topics"] = run_scale("scale 10x10000 (100k)", 10, 10000,
                                                     100000, 800)
+    if SCALE and want("catchup"):
+        RESULTS["catchup"] = run_catchup(CATCHUP_SHAPE)
+    ts = time.strftime("%Y%m%d-%H%M%S")
+    if FAILOVER_TRIALS > 0 and want("failover"):
+        RESULTS["failover"] = run_failover(ts)
     RESULTS["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
-    path = os.path.join(OUT, "results-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
+    path = os.path.join(OUT, "results-%s.json" % ts)
     with open(path, "w") as f:
         json.dump(RESULTS, f, indent=1)
     shutil.copy(path, os.path.join(OUT, "latest.json"))

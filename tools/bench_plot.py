@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """bench_plot.py RESULTS.json OUTDIR: PNG plots of a scripts/bench.sh run with gnuplot
 (Debian gnuplot-nox, pngcairo or png terminal): raftns vs redis throughput by connection
-count, and latency percentiles per scenario. It only draws; it computes nothing new."""
+count, latency percentiles per scenario, and the failover timeline (acknowledged writes per
+100 ms around a kill -9 of the leader, from the timeline trial of tools/failover_bench.py).
+It only draws and bins; it computes nothing new."""
 import json
 import os
 import subprocess
@@ -64,6 +66,36 @@ set grid y
 plot '%s' using 3:xtic(2) title 'p50', '' using 4 title 'p90', '' using 5 title 'p99', \\
      '' using 6 title 'p99.9'
 """ % (term.split(" size")[0], os.path.join(out, "latency_percentiles.png"), dat2))
+    # Failover timeline: acknowledged writes per 100 ms bin, kill -9 at t = 0.
+    fo = res.get("failover") or {}
+    tl = (fo.get("timeline") or [None])[0]
+    if tl and tl.get("acks_s"):
+        bins = {}
+        for t in tl["acks_s"]:
+            k = int((t + 100.0) * 10) - 1000  # floor to 100 ms, negative times too
+            bins[k] = bins.get(k, 0) + 1
+        lo, hi = min(bins), max(bins)
+        dat3 = os.path.join(out, "failover_timeline.dat")
+        with open(dat3, "w") as f:
+            for k in range(lo, hi + 1):
+                f.write("%.2f %d\n" % (k / 10.0 + 0.05, bins.get(k, 0)))
+        first = tl["first_ack_s"]
+        gnuplot("""set terminal %s size 1000,520
+set output '%s'
+set termoption noenhanced
+set title "Failover timeline: acknowledged REGISTER_BROKER writes per 100 ms on a surviving follower\\n(3 nodes, one request outstanding, kill -9 of the leader at t = 0, first ack after %.3f s;\\nbefore the kill the follower forwards each write to the leader, after it the survivor leads)"
+set xlabel 'seconds since kill -9 of the leader'
+set ylabel 'acknowledged writes / 100 ms'
+set style fill solid 0.7 border -1
+set boxwidth 0.09
+set grid
+set arrow from 0, graph 0 to 0, graph 1 nohead lw 2 lc rgb 'red'
+set label 'kill -9' at 0.05, graph 0.95 tc rgb 'red' front
+set arrow from %f, graph 0 to %f, graph 1 nohead dt 2 lc rgb 'dark-green'
+set label 'first ack' at %f, graph 0.5 right tc rgb 'dark-green' front
+plot '%s' using 1:2 with boxes notitle
+""" % (term.split(" size")[0], os.path.join(out, "failover_timeline.png"), first,
+               first, first, first - 0.05, dat3))
     print("plots in", out)
 
 

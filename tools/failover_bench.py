@@ -6,8 +6,12 @@ leader -> longest gap between acknowledged writes on a survivor, (3) raft log en
 loop (one outstanding request) to a survivor. It prints numbers; it asserts nothing (tests assert
 behaviour, this measures). Uses the process-test harness in tests/process.
 
+With --timeline N it also runs N timeline trials: the same write loop runs from 2 s before the
+kill -9 to 3 s after the first acknowledged write, and every acknowledgement time is recorded
+relative to the kill (for the failover timeline plot of scripts/bench.sh).
+
 Usage: RAFTNS_BIN=build/raftns python3 tools/failover_bench.py [--trials 20] [--election-ms 1000]
-       [--skip kill,term,heartbeats] [--json FILE]"""
+       [--skip kill,term,heartbeats] [--timeline N] [--json FILE]"""
 
 import argparse
 import json
@@ -76,6 +80,31 @@ def kill_trial(cluster, broker):
             raise RuntimeError("no write acknowledged within 60 s of kill -9")
 
 
+def timeline_trial(cluster, broker, before=2.0, after=3.0):
+    """Acknowledged-write times (s, relative to the kill -9 of the leader) of one write loop
+    against a survivor, from `before` s before the kill to `after` s after the first ack."""
+    leader = settle(cluster, broker)
+    survivor = cluster.followers(leader)[0]
+    broker.conn(survivor)
+    acks = []
+    t_start = time.monotonic()
+    while time.monotonic() - t_start < before:
+        if try_write(broker, survivor, 5.0):
+            acks.append(time.monotonic())
+    t0 = time.monotonic()
+    leader.kill9()
+    first = None
+    while first is None or time.monotonic() - first < after:
+        if try_write(broker, survivor, 10.0):
+            now = time.monotonic()
+            acks.append(now)
+            if first is None and now > t0:
+                first = now
+        if time.monotonic() - t0 > 60.0:
+            raise RuntimeError("no write acknowledged within 60 s of kill -9")
+    return [round(t - t0, 4) for t in acks], round(first - t0, 4)
+
+
 def term_trial(cluster, broker):
     leader = settle(cluster, broker)
     survivor = cluster.followers(leader)[0]
@@ -129,6 +158,7 @@ def main():
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--election-ms", type=int, default=1000)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--timeline", type=int, default=0)
     ap.add_argument("--json")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -148,6 +178,14 @@ def main():
                 print("kill -9 trial %2d: first ack after %.3f s (%d attempts)" %
                       (i + 1, dt, attempts), flush=True)
             out["results"].append(summary("kill9_leader_to_first_ack", xs))
+        if args.timeline:
+            tl = []
+            for i in range(args.timeline):
+                acks, first = timeline_trial(cluster, broker)
+                tl.append({"first_ack_s": first, "acks_s": acks})
+                print("timeline trial %d: %d acks, first after kill at %.3f s" %
+                      (i + 1, len(acks), first), flush=True)
+            out["timeline"] = tl
         if "term" not in skip:
             xs = []
             for i in range(args.trials):
