@@ -14,6 +14,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "register_body_scan.h"
 
 #define INFLATE_CHUNK (64u * 1024u)
 
@@ -787,9 +788,25 @@ static void clear_body(struct ns_register *r)
     memset(&r->dv, 0, sizeof r->dv);
 }
 
-int ns_register_decode_body(struct ns_register *r, int32_t req_version,
-                            bool compressed, const uint8_t *body, size_t len,
-                            int64_t now_ms, char *errmsg, size_t errmsg_size)
+/* The JSON forms: the fast path of register_body_scan.c when it handles the
+ * text, else (or with use_scan false) the cJSON tree. */
+static int decode_json(struct body_ctx *c, bool bare_wrapper, bool use_scan,
+                       const uint8_t *body, size_t len)
+{
+    if (use_scan) {
+        int rv = register_body_scan(c->r, bare_wrapper, body, len, c->now_ms);
+        if (rv != NS_EAGAIN) {
+            return rv;
+        }
+        clear_body(c->r);
+    }
+    return decode_json_body(c, bare_wrapper, body, len);
+}
+
+static int decode_body(struct ns_register *r, int32_t req_version,
+                       bool compressed, bool use_scan, const uint8_t *body,
+                       size_t len, int64_t now_ms, char *errmsg,
+                       size_t errmsg_size)
 {
     struct body_ctx c = {r, now_ms, errmsg, errmsg_size};
     if (errmsg != NULL && errmsg_size > 0) {
@@ -801,11 +818,11 @@ int ns_register_decode_body(struct ns_register *r, int32_t req_version,
     }
     int rv;
     if (req_version < 37) {
-        rv = decode_json_body(&c, true, body, len);
+        rv = decode_json(&c, true, use_scan, body, len);
     } else if (compressed) {
         rv = decode_compressed(&c, req_version, body, len);
     } else {
-        rv = decode_json_body(&c, false, body, len);
+        rv = decode_json(&c, false, use_scan, body, len);
     }
     if (rv == 0) {
         rv = normalise_topics(r);
@@ -820,4 +837,20 @@ int ns_register_decode_body(struct ns_register *r, int32_t req_version,
         snprintf(errmsg, errmsg_size, "java.lang.OutOfMemoryError");
     }
     return rv;
+}
+
+int ns_register_decode_body(struct ns_register *r, int32_t req_version,
+                            bool compressed, const uint8_t *body, size_t len,
+                            int64_t now_ms, char *errmsg, size_t errmsg_size)
+{
+    return decode_body(r, req_version, compressed, true, body, len, now_ms,
+                       errmsg, errmsg_size);
+}
+
+int register_decode_body_tree(struct ns_register *r, int32_t req_version,
+                              bool compressed, const uint8_t *body, size_t len,
+                              int64_t now_ms, char *errmsg, size_t errmsg_size)
+{
+    return decode_body(r, req_version, compressed, false, body, len, now_ms,
+                       errmsg, errmsg_size);
 }
