@@ -1,6 +1,7 @@
 /* libFuzzer driver: arbitrary bytes as a REGISTER_BROKER body, decoded with
  * both compressed flags and request versions 0, 409 and 479; a decoded body
- * must encode as a command and decode back. */
+ * must encode as a command and decode back, and the JSON forms must decode
+ * exactly as the cJSON path alone decodes them (the fast path's contract). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "../../src/route/register_body_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,10 +35,78 @@ static void check_command(struct ns_register *r)
     ns_buf_close(&b);
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) ||
+           (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool same_mapping(const struct ns_mapping_info *x,
+                         const struct ns_mapping_info *y)
+{
+    return same_str(x->topic, y->topic) && same_str(x->bname, y->bname) &&
+           same_str(x->scope, y->scope) && x->epoch == y->epoch &&
+           x->total_queues == y->total_queues && x->dirty == y->dirty &&
+           x->n_curr_ids == y->n_curr_ids &&
+           (x->n_curr_ids == 0 ||
+            memcmp(x->curr_ids, y->curr_ids,
+                   x->n_curr_ids * sizeof *x->curr_ids) == 0);
+}
+
+static bool same_body(const struct ns_register *a, const struct ns_register *b)
+{
+    if (memcmp(&a->dv, &b->dv, sizeof a->dv) != 0 ||
+        a->n_topics != b->n_topics || a->n_mappings != b->n_mappings ||
+        a->has_filter_servers != b->has_filter_servers ||
+        a->n_filter_servers != b->n_filter_servers) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n_topics; i++) {
+        const struct ns_topic_config *x = &a->topics[i], *y = &b->topics[i];
+        if (!same_str(x->name, y->name) || x->read_queues != y->read_queues ||
+            x->write_queues != y->write_queues || x->perm != y->perm ||
+            x->sys_flag != y->sys_flag) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < a->n_mappings; i++) {
+        if (!same_mapping(&a->mappings[i], &b->mappings[i])) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < a->n_filter_servers; i++) {
+        if (!same_str(a->filter_servers[i], b->filter_servers[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The JSON forms: fast path (with fallback) against the cJSON path alone. */
+static void check_differential(const uint8_t *data, size_t size,
+                               int32_t version)
+{
+    struct ns_register a, b;
+    char err_a[256], err_b[256];
+    ns_register_init(&a);
+    ns_register_init(&b);
+    int rv_a = ns_register_decode_body(&a, version, false, data, size, 1, err_a,
+                                       sizeof err_a);
+    int rv_b = register_decode_body_tree(&b, version, false, data, size, 1,
+                                         err_b, sizeof err_b);
+    if (rv_a != rv_b || strcmp(err_a, err_b) != 0 || !same_body(&a, &b)) {
+        abort();
+    }
+    ns_register_close(&a);
+    ns_register_close(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const int32_t versions[] = {0, 409, 479};
     ns_json_use_ns_alloc();
+    check_differential(data, size, 0);
+    check_differential(data, size, 479);
     for (int compressed = 0; compressed < 2; compressed++) {
         for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
             struct ns_register r;
