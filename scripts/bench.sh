@@ -16,8 +16,8 @@
 #   CATCHUP_SHAPE=100k catch-up state of the new (4th) node: "100k" = 10
 #                      brokers x 10,000 topics (100,000 topics), "300x10000"
 #                      = 300 brokers x 10,000 topics (slower: ~2-3 min more)
-#   FAILOVER_TRIALS=10 kill -9 trials (0 skips the failover scenario);
-#                      plus one timeline trial for the failover plot
+#   FAILOVER_TRIALS=10 kill -9 trials (0 skips the failover scenario)
+#   FAILOVER_TIMELINE=3 timeline trials (one line each in the failover plot)
 #   BUILD_DIR=build-bench  OUT=bench/results
 # Needs: cmake, a C compiler, libuv, raft (Debian), redis-server,
 # redis-benchmark, gnuplot (gnuplot-nox), python3.
@@ -43,6 +43,7 @@ SCALE = os.environ.get("SCALE", "1") != "0"
 SCALE_TIMEOUT = float(os.environ.get("SCALE_TIMEOUT", "300"))
 CATCHUP_SHAPE = os.environ.get("CATCHUP_SHAPE", "100k")
 FAILOVER_TRIALS = int(os.environ.get("FAILOVER_TRIALS", "10"))
+FAILOVER_TIMELINE = int(os.environ.get("FAILOVER_TIMELINE", "3"))
 ONLY = set(sys.argv[1:])  # optional scenario names to run
 PROCS, TMPDIRS = [], []
 RESULTS = {"machine": {}, "runs": [], "scale": {}, "ratios": []}
@@ -471,7 +472,7 @@ def run_catchup(shape):
 def run_failover(ts):
     path = os.path.join(OUT, "failover-%s.json" % ts)
     cmd = [sys.executable, os.path.join(ROOT, "tools", "failover_bench.py"), "--trials",
-           str(FAILOVER_TRIALS), "--timeline", "1", "--skip", "term,heartbeats", "--json", path]
+           str(FAILOVER_TRIALS), "--timeline", str(FAILOVER_TIMELINE), "--skip", "term,heartbeats", "--json", path]
     env = dict(os.environ, RAFTNS_BIN=RAFTNS)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=60 * (FAILOVER_TRIALS + 5))
