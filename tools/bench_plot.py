@@ -34,6 +34,7 @@ def main():
     if rows:
         gnuplot("""set terminal %s
 set output '%s'
+set termoption noenhanced
 set title 'Throughput vs connections (depth 1, median of repeats, same machine, same run)'
 set logscale x 2
 set xlabel 'connections'
@@ -54,6 +55,7 @@ plot '%s' using 1:2 with linespoints title 'raftns GET_ROUTEINFO_BY_TOPIC', \\
     if runs:
         gnuplot("""set terminal %s size 1100,600
 set output '%s'
+set rmargin 10
 set title 'Latency percentiles (median of repeats), microseconds, log scale'
 set style data histograms
 set style histogram clustered gap 1
