@@ -8,7 +8,7 @@
 # Usage: scripts/bench.sh [SCENARIO...]   (default: all of route register
 #   heartbeat cluster3 scale catchup failover; name some to run only those)
 #
-# Environment knobs (defaults finish in ~12-15 min on 2 shared cores):
+# Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
 #   DURATION=5         seconds per raftns-bench / redis-benchmark point
 #   SCALE=1            SCALE=0 skips the scale and catchup scenarios
