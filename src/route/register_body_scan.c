@@ -168,6 +168,19 @@ static int decode_escaped(struct scan *s, const uint8_t *start,
     return 0;
 }
 
+/* Bytes that end the plain run of a string literal: '"', '\\' and control
+ * bytes. */
+static const bool ends_run[256] = {
+#define T4(x) [x] = true, [x + 1] = true, [x + 2] = true, [x + 3] = true
+#define T16(x) T4(x), T4(x + 4), T4(x + 8), T4(x + 12)
+    T16(0x00),
+    T16(0x10),
+    ['"'] = true,
+    ['\\'] = true,
+#undef T16
+#undef T4
+};
+
 /* A string literal after blanks. *out points into the text, or into s->tmp
  * when it had escapes (valid until the next string); not NUL-terminated. */
 static int read_string(struct scan *s, const char **out, size_t *n)
@@ -178,7 +191,7 @@ static int read_string(struct scan *s, const char **out, size_t *n)
     }
     const uint8_t *start = s->p + 1;
     const uint8_t *q = start;
-    while (q < s->end && *q != '"' && *q != '\\' && *q >= 0x20) {
+    while (q < s->end && !ends_run[*q]) {
         q++;
     }
     if (q < s->end && *q == '"') {
