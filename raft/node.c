@@ -684,7 +684,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     raft_set_election_timeout(
         &n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
     raft_set_heartbeat_timeout(&n->raft,
-                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 100);
+                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
     raft_set_snapshot_threshold(
         &n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
     raft_set_snapshot_trailing(

@@ -67,7 +67,7 @@ static void usage(FILE *out)
         "  --set KEY=VALUE        NamesrvConfig setting (repeatable)\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
-        "  --heartbeat-ms N       (default 100)\n"
+        "  --heartbeat-ms N       (default 50)\n"
         "  --snapshot-threshold N entries between snapshots (default 4096)\n"
         "  --help\n");
 }

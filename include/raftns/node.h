@@ -23,7 +23,7 @@ struct ns_node_config {
     const char *data_dir;         /* borrowed; created if missing */
     const char *raft_addr;        /* borrowed; IPv4 "a.b.c.d:port" */
     unsigned election_timeout_ms; /* 0 = 1000 */
-    unsigned heartbeat_ms;        /* 0 = 100 */
+    unsigned heartbeat_ms;        /* 0 = 50 */
     unsigned snapshot_threshold;  /* 0 = 4096 */
     unsigned snapshot_trailing;   /* 0 = 1024 */
     /* Initial voters when the data dir is pristine (borrowed array). NULL/0:

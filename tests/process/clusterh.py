@@ -146,7 +146,7 @@ def leader_id_of(st):
 class Cluster:
     """n nodes (ids 1..n) described by one config file in a temp dir."""
 
-    def __init__(self, n=3, election_ms=ELECTION_MS, heartbeat_ms=100, snapshot_threshold=4096,
+    def __init__(self, n=3, election_ms=ELECTION_MS, heartbeat_ms=50, snapshot_threshold=4096,
                  namesrv=None, log_level="info", secret="raftns-test-secret"):
         self.dir = tempfile.mkdtemp(prefix="raftns-cluster-")
         CLUSTER_DIRS.append(self.dir)
