@@ -813,6 +813,30 @@ static void transfer_cb(struct raft_transfer *req)
     close_raft(n);
 }
 
+/* Transfers leadership when leader (the callback then closes), else closes. */
+static void finish_stop(struct ns_node *n)
+{
+    if (n->started && raft_state(&n->raft) == RAFT_LEADER) {
+        n->transfer.data = n;
+        if (raft_transfer(&n->raft, &n->transfer, 0, transfer_cb) == 0) {
+            return; /* single voter: usually RAFT_NOTFOUND, closing at once */
+        }
+    }
+    close_raft(n);
+}
+
+/* raft 0.15 can crash in raft_close while entries are still being written
+ * (it walks its entry reference table for writes that were cancelled), so a
+ * stop first lets proposals already handed to raft finish, for a bound. */
+static void drain_cb(uv_timer_t *t)
+{
+    struct ns_node *n = t->data;
+    if (n->inflight == NULL || uv_now(n->loop) >= n->drain_deadline) {
+        uv_timer_stop(t);
+        finish_stop(n);
+    }
+}
+
 void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
 {
     if (n->stopping) {
@@ -825,13 +849,13 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     run_waiters(n, true, NS_ESHUTDOWN);
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);
-    if (n->started && raft_state(&n->raft) == RAFT_LEADER) {
-        n->transfer.data = n;
-        if (raft_transfer(&n->raft, &n->transfer, 0, transfer_cb) == 0) {
-            return; /* single voter: usually RAFT_NOTFOUND, closing at once */
-        }
+    if (n->started && n->inflight != NULL) {
+        n->drain_deadline = uv_now(n->loop) + STOP_DRAIN_MS;
+        uv_timer_start(&n->timer, drain_cb, STOP_DRAIN_POLL_MS,
+                       STOP_DRAIN_POLL_MS);
+        return;
     }
-    close_raft(n);
+    finish_stop(n);
 }
 
 void ns_node_destroy(struct ns_node *n)

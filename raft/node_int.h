@@ -14,6 +14,9 @@
 #define SEGMENT_SIZE (1u << 20)
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
+/* Bound on waiting for in-flight entries when stopping. */
+#define STOP_DRAIN_MS 1000
+#define STOP_DRAIN_POLL_MS 5
 /* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
  * pads entries to 8 bytes but its loader does not skip the padding, so an entry
  * whose length is not a multiple of 8 corrupts the segment on restart. Every
@@ -105,6 +108,7 @@ struct ns_node {
     struct proposal *q_head;
     struct proposal *q_tail;
     struct proposal *inflight; /* handed to raft, callback not yet run */
+    uint64_t drain_deadline;   /* stop: when to close despite in-flight */
     struct waiter *waiters;
     struct change *change; /* in progress, or NULL */
     uint64_t ready_index;
