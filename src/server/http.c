@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
@@ -228,27 +229,10 @@ static void on_connection(uv_stream_t *listener, int status)
     }
 }
 
-static int parse_addr(const char *text, struct sockaddr_in *sa)
-{
-    char host[64];
-    const char *colon = strrchr(text, ':');
-    if (colon == NULL || (size_t)(colon - text) >= sizeof host) {
-        return NS_EINVAL;
-    }
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
-    char *end = NULL;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 0 || port > 65535) {
-        return NS_EINVAL;
-    }
-    return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : NS_EINVAL;
-}
-
 int ns_http_start(struct ns_observe *o)
 {
     struct sockaddr_in sa;
-    if (parse_addr(o->http_addr, &sa) != 0) {
+    if (ns_addr_parse_ipv4(o->http_addr, &sa) != 0) {
         NS_LOG(NS_LOG_ERROR, "http: bad address %s (want IPv4 a.b.c.d:port)",
                o->http_addr);
         return NS_EINVAL;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/err.h"
@@ -232,25 +233,13 @@ static void connect_cb(uv_connect_t *req, int status)
     flush_out(p);
 }
 
-static int parse_addr(const char *text, struct sockaddr_in *sa)
-{
-    char host[64];
-    const char *colon = strrchr(text, ':');
-    if (colon == NULL || (size_t)(colon - text) >= sizeof host) {
-        return NS_EINVAL;
-    }
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
-    return uv_ip4_addr(host, atoi(colon + 1), sa) == 0 ? 0 : NS_EINVAL;
-}
-
 static int ensure_conn(struct ns_peer *p)
 {
     if (p->conn != NULL) {
         return 0;
     }
     struct sockaddr_in sa;
-    if (p->addr == NULL || parse_addr(p->addr, &sa) != 0) {
+    if (p->addr == NULL || ns_addr_parse_ipv4(p->addr, &sa) != 0) {
         return NS_ENOTFOUND;
     }
     struct pconn *pc = ns_calloc(1, sizeof *pc);

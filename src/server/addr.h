@@ -1,0 +1,12 @@
+/* The one "a.b.c.d:port" parser of the server layer: libraft 0.15 and raftns
+ * take IPv4 literals only (RAFT-NOTES P8). */
+#ifndef RAFTNS_SERVER_ADDR_H
+#define RAFTNS_SERVER_ADDR_H
+
+#include <uv.h>
+
+/* Parses text (borrowed) into *sa. 0, or NS_EINVAL for anything but an IPv4
+ * literal with a port 0-65535. */
+int ns_addr_parse_ipv4(const char *text, struct sockaddr_in *sa);
+
+#endif
