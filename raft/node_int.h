@@ -122,6 +122,13 @@ struct ns_node {
     void *stop_arg;
 };
 
+/* Submits queued proposals when a leader can take them (node.c). */
+void node_flush_queue(struct ns_node *n);
+/* Calls the waiters whose index is applied (all: every waiter, with status)
+ * (node_read.c). */
+void node_run_waiters(struct ns_node *n, bool all, int status);
+/* Issues the barrier a new leader must apply before it serves (node_read.c). */
+void node_issue_leader_barrier(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);
 
