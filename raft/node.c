@@ -97,6 +97,7 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     struct ns_node *n = fsm->data;
     struct ns_buf b;
     int rv = RAFT_NOMEM;
+    uint64_t t0 = uv_hrtime();
     ns_buf_init(&b);
     if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
         goto err_after_buf;
@@ -114,6 +115,8 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     (*bufs)[0].len = b.len;
     *n_bufs = 1;
     rv = 0;
+    NS_LOG(NS_LOG_INFO, "fsm: took a snapshot of %zu bytes in %.1f ms", b.len,
+           (double)(uv_hrtime() - t0) / 1e6);
 err_after_buf:
     ns_buf_close(&b);
     return rv;
@@ -122,6 +125,7 @@ err_after_buf:
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
     struct ns_node *n = fsm->data;
+    uint64_t t0 = uv_hrtime();
     int rv = ns_snapshot_decode(n->state, buf->base, buf->len);
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",
@@ -129,7 +133,8 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
         return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
     }
     raft_free(buf->base);
-    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes", buf->len);
+    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes in %.1f ms",
+           buf->len, (double)(uv_hrtime() - t0) / 1e6);
     return 0;
 }
 
