@@ -92,6 +92,13 @@ void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now)
 {
     struct ns_server *srv = server_of(lv);
     set_self(srv);
+    /* Every broker of the route, not only those this node heard: an expiry
+     * this node proposed while it wrongly believed itself leader (paused, then
+     * resumed) took brokers out of its table without removing them. */
+    if (ns_liveness_seed(lv, srv->state->route, now) != 0) {
+        NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+        lv->reseed = true;
+    }
     ns_lvt_take_leadership(&lv->t, now);
     lv->leading = true;
     NS_LOG(NS_LOG_INFO,
@@ -200,6 +207,7 @@ static void expire_due(struct ns_server *srv, uint64_t now)
     c.u.brokers.n = x.n;
     int rv = ns_propose_internal(srv, &c);
     if (rv != 0) {
+        srv->live.reseed = true;
         NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
                x.n, ns_strerror(rv));
     } else {
@@ -259,10 +267,15 @@ void ns_liveness_scan(struct ns_server *srv)
     if (!check_role(srv)) {
         return; /* followers never expire */
     }
-    /* Brokers applied through another node's forward and never reported. */
-    if (ns_route_n_brokers(srv->state->route) > srv->live.t.n &&
-        ns_liveness_seed(&srv->live, srv->state->route, now) != 0) {
-        NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+    /* Brokers applied through another node's forward and never reported, or
+     * taken out of the table by an expiry whose proposal failed. */
+    if (srv->live.reseed ||
+        ns_route_n_brokers(srv->state->route) > srv->live.t.n) {
+        srv->live.reseed =
+            ns_liveness_seed(&srv->live, srv->state->route, now) != 0;
+        if (srv->live.reseed) {
+            NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+        }
     }
     expire_due(srv, now);
 }

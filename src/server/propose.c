@@ -129,8 +129,9 @@ static void internal_done(struct ns_pending *p, int status,
                           const struct ns_apply_result *res)
 {
     (void)res;
-    (void)p;
     if (status != 0) {
+        /* If it was an expiry, its brokers left the liveness table. */
+        p->srv->live.reseed = true;
         NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
                ns_strerror(status));
     }

@@ -88,10 +88,11 @@ struct ns_conn {
  * replicated). */
 struct ns_liveness {
     struct ns_lvt t;
-    bool leading;         /* took leadership in the table */
-    bool fast_pending;    /* a broker may be due through the fast path */
-    bool in_flight;       /* a report to the leader awaits its answer */
-    bool resend_all;      /* a report was lost: send everything again */
+    bool leading;      /* took leadership in the table */
+    bool fast_pending; /* a broker may be due through the fast path */
+    bool in_flight;    /* a report to the leader awaits its answer */
+    bool resend_all;   /* a report was lost: send everything again */
+    bool reseed;       /* an expiry proposal failed: re-seed from the route */
     uint64_t reported_to; /* leader id the reports go to */
 };
 
