@@ -288,7 +288,10 @@ def expiry_deadline(bs, b, last_heard, events, cfg):
     timeout = bs.timeout_ns(b)
     scan = cfg.get("scan_interval_ms", 5000) * MS
     slack = cfg.get("expiry_slack_ms", 2000) * MS
-    elect = cfg.get("election_timeout_ms", 1000) * MS
+    # A leader that dies is replaced after a randomised election timeout in
+    # [T, 2T] (canonical/raft) plus a vote round, and the new leader grants
+    # every broker a full timeout from its takeover (DESIGN.md §5).
+    elect = 2 * cfg.get("election_timeout_ms", 1000) * MS
     deadline = last_heard + timeout + scan + slack
     moves = sorted(ev["time"] for ev in events
                    if ev.get("process") == "nemesis"
