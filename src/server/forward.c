@@ -14,6 +14,7 @@
 #include "raftns/command.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 
 #define TICK_MS 50
 #define PEER_TIMEOUT_MS 3000
@@ -393,6 +394,8 @@ static void route(struct fwd *f)
     ns_cmd_close(&req);
     if (rv != 0) {
         park(f);
+    } else {
+        ns_metrics_forwarded();
     }
 }
 
