@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <raft.h>
 #include <raft/uv.h>
@@ -444,6 +447,46 @@ static int make_dirs(const char *path)
     return rv;
 }
 
+/* Takes an exclusive flock on <dir>/LOCK for the life of the process, so a
+ * second raftns on the same data dir refuses to start instead of sharing a raft
+ * log with this one. The lock dies with the process, so a crash leaves none. */
+static int lock_data_dir(struct ns_node *n)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/LOCK", n->dir) >= (int)sizeof path) {
+        NS_LOG(NS_LOG_ERROR, "node: data dir path too long: %s", n->dir);
+        return NS_EINVAL;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        NS_LOG(NS_LOG_ERROR, "node: cannot open %s: %s", path,
+               strerror(errno));
+        return NS_EIO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t got = pread(fd, holder, sizeof holder - 1, 0);
+        holder[got > 0 ? got : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        NS_LOG(NS_LOG_ERROR,
+               "node: data dir %s is in use by another raftns process "
+               "(pid %s): %s",
+               n->dir, holder[0] != '\0' ? holder : "unknown",
+               e == EWOULDBLOCK ? "locked" : strerror(e));
+        close(fd);
+        return e == EWOULDBLOCK ? NS_EBUSY : NS_EIO;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        NS_LOG(NS_LOG_WARN, "node: cannot write the pid to %s: %s", path,
+               strerror(errno));
+    }
+    n->lock_fd = fd;
+    return 0;
+}
+
 static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
 {
     struct raft_configuration conf;
@@ -493,12 +536,16 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     n->state = state;
     n->id = cfg->id;
     n->role = RAFT_UNAVAILABLE;
+    n->lock_fd = -1;
     n->dir = ns_strdup(cfg->data_dir);
     n->addr = ns_strdup(cfg->raft_addr);
     if (n->dir == NULL || n->addr == NULL) {
         goto err_after_node;
     }
     rv = make_dirs(n->dir);
+    if (rv == 0) {
+        rv = lock_data_dir(n);
+    }
     if (rv != 0) {
         goto err_after_node;
     }
@@ -568,6 +615,9 @@ err_after_io:
 err_after_transport:
     raft_uv_tcp_close(&n->transport);
 err_after_node:
+    if (n->lock_fd >= 0) {
+        close(n->lock_fd);
+    }
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
@@ -638,12 +688,28 @@ static void handle_closed_cb(uv_handle_t *h)
     }
 }
 
+/* raft 0.15's raft_io close callback (ioCloseCb) can fire more than once:
+ * uvMaybeFireCloseCb never clears it, and callbacks that outlive the first
+ * firing (an open segment's writer closing after its cancelled writes, a
+ * peer stream closing) call it again. The repeat frees the raft's address and
+ * log a second time. So the first firing points the io at a zeroed raft whose
+ * close callback only counts, and the io and transport memory stay allocated
+ * until ns_node_destroy, which runs once uv_run has returned, i.e. after every
+ * such callback. */
+static void late_close_cb(struct raft *tombstone)
+{
+    struct ns_node *n = tombstone->data;
+    n->late_close_callbacks++;
+}
+
 static void raft_closed_cb(struct raft *r)
 {
     struct ns_node *n = r->data;
-    raft_uv_close(&n->io);
-    raft_uv_tcp_close(&n->transport);
-    n->raft_inited = false;
+    memset(&n->tombstone, 0, sizeof n->tombstone);
+    n->tombstone.data = n;
+    n->tombstone.close_cb = late_close_cb;
+    n->io.data = &n->tombstone;
+    n->raft_closed = true;
     NS_LOG(NS_LOG_INFO, "node: raft closed");
     uv_close((uv_handle_t *)&n->check, handle_closed_cb);
     uv_close((uv_handle_t *)&n->timer, handle_closed_cb);
@@ -710,6 +776,18 @@ void ns_node_destroy(struct ns_node *n)
 {
     if (n == NULL) {
         return;
+    }
+    if (n->raft_closed) {
+        if (n->late_close_callbacks > 0) {
+            NS_LOG(NS_LOG_DEBUG,
+                   "node: raft_io closed %u more time(s) after raft_close",
+                   n->late_close_callbacks);
+        }
+        raft_uv_close(&n->io);
+        raft_uv_tcp_close(&n->transport);
+    }
+    if (n->lock_fd >= 0) {
+        close(n->lock_fd); /* releases the flock */
     }
     ns_free(n->dir);
     ns_free(n->addr);

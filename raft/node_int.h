@@ -91,6 +91,7 @@ struct ns_node {
     uint64_t id;
     char *dir;
     char *addr;
+    int lock_fd; /* flock on <dir>/LOCK, -1 when not held */
     uv_check_t check;
     uv_timer_t timer;
     int n_open_handles;
@@ -103,6 +104,9 @@ struct ns_node {
     bool ready;
     bool diverged;
     bool raft_inited;
+    bool raft_closed; /* io and transport freed by ns_node_destroy */
+    struct raft tombstone; /* io->data after close: see raft_closed_cb */
+    unsigned late_close_callbacks;
     bool started;
     bool stopping;
     struct proposal *q_head;

@@ -15,7 +15,9 @@
     X(NS_EVERSION, -8, "unsupported format version")                           \
     X(NS_ENOTLEADER, -9, "not the leader")                                     \
     X(NS_ETIMEDOUT, -10, "timed out")                                          \
-    X(NS_ESHUTDOWN, -11, "shutting down")
+    X(NS_ESHUTDOWN, -11, "shutting down")                                      \
+    X(NS_EBUSY, -12, "in use")                                                 \
+    X(NS_EPERM, -13, "not permitted")
 
 enum {
 #define NS_ERR_ENUM(name, value, text) name = value,

@@ -157,7 +157,9 @@ uint64_t ns_node_last_applied(const struct ns_node *n);
  * if leader, closes raft, the transport and every handle; cb (borrowed arg)
  * runs once when all is closed. Idempotent: a second call does nothing. */
 void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg);
-/* Frees a node that was never started or whose stop callback ran. */
+/* Frees a node that was never started, or whose stop callback ran and whose
+ * loop has since run until it had nothing left to do (uv_run returned):
+ * libraft 0.15 still calls into the node's io while its last handles close. */
 void ns_node_destroy(struct ns_node *n);
 
 #endif

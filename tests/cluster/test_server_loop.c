@@ -141,6 +141,7 @@ static int teardown(void **state)
     }
     ns_server_stop(f->server, server_stopped, f);
     assert_true(run_until(f, all_stopped));
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* libraft's last close callbacks */
     ns_server_destroy(f->server);
     ns_node_destroy(f->node);
     assert_int_equal(uv_loop_close(&f->loop), 0);
