@@ -25,6 +25,27 @@
 #include "raftns/command.h"
 #include "raftns/err.h"
 
+bool ns_command_is_client_write(enum ns_command_type type)
+{
+    switch (type) {
+    case NS_CMD_REGISTER_BROKER:
+    case NS_CMD_UNREGISTER_BROKERS:
+    case NS_CMD_KV_PUT:
+    case NS_CMD_KV_DELETE:
+    case NS_CMD_WIPE_WRITE_PERM:
+    case NS_CMD_ADD_WRITE_PERM:
+    case NS_CMD_DELETE_TOPIC:
+    case NS_CMD_REGISTER_TOPIC:
+    case NS_CMD_UPDATE_CONFIG:
+        return true;
+    case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_CHECKPOINT:
+    case NS_CMD_SET_MEMBER:
+        return false;
+    }
+    return false;
+}
+
 void ns_command_init(struct ns_command *c, enum ns_command_type type)
 {
     memset(c, 0, sizeof *c);

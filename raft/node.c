@@ -459,8 +459,7 @@ static int lock_data_dir(struct ns_node *n)
     }
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        NS_LOG(NS_LOG_ERROR, "node: cannot open %s: %s", path,
-               strerror(errno));
+        NS_LOG(NS_LOG_ERROR, "node: cannot open %s: %s", path, strerror(errno));
         return NS_EIO;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -104,7 +104,7 @@ struct ns_node {
     bool ready;
     bool diverged;
     bool raft_inited;
-    bool raft_closed; /* io and transport freed by ns_node_destroy */
+    bool raft_closed;      /* io and transport freed by ns_node_destroy */
     struct raft tombstone; /* io->data after close: see raft_closed_cb */
     unsigned late_close_callbacks;
     bool started;

@@ -107,7 +107,7 @@ class Cluster:
                                "bootstrap": i < n})
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
-            json.dump({"secret": "s", "electionTimeoutMs": 1000, "heartbeatMs": 100,
+            json.dump({"secret": "bench-cluster-secret-0123456789", "electionTimeoutMs": 1000, "heartbeatMs": 100,
                        "snapshotThreshold": snapshot_threshold, "nodes": self.nodes}, f)
         self.procs = {}
         for nd in self.nodes[:n]:
@@ -137,7 +137,8 @@ class Cluster:
         while time.monotonic() < deadline:
             for nd in self.nodes:
                 try:
-                    r = nsclient.request_once(nd["client"], 9003, {"raftnsSecret": "s"},
+                    r = nsclient.request_once(nd["client"], 9003, nsclient.sign_private(
+                                              9003, {}, b"", "bench-cluster-secret-0123456789"),
                                               timeout=1)
                     if r.code == 0:
                         lid = r.body_json().get("leader", 0)
@@ -428,7 +429,7 @@ def run_catchup(shape):
             except OSError:
                 time.sleep(0.05)
         rec["start_to_listening_s"] = round(time.monotonic() - t_start, 3)
-        cmd = [CTL, "-n", cl.client(lid), "--secret", "s", "member", "add", "4", n4["raft"],
+        cmd = [CTL, "-n", cl.client(lid), "--secret", "bench-cluster-secret-0123456789", "member", "add", "4", n4["raft"],
                n4["client"], n4["http"]]
         rec["command"] = " ".join(cmd)
         t_add = time.monotonic()

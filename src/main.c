@@ -17,6 +17,7 @@
 #include "raftns/log.h"
 #include "raftns/metrics.h"
 #include "raftns/node.h"
+#include "raftns/secret.h"
 #include "raftns/server.h"
 
 struct app {
@@ -45,6 +46,8 @@ struct options {
     unsigned snapshot_threshold;
     struct ns_props sets;
     struct ns_cluster_config cluster; /* from --config */
+    bool insecure_dev;                /* weak or empty secrets allowed */
+    char *secret;                     /* owned: the one this node uses */
 };
 
 static void usage(FILE *out)
@@ -69,6 +72,9 @@ static void usage(FILE *out)
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
         "  --snapshot-threshold N entries between snapshots (default 4096)\n"
+        "  --insecure-dev         accept an empty, short or placeholder "
+        "cluster\n"
+        "                         secret (development only)\n"
         "  --help\n");
 }
 
@@ -93,6 +99,10 @@ static int parse_args(int argc, char **argv, struct options *o)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
+        }
+        if (strcmp(a, "--insecure-dev") == 0) {
+            o->insecure_dev = true;
+            continue;
         }
         if (v == NULL) {
             fprintf(stderr, "raftns: %s needs a value (or is unknown)\n", a);
@@ -187,6 +197,94 @@ static int apply_cluster_file(struct options *o)
     return 0;
 }
 
+static void data_dir_of(const struct options *o, char *dir, size_t len)
+{
+    if (o->data_dir != NULL) {
+        snprintf(dir, len, "%s", o->data_dir);
+    } else {
+        snprintf(dir, len, "./raftns-data/%llu", o->id);
+    }
+}
+
+/* secretFile of the cluster file, relative to the cluster file's directory. */
+static int read_cluster_secret_file(struct options *o)
+{
+    char path[4096], err[512];
+    const char *name = o->cluster.secret_file;
+    const char *slash = strrchr(o->config_path, '/');
+    if (name[0] == '/' || slash == NULL) {
+        snprintf(path, sizeof path, "%s", name);
+    } else {
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - o->config_path),
+                 o->config_path, name);
+    }
+    if (ns_secret_read_file(path, &o->secret, err, sizeof err) != 0) {
+        fprintf(stderr, "raftns: %s: %s\n", o->config_path, err);
+        return 2;
+    }
+    if (err[0] != '\0') {
+        fprintf(stderr, "raftns: warning: %s\n", err);
+    }
+    return 0;
+}
+
+/* Chooses the cluster secret (DESIGN.md §9: no default is open): the cluster
+ * file's secret or secretFile, which must pass ns_secret_check unless
+ * --insecure-dev; a node of a one-node cluster (or with no cluster file) that
+ * has none uses its own random secret kept in its data dir. 0 or 2 (printed).
+ */
+static int choose_secret(struct options *o)
+{
+    char why[256];
+    bool in_file = o->cluster.secret != NULL && o->cluster.secret[0] != '\0';
+    if (o->cluster.secret_file != NULL) {
+        if (read_cluster_secret_file(o) != 0) {
+            return 2;
+        }
+    } else if (in_file) {
+        o->secret = ns_strdup(o->cluster.secret);
+    } else if (o->cluster.n_nodes > 1 && !o->insecure_dev) {
+        fprintf(stderr,
+                "raftns: %s: a cluster of %zu nodes needs a shared secret: set "
+                "\"secretFile\" (or \"secret\") in the file, e.g. from "
+                "`head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'`\n",
+                o->config_path, o->cluster.n_nodes);
+        return 2;
+    } else if (o->cluster.n_nodes > 1) {
+        o->secret = ns_strdup("");
+    } else {
+        char dir[4096], err[512];
+        int created = 0;
+        data_dir_of(o, dir, sizeof dir);
+        if (ns_secret_load_or_create(dir, &o->secret, &created, err,
+                                     sizeof err) != 0) {
+            fprintf(stderr, "raftns: %s\n", err);
+            return 2;
+        }
+        if (created) {
+            NS_LOG(NS_LOG_INFO, "generated this node's cluster secret in %s/%s",
+                   dir, NS_SECRET_DATA_FILE);
+        }
+        return 0; /* random: no policy to check */
+    }
+    if (o->secret == NULL) {
+        fprintf(stderr, "raftns: out of memory\n");
+        return 2;
+    }
+    if (ns_secret_check(o->secret, why, sizeof why) != 0) {
+        if (!o->insecure_dev) {
+            fprintf(stderr,
+                    "raftns: %s: %s; put a long random secret in the file "
+                    "(\"secretFile\" or \"secret\"), or pass --insecure-dev "
+                    "for a throwaway development cluster\n",
+                    o->config_path, why);
+            return 2;
+        }
+        NS_LOG(NS_LOG_WARN, "--insecure-dev: %s", why);
+    }
+    return 0;
+}
+
 static void raise_nofile(void)
 {
     struct rlimit rl;
@@ -247,11 +345,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static int run(struct app *app, const struct options *o)
 {
     char dir[4096];
-    if (o->data_dir != NULL) {
-        snprintf(dir, sizeof dir, "%s", o->data_dir);
-    } else {
-        snprintf(dir, sizeof dir, "./raftns-data/%llu", o->id);
-    }
+    data_dir_of(o, dir, sizeof dir);
     struct ns_node_member boot[NS_CLUSTER_MAX_NODES];
     size_t n_boot = 0;
     for (size_t i = 0; i < o->cluster.n_nodes; i++) {
@@ -278,7 +372,7 @@ static int run(struct app *app, const struct options *o)
     struct ns_server_config scfg = {
         .client_addr = o->client_addr,
         .id = o->id,
-        .secret = o->cluster.secret,
+        .secret = o->secret,
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
@@ -340,7 +434,12 @@ int main(int argc, char **argv)
     if (prv == 0 && o.config_path != NULL) {
         prv = apply_cluster_file(&o);
     }
+    if (prv == 0) {
+        ns_log_set_node(o.id);
+        prv = choose_secret(&o);
+    }
     if (prv != 0) {
+        ns_free(o.secret);
         ns_props_close(&o.sets);
         ns_cluster_config_close(&o.cluster);
         return prv == 1 ? 0 : 2;
@@ -375,6 +474,7 @@ int main(int argc, char **argv)
         status = 1;
     }
     ns_state_close(&app.state);
+    ns_free(o.secret);
     ns_props_close(&o.sets);
     ns_cluster_config_close(&o.cluster);
     NS_LOG(NS_LOG_INFO, "stopped");

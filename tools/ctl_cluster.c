@@ -220,26 +220,16 @@ int ns_ctl_cmd_status(struct ctl *ctl)
     return rv;
 }
 
-/* A private request with the secret and ext pairs; prints "ok" or the JSON
- * body. */
+/* A private request (signed with the secret by ns_ctl_call) with ext pairs;
+ * prints "ok" or the JSON body. */
 static int private_call(struct ctl *ctl, int32_t code, const char *k1,
                         const char *v1, const char *k2, const char *v2,
                         const char *k3, const char *v3, const char *k4,
                         const char *v4, struct reply *out)
 {
-    const char *ext[] = {NS_EXT_SECRET,
-                         ctl->secret ? ctl->secret : "",
-                         k1,
-                         v1,
-                         k2,
-                         v2,
-                         k3,
-                         v3,
-                         k4,
-                         v4,
-                         NULL};
+    const char *ext[] = {k1, v1, k2, v2, k3, v3, k4, v4, NULL};
     /* cut the list at the first absent key */
-    for (size_t i = 2; i + 1 < sizeof ext / sizeof ext[0]; i += 2) {
+    for (size_t i = 0; i + 1 < sizeof ext / sizeof ext[0]; i += 2) {
         if (ext[i] == NULL || ext[i + 1] == NULL) {
             ext[i] = NULL;
             break;

@@ -11,14 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/remoting.h"
+#include "raftns/sign.h"
 
 #include "ctl.h"
 
@@ -41,6 +44,13 @@ static const char *code_name(int32_t code)
 
 /* ---------------------------------------------------------------- time and
  * sockets */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int64_t now_ms(void)
 {
@@ -244,6 +254,27 @@ void ns_ctl_reply_close(struct reply *r)
  * reply (the caller closes it with reply_close). Returns 0, EXIT_UNREACHABLE
  * (reasons printed) or EXIT_SERVER on a local failure; then *out needs no
  * close. */
+/* Private codes carry a fresh signature per attempt (raftns/sign.h), so a
+ * retry to another node is never refused as a replay. 0 or an exit code. */
+static int sign_private(const struct ctl *ctl, struct ns_cmd *req)
+{
+    if (req->code < NS_CODE_PRIVATE_MIN || req->code > NS_CODE_PRIVATE_MAX ||
+        req->code == NS_CODE_STATUS) {
+        return 0;
+    }
+    uint8_t nonce[NS_SIGN_NONCE_LEN];
+    if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) {
+        fprintf(stderr, "raftnsctl: no random bytes: %s\n", strerror(errno));
+        return EXIT_SERVER;
+    }
+    const char *secret = ctl->secret != NULL ? ctl->secret : "";
+    if (ns_sign_request(req, secret, strlen(secret), wall_ms(), nonce) != 0) {
+        fprintf(stderr, "raftnsctl: cannot sign the request\n");
+        return EXIT_SERVER;
+    }
+    return 0;
+}
+
 static int exchange(const struct ctl *ctl, struct ns_cmd *req,
                     struct reply *out)
 {
@@ -258,6 +289,11 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
         int64_t deadline = now_ms() + ctl->timeout_ms;
         req->opaque = (int32_t)(i + 1);
         ns_buf_reset(&frame);
+        rv = sign_private(ctl, req);
+        if (rv != 0) {
+            break;
+        }
+        rv = EXIT_UNREACHABLE;
         if (ns_cmd_encode(req, &frame) != 0 || frame.err != 0) {
             fprintf(stderr, "raftnsctl: cannot encode the request\n");
             rv = EXIT_SERVER;

@@ -22,7 +22,8 @@ struct ns_cluster_node {
 };
 
 struct ns_cluster_config {
-    char *secret;                  /* owned; "" when absent */
+    char *secret;      /* owned; "" when absent */
+    char *secret_file; /* owned; NULL when absent; relative to the file */
     unsigned election_timeout_ms;  /* 0 = default */
     unsigned heartbeat_ms;         /* 0 = default */
     unsigned snapshot_threshold;   /* 0 = default */

@@ -2,9 +2,10 @@
  * nodes accept on their CLIENT port, with the ext fields of each request and
  * reply. Stock RocketMQ codes stay in the handlers; nothing here is Java.
  *
- * Every private request carries ext NS_EXT_SECRET = the cluster secret (the
- * "secret" of the cluster file; "" when none is configured). A missing or
- * wrong secret is answered with code 16 (NO_PERMISSION) and logged at WARN.
+ * Every private request but STATUS is signed with the cluster secret
+ * (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the secret itself never
+ * travels). A missing, wrong, expired or replayed signature is answered with
+ * code 16 (NO_PERMISSION) and a remark saying why, and logged at WARN.
  * Replies use code 0 on success, 1 (SYSTEM_ERROR) with a remark otherwise. */
 #ifndef RAFTNS_CODES_H
 #define RAFTNS_CODES_H
@@ -15,7 +16,6 @@
 #define NS_CODE_NO_PERMISSION 16
 
 /* --- ext keys --- */
-#define NS_EXT_SECRET "raftnsSecret"          /* every private request */
 #define NS_EXT_FROM "raftnsFrom"              /* sender node id (decimal) */
 #define NS_EXT_CONSISTENT "raftnsConsistent"  /* on any READ: "true" */
 #define NS_EXT_INDEX "raftnsIndex"            /* a raft log index (decimal) */
@@ -31,7 +31,8 @@
 #define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
 
 /* FORWARD: a follower hands an encoded command to the leader.
- * Request: body = ns_command_encode bytes; ext secret, from.
+ * Request: body = ns_command_encode bytes; ext from. Only command types a
+ * client request produces (ns_command_is_client_write); others get code 16.
  * Reply 0: ext index (log index of the entry, applied on the leader), resType,
  *   and for REGISTER_BROKER regStatus, regMaster / regHa (absent when NULL);
  *   count for WIPE/ADD_WRITE_PERM. The forwarding node answers its client only
@@ -42,31 +43,31 @@
 #define NS_CODE_FORWARD 9001
 
 /* READ_INDEX: the leader's read point.
- * Request: ext secret, from. The leader runs raft_barrier and answers with
+ * Request: from. The leader runs raft_barrier and answers with
  * Reply 0: ext index = its applied index after the barrier, leader = its id.
  * Used for readiness at join and for raftnsConsistent=true reads. */
 #define NS_CODE_READ_INDEX 9002
 
 /* MEMBER_LIST: the raft configuration joined with the replicated addresses.
- * Request: ext secret. Reply 0: body = JSON
+ * Request: no ext. Reply 0: body = JSON
  *   {"leader":N,"term":N,"commitIndex":N,"appliedIndex":N,"members":[
  *     {"id":N,"raft":"ip:port","client":"ip:port","http":"ip:port",
  *      "role":"voter|standby|spare"}...]}  (addresses "" when unknown). */
 #define NS_CODE_MEMBER_LIST 9003
 
 /* MEMBER_ADD: leader only (a follower forwards it to the leader).
- * Request: ext secret, id, raftAddr, clientAddr, httpAddr (optional). The
+ * Request: id, raftAddr, clientAddr, httpAddr (optional). The
  * leader records the addresses (SET_MEMBER), raft_add, then raft_assign VOTER
  * (one change at a time; on RAFT_NOCONNECTION the spare is removed again).
  * Reply 0 when the new member is a voter; 1 with remark otherwise. */
 #define NS_CODE_MEMBER_ADD 9004
 
-/* MEMBER_REMOVE: Request: ext secret, id. raft_remove, then SET_MEMBER with no
+/* MEMBER_REMOVE: Request: id. raft_remove, then SET_MEMBER with no
  * addresses. Reply 0 / 1 with remark. Removing the leader itself transfers
  * leadership first. */
 #define NS_CODE_MEMBER_REMOVE 9005
 
-/* LEADER_TRANSFER: Request: ext secret, id (optional; 0 or absent = let raft
+/* LEADER_TRANSFER: Request: id (optional; 0 or absent = let raft
  * pick the most up-to-date voter). Sent to any node (forwarded to the leader).
  * Reply 0 once the transfer finished: ext leader = the new leader id. */
 #define NS_CODE_LEADER_TRANSFER 9006

@@ -9,6 +9,7 @@
 #ifndef RAFTNS_COMMAND_H
 #define RAFTNS_COMMAND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,11 @@ struct ns_command {
         } member;
     } u;
 };
+
+/* True for the command types a client request can produce on any node (and so
+ * may be forwarded to the leader); false for those only the leader creates
+ * (expiry, checkpoints, membership records). */
+bool ns_command_is_client_write(enum ns_command_type type);
 
 /* Zeroes c and sets version and type. */
 void ns_command_init(struct ns_command *c, enum ns_command_type type);

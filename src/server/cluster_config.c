@@ -29,6 +29,7 @@ void ns_cluster_config_close(struct ns_cluster_config *c)
     }
     ns_free(c->nodes);
     ns_free(c->secret);
+    ns_free(c->secret_file);
     ns_props_close(&c->namesrv);
     ns_cluster_config_init(c);
 }
@@ -259,8 +260,21 @@ int ns_cluster_config_parse(const char *text, size_t len,
         set_err(err, errlen, "\"secret\" must be a string");
         goto err_after_root;
     }
+    const cJSON *secret_file =
+        cJSON_GetObjectItemCaseSensitive(root, "secretFile");
+    if (secret_file != NULL &&
+        (!cJSON_IsString(secret_file) || secret_file->valuestring[0] == '\0')) {
+        set_err(err, errlen, "\"secretFile\" must be a non-empty path");
+        goto err_after_root;
+    }
+    if (secret_file != NULL && secret != NULL) {
+        set_err(err, errlen, "give \"secret\" or \"secretFile\", not both");
+        goto err_after_root;
+    }
     c->secret = ns_strdup(secret != NULL ? secret->valuestring : "");
-    if (c->secret == NULL) {
+    if (c->secret == NULL ||
+        (secret_file != NULL &&
+         (c->secret_file = ns_strdup(secret_file->valuestring)) == NULL)) {
         rv = NS_ENOMEM;
         goto err_after_root;
     }

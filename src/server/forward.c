@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/rand.h>
+
 #include "peer.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
@@ -15,6 +17,8 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
+#include "raftns/sign.h"
+#include "raftns/replay.h"
 
 #define TICK_MS 50
 #define PEER_TIMEOUT_MS 3000
@@ -63,6 +67,9 @@ struct ns_cluster {
     bool stopping;
     bool read_index_inflight;
     bool members_recorded;
+    struct ns_replay replay; /* nonces of signed private requests */
+    uint64_t n_refused;      /* private requests refused (metrics) */
+    uint64_t next_refusal_log_ms;
 };
 
 int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
@@ -80,6 +87,7 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
         ns_free(cl);
         return NS_ENOMEM;
     }
+    ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
     srv->cluster = cl;
     return 0;
 }
@@ -109,19 +117,63 @@ const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id)
     return nd != NULL ? nd->client_addr : NULL;
 }
 
-bool ns_cluster_check_secret(struct ns_req *req)
+/* At most one refusal line per this many ms, so a flood of forged private
+ * requests cannot fill the disk; the rest are only counted. */
+#define REFUSAL_LOG_INTERVAL_MS 1000
+
+static void refuse_private(struct ns_req *req, const char *why)
 {
-    const char *got = ns_cmd_ext_find(req->cmd, NS_EXT_SECRET);
-    const char *want = req->srv->cluster->secret;
-    if (got != NULL && strcmp(got, want) == 0) {
+    struct ns_cluster *cl = req->srv->cluster;
+    uint64_t now = uv_now(req->srv->loop);
+    cl->n_refused++;
+    if (now >= cl->next_refusal_log_ms) {
+        cl->next_refusal_log_ms = now + REFUSAL_LOG_INTERVAL_MS;
+        NS_LOG(NS_LOG_WARN,
+               "conn %llu %s: private code %d refused: %s (%llu refused so "
+               "far)",
+               (unsigned long long)req->conn->id, req->conn->peer,
+               (int)req->cmd->code, why, (unsigned long long)cl->n_refused);
+    }
+    ns_reply_remarkf(&req->to, NS_CODE_NO_PERMISSION,
+                     "raftns: private request refused: %s", why);
+}
+
+bool ns_cluster_check_signed(struct ns_req *req)
+{
+    struct ns_cluster *cl = req->srv->cluster;
+    uint8_t nonce[NS_SIGN_NONCE_LEN];
+    int64_t ts = 0;
+    const char *why = "signature check failed";
+    int64_t now = ns_wall_ms();
+    int rv = ns_sign_verify(req->cmd, cl->secret, strlen(cl->secret), now,
+                            nonce, &ts, &why);
+    if (rv == 0) {
+        rv = ns_replay_check(&cl->replay, nonce, ts, now);
+        why = rv == NS_EPERM   ? "replayed request (nonce already seen)"
+              : rv == NS_EBUSY ? "too many signed requests in the window"
+                               : why;
+    }
+    if (rv == 0) {
         return true;
     }
-    NS_LOG(NS_LOG_WARN, "conn %llu %s: private code %d with %s secret refused",
-           (unsigned long long)req->conn->id, req->conn->peer,
-           (int)req->cmd->code, got == NULL ? "no" : "a wrong");
-    ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
-                    "raftns: cluster secret missing or wrong");
+    refuse_private(req, why);
     return false;
+}
+
+uint64_t ns_cluster_refused_total(const struct ns_server *srv)
+{
+    return srv->cluster->n_refused;
+}
+
+int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req)
+{
+    uint8_t nonce[NS_SIGN_NONCE_LEN];
+    if (RAND_bytes(nonce, sizeof nonce) != 1) {
+        NS_LOG(NS_LOG_ERROR, "cluster: no random bytes for a nonce");
+        return NS_EIO;
+    }
+    const char *secret = srv->cluster->secret;
+    return ns_sign_request(req, secret, strlen(secret), ns_wall_ms(), nonce);
 }
 
 /* --- the leader connection --- */
@@ -144,11 +196,10 @@ static int add_auth(struct ns_cluster *cl, struct ns_cmd *req)
 {
     char from[24];
     snprintf(from, sizeof from, "%llu", (unsigned long long)cl->id);
-    if (ns_cmd_ext_set(req, NS_EXT_SECRET, cl->secret) != 0 ||
-        ns_cmd_ext_set(req, NS_EXT_FROM, from) != 0) {
+    if (ns_cmd_ext_set(req, NS_EXT_FROM, from) != 0) {
         return NS_ENOMEM;
     }
-    return 0;
+    return ns_cluster_sign(cl->srv, req); /* last: it covers every field */
 }
 
 int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
@@ -678,6 +729,7 @@ void ns_cluster_destroy(struct ns_server *srv)
     if (cl == NULL) {
         return;
     }
+    ns_replay_close(&cl->replay);
     ns_free(cl->secret);
     ns_free(cl);
     srv->cluster = NULL;

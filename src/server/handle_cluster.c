@@ -124,6 +124,16 @@ static int handle_forward(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: forwarded command does not decode");
     }
+    if (!ns_command_is_client_write(c.type)) {
+        NS_LOG(NS_LOG_WARN,
+               "forward: command type %d from %s refused: only the leader "
+               "creates it",
+               (int)c.type, req->conn->peer);
+        ns_command_close(&c);
+        return ns_reply_remarkf(&req->to, NS_CODE_NO_PERMISSION,
+                                "raftns: command type %d cannot be forwarded",
+                                (int)c.type);
+    }
     rv = answer_applied_registration(req, &c);
     ns_command_close(&c);
     if (rv != 0) {
@@ -685,7 +695,7 @@ bool ns_cluster_hold_consistent_read(struct ns_req *req)
 
 int ns_handle_private(struct ns_req *req)
 {
-    if (!ns_cluster_check_secret(req)) {
+    if (!ns_cluster_check_signed(req)) {
         return 0;
     }
     switch (req->cmd->code) {

@@ -60,9 +60,16 @@ int ns_cluster_leader_oneway(struct ns_server *srv, struct ns_cmd *req);
 /* Client address (borrowed) of member id: replicated member table first, then
  * the cluster file; NULL when unknown. */
 const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id);
-/* True when the request carries the right secret. Otherwise it answers code 16,
- * logs a WARN and returns false (the caller returns 0). */
-bool ns_cluster_check_secret(struct ns_req *req);
+/* True when the private request carries a valid signature (raftns/sign.h) by
+ * the cluster secret, within the time window, with a nonce not seen before.
+ * Otherwise it answers code 16 with a remark saying why, logs a WARN (at most
+ * one a second) and returns false (the caller returns 0). */
+bool ns_cluster_check_signed(struct ns_req *req);
+/* Signs req with the cluster secret, a fresh nonce and the wall clock; call it
+ * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
+int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
+/* Private requests refused by ns_cluster_check_signed since start. */
+uint64_t ns_cluster_refused_total(const struct ns_server *srv);
 
 /* --- forward.c: the write path and the cluster state of a server --- */
 

@@ -168,7 +168,7 @@ class Cluster:
             nd.faketime_file = os.path.join(run_dir, "faketime-n%d" % faketime_node)
             nd.set_clock_offset("+0")
         self.config_path = os.path.join(run_dir, "cluster.json")
-        cfg = {"secret": "jepsen", "electionTimeoutMs": election_ms, "heartbeatMs": 50,
+        cfg = {"secret": "jepsen-cluster-secret-0123456789", "electionTimeoutMs": election_ms, "heartbeatMs": 50,
                "snapshotThreshold": 4096,
                "nodes": [nd.entry() for nd in self.nodes.values()]}
         with open(self.config_path, "w") as f:

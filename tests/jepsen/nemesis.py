@@ -174,7 +174,8 @@ class Nemesis:
     # -- membership -------------------------------------------------------------------------
     def ctl(self, *args):
         addrs = ",".join(nd.client_addr for nd in self.cluster.member_nodes())
-        return subprocess.run([self.ctl_bin, "--secret", "jepsen", "-n", addrs] + list(args),
+        secret = "jepsen-cluster-secret-0123456789"
+        return subprocess.run([self.ctl_bin, "--secret", secret, "-n", addrs] + list(args),
                               capture_output=True,
                               text=True, timeout=30)
 

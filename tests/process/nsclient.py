@@ -4,6 +4,7 @@ a broker sends (PROTOCOL.md sections 2 and 4). It is a test tool, not a producti
 retries, no reconnects, no thread safety."""
 
 import json
+import os
 import re
 import select
 import socket
@@ -324,6 +325,29 @@ class Conn:
             return not self._fill(time.monotonic() + timeout) and not self.buf
         except ConnectionClosed:
             return False
+
+
+def sign_private(code, ext, body, secret, ts_ms=None, nonce=None):
+    """Returns ext plus raftnsTs/raftnsNonce/raftnsSig: the signature raftns's private codes
+    carry (include/raftns/sign.h), computed here independently of the C code: HMAC-SHA256
+    keyed by the cluster secret over the label, the code, then every other ext field in
+    byte order of its key, then the body, each piece prefixed by its u32 big-endian length
+    (the code and the field count are bare u32s)."""
+    import hashlib
+    import hmac
+    out = {k: v for k, v in (ext or {}).items() if k != "raftnsSig"}
+    out["raftnsTs"] = str(int(time.time() * 1000) if ts_ms is None else ts_ms)
+    out["raftnsNonce"] = (nonce if nonce is not None else os.urandom(16)).hex()
+
+    def piece(b):
+        return struct.pack(">I", len(b)) + b
+    msg = piece(b"raftns-private-v1") + struct.pack(">iI", code, len(out))
+    for k in sorted(out, key=lambda k: k.encode()):
+        msg += piece(k.encode()) + piece(out[k].encode())
+    msg += piece(bytes(body))
+    key = secret.encode() if isinstance(secret, str) else secret
+    out["raftnsSig"] = hmac.new(key, msg, hashlib.sha256).hexdigest()
+    return out
 
 
 def request_once(addr, code, ext=None, body=b"", timeout=5.0, **kw):
