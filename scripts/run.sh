@@ -9,7 +9,13 @@ scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target raftns raftnsctl
 CONFIG=cluster-configs/local-3.json
-SECRET=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("secret",""))' "$CONFIG")
+# The local files name "secretFile": ../raftns-data/local.secret. Made once, random, mode 0600.
+SECRET_FILE=raftns-data/local.secret
+if [ ! -s "$SECRET_FILE" ]; then
+    mkdir -p raftns-data
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SECRET_FILE")
+    echo "raftns: generated the local cluster secret in $SECRET_FILE"
+fi
 pids=()
 stop_all() {
     trap - INT TERM
@@ -33,7 +39,7 @@ raftns: three nodes started from $CONFIG (pids ${pids[*]}; data in ./raftns-data
   brokers:   namesrvAddr=127.0.0.1:9876;127.0.0.1:9877;127.0.0.1:9878   (broker.conf)
   clients:   export NAMESRV_ADDR='127.0.0.1:9876;127.0.0.1:9877;127.0.0.1:9878'
   inspect:   build/raftnsctl -n 127.0.0.1:9876 clusters
-             RAFTNS_SECRET=$SECRET build/raftnsctl -n 127.0.0.1:9877 member list
+             RAFTNS_SECRET=\$(cat $SECRET_FILE) build/raftnsctl -n 127.0.0.1:9877 member list
              curl -s 127.0.0.1:9896/status
   stop:      Ctrl-C (stops all three)
 MSG

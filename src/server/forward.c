@@ -126,6 +126,7 @@ static void refuse_private(struct ns_req *req, const char *why)
     struct ns_cluster *cl = req->srv->cluster;
     uint64_t now = uv_now(req->srv->loop);
     cl->n_refused++;
+    ns_metrics_private_refused();
     if (now >= cl->next_refusal_log_ms) {
         cl->next_refusal_log_ms = now + REFUSAL_LOG_INTERVAL_MS;
         NS_LOG(NS_LOG_WARN,
@@ -158,11 +159,6 @@ bool ns_cluster_check_signed(struct ns_req *req)
     }
     refuse_private(req, why);
     return false;
-}
-
-uint64_t ns_cluster_refused_total(const struct ns_server *srv)
-{
-    return srv->cluster->n_refused;
 }
 
 int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req)

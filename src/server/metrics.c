@@ -28,6 +28,7 @@ static struct {
     size_t n_codes;
     uint64_t forwarded;
     uint64_t expired;
+    uint64_t private_refused;
 } m;
 
 static struct code_stats *find_code(int32_t code)
@@ -68,6 +69,11 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
 void ns_metrics_forwarded(void)
 {
     m.forwarded++;
+}
+
+void ns_metrics_private_refused(void)
+{
+    m.private_refused++;
 }
 
 void ns_metrics_expired(uint64_t n_brokers)
@@ -144,7 +150,13 @@ void ns_metrics_encode(struct ns_buf *out)
                   "# HELP raftns_expired_brokers_total Brokers this node "
                   "proposed to expire.\n"
                   "# TYPE raftns_expired_brokers_total counter\n"
-                  "raftns_expired_brokers_total %llu\n",
+                  "raftns_expired_brokers_total %llu\n"
+                  "# HELP raftns_private_refused_total Private node-to-node "
+                  "requests refused: missing, wrong, expired or replayed "
+                  "signature.\n"
+                  "# TYPE raftns_private_refused_total counter\n"
+                  "raftns_private_refused_total %llu\n",
                   (unsigned long long)m.forwarded,
-                  (unsigned long long)m.expired);
+                  (unsigned long long)m.expired,
+                  (unsigned long long)m.private_refused);
 }

@@ -68,8 +68,7 @@ bool ns_cluster_check_signed(struct ns_req *req);
 /* Signs req with the cluster secret, a fresh nonce and the wall clock; call it
  * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
 int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
-/* Private requests refused by ns_cluster_check_signed since start. */
-uint64_t ns_cluster_refused_total(const struct ns_server *srv);
+
 
 /* --- forward.c: the write path and the cluster state of a server --- */
 
