@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev libcmocka-dev
-          zlib1g-dev clang libclang-rt-14-dev clang-format iproute2 iptables python3
+          zlib1g-dev libssl-dev openssl clang libclang-rt-14-dev clang-format iproute2 iptables python3
           nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc valgrind)
 
 missing=()
@@ -20,7 +20,14 @@ fi
 if ((${#missing[@]})); then
     echo "setup: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # A fresh machine may still run its own apt for a while: wait for the locks (dpkg's with
+    # apt's own timeout, the lists lock by retrying) instead of failing.
+    deadline=$((SECONDS + 1200))
+    until apt-get -o DPkg::Lock::Timeout=60 update -qq; do
+        ((SECONDS < deadline)) || { echo "setup: apt-get update kept failing" >&2; exit 1; }
+        echo "setup: apt is busy (locked?); retrying in 10 s"
+        sleep 10
+    done
+    apt-get -o DPkg::Lock::Timeout=1200 install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "setup: libraft $(pkg-config --modversion raft) libuv $(pkg-config --modversion libuv)"
