@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raftns/acl.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/err.h"
@@ -309,6 +310,16 @@ int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
     for (size_t i = 0; ext && ext[i]; i += 2) {
         if (ns_cmd_ext_set(&req, ext[i], ext[i + 1]) != 0) {
             fprintf(stderr, "raftnsctl: out of memory\n");
+            goto err_after_req;
+        }
+    }
+    if (ctl->access_key != NULL && ctl->secret_key != NULL) {
+        /* the signature covers every ext field set above and the body */
+        char sig[NS_ACL_SIG_LEN + 1];
+        if (ns_cmd_ext_set(&req, NS_ACL_EXT_ACCESS_KEY, ctl->access_key) != 0 ||
+            ns_acl_sign(&req, ctl->secret_key, false, sig) != 0 ||
+            ns_cmd_ext_set(&req, NS_ACL_EXT_SIGNATURE, sig) != 0) {
+            fprintf(stderr, "raftnsctl: cannot sign the request\n");
             goto err_after_req;
         }
     }
