@@ -686,10 +686,14 @@ bool ns_cluster_hold_consistent_read(struct ns_req *req)
 /* Cluster administration needs an admin signature with ACL on; member list a
  * reader's. Node-to-node codes (forwarded writes, read indexes) and requests
  * a node relays for a client it already checked (they carry raftnsFrom next to
- * a valid cluster secret) are not checked again. */
-static enum ns_acl_role private_role(const struct ns_cmd *cmd)
+ * a valid cluster secret) are not checked again. While the account table is
+ * empty, ACL_UPDATE needs only the cluster secret: that is how the first
+ * admin account of a cluster without seed accounts is created. */
+static enum ns_acl_role private_role(const struct ns_req *req)
 {
-    if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL) {
+    const struct ns_cmd *cmd = req->cmd;
+    if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL ||
+        (cmd->code == NS_CODE_ACL_UPDATE && req->srv->state->acl.n == 0)) {
         return NS_ACL_ROLE_NONE;
     }
     switch (cmd->code) {
@@ -711,7 +715,7 @@ int ns_handle_private(struct ns_req *req)
     if (!ns_cluster_check_secret(req)) {
         return 0;
     }
-    if (!ns_acl_gate_allows(req, private_role(req->cmd))) {
+    if (!ns_acl_gate_allows(req, private_role(req))) {
         return 0;
     }
     switch (req->cmd->code) {
