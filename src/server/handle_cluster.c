@@ -687,13 +687,14 @@ bool ns_cluster_hold_consistent_read(struct ns_req *req)
  * reader's. Node-to-node codes (forwarded writes, read indexes) and requests
  * a node relays for a client it already checked (they carry raftnsFrom next to
  * a valid cluster secret) are not checked again. While the account table is
- * empty, ACL_UPDATE needs only the cluster secret: that is how the first
+ * empty, the ACL codes need only the cluster secret: that is how the first
  * admin account of a cluster without seed accounts is created. */
 static enum ns_acl_role private_role(const struct ns_req *req)
 {
     const struct ns_cmd *cmd = req->cmd;
     if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL ||
-        (cmd->code == NS_CODE_ACL_UPDATE && req->srv->state->acl.n == 0)) {
+        ((cmd->code == NS_CODE_ACL_UPDATE || cmd->code == NS_CODE_ACL_LIST) &&
+         req->srv->state->acl.n == 0)) {
         return NS_ACL_ROLE_NONE;
     }
     switch (cmd->code) {

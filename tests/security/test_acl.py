@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "process"))
@@ -127,12 +128,11 @@ def refusals(nd):
 
 
 def signed_ready(nd):
-    """The harness's readiness probe (106), signed: it also works with anonymous reads off."""
+    """Readiness from /status (the harness's probe, an unsigned 106, fails with anonymous reads
+    off)."""
     try:
-        with ns.Conn(nd.addr, timeout=1.0) as c:
-            return c.request(ns.GET_BROKER_CLUSTER_INFO, signed({}, b"", "ro"),
-                             timeout=T(1.0)).code == 0
-    except (OSError, ns.ConnectionClosed, ns.ProtocolError, TimeoutError, ValueError):
+        return nd.status(timeout=1.0).get("ready") is True
+    except OSError:
         return False
 
 
@@ -150,6 +150,7 @@ def make_cluster(n, namesrv=None, accounts=ACCOUNTS, snapshot_threshold=4096):
 
 
 def acl_list(nd, creds="root"):
+    """ACL_LIST as JSON; creds=None sends it unsigned (allowed while the table is empty)."""
     rc, out, err = ctl(nd, "--json", "acl", "list", creds=creds)
     assert rc == 0, (rc, out, err)
     return json.loads(out)
@@ -331,6 +332,45 @@ class TestReadsAndNetworks(ClusterCase):
         with cl2[1].conn() as c:
             self.assert_refused(c.request(code, ext, body), "no AccessKey",
                                 "broker outside aclBrokerNetworks")
+
+
+class TestFloodAndBootstrap(ClusterCase):
+    def test_refusal_flood_is_rate_limited(self):
+        cl = self.cluster(1)
+        nd = cl[1]
+        n = 2000
+        t0 = time.monotonic()
+        with nd.conn() as c:
+            replies = c.pipeline([{"code": ns.PUT_KV_CONFIG,
+                                   "ext": {"namespace": "a", "key": str(i)}}
+                                  for i in range(n)], timeout=T(30.0))
+        elapsed = time.monotonic() - t0
+        self.assertTrue(all(r.code == NO_PERMISSION for r in replies))
+        self.assertGreaterEqual(refusals(nd).get("no_access_key", 0), n)
+        wait_until(lambda: "refused: no AccessKey" in nd.log_text(), T(5.0), "refusal lines")
+        lines = nd.log_text().count("refused: no AccessKey")
+        # at most 10 lines a second, plus one window of slack
+        self.assertLessEqual(lines, 10 * (int(elapsed) + 2), "%d lines in %.1fs" % (lines, elapsed))
+        self.assertGreater(lines, 0)
+
+    def test_first_admin_without_seed(self):
+        cl = self.cluster(1, accounts=None)
+        nd = cl[1]
+        self.assertEqual(acl_list(nd, creds=None)["accounts"], [])
+        # an empty table: acl add needs only the cluster secret (then never again)
+        rc, out, err = ctl(nd, "acl", "add", "root", SK["root"], "admin")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = ctl(nd, "acl", "add", "other", "other-secret", "admin")
+        self.assertEqual(rc, 1)
+        self.assertIn("no AccessKey", err)
+        rc, out, err = ctl(nd, "acl", "add", "brk", SK["brk"], "broker", creds="root")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([a["accessKey"] for a in acl_list(nd)["accounts"]], ["brk", "root"])
+        # the wrong cluster secret is refused before the ACL gate
+        with nd.conn() as c:
+            r = c.request(ACL_LIST, signed({"raftnsSecret": "wrong"}, b"", "root"))
+            self.assertEqual(r.code, NO_PERMISSION)
+            self.assertIn("cluster secret", r.remark)
 
 
 class TestThreeNodes(ClusterCase):
