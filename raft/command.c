@@ -18,6 +18,11 @@
  * u32 perm, u32 sys_flag} UPDATE_CONFIG     u32 n {str key, str value}
  *   CHECKPOINT        u64 index, u64 digest
  *   SET_MEMBER        u64 id, str? raft_addr, str? client_addr, str? http_addr
+ *   ACL_PUT           account
+ *   ACL_REMOVE        str access_key
+ *   ACL_SEED          u32 n {account}
+ * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
+ * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
  * Never change this layout; add a version or a type. */
 #include <string.h>
 
@@ -37,7 +42,10 @@ bool ns_command_is_client_write(enum ns_command_type type)
     case NS_CMD_DELETE_TOPIC:
     case NS_CMD_REGISTER_TOPIC:
     case NS_CMD_UPDATE_CONFIG:
+    case NS_CMD_ACL_PUT:
+    case NS_CMD_ACL_REMOVE:
         return true;
+    case NS_CMD_ACL_SEED: /* the leader seeds from its own cluster file */
     case NS_CMD_EXPIRE_BROKERS:
     case NS_CMD_CHECKPOINT:
     case NS_CMD_SET_MEMBER:
@@ -106,6 +114,18 @@ void ns_command_close(struct ns_command *c)
         ns_free(c->u.member.raft_addr);
         ns_free(c->u.member.client_addr);
         ns_free(c->u.member.http_addr);
+        break;
+    case NS_CMD_ACL_PUT:
+        ns_acl_account_close(&c->u.acl_put);
+        break;
+    case NS_CMD_ACL_REMOVE:
+        ns_free(c->u.acl_remove.access_key);
+        break;
+    case NS_CMD_ACL_SEED:
+        for (size_t i = 0; i < c->u.acl_seed.n; i++) {
+            ns_acl_account_close(&c->u.acl_seed.items[i]);
+        }
+        ns_free(c->u.acl_seed.items);
         break;
     }
     memset(&c->u, 0, sizeof c->u);
@@ -230,6 +250,19 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
         ns_buf_put_str(b, c->u.member.raft_addr);
         ns_buf_put_str(b, c->u.member.client_addr);
         ns_buf_put_str(b, c->u.member.http_addr);
+        break;
+    case NS_CMD_ACL_PUT:
+        ns_acl_encode_account(&c->u.acl_put, b);
+        break;
+    case NS_CMD_ACL_REMOVE:
+        ns_buf_put_str(
+            b, c->u.acl_remove.access_key ? c->u.acl_remove.access_key : "");
+        break;
+    case NS_CMD_ACL_SEED:
+        ns_buf_put_u32(b, (uint32_t)c->u.acl_seed.n);
+        for (size_t i = 0; i < c->u.acl_seed.n; i++) {
+            ns_acl_encode_account(&c->u.acl_seed.items[i], b);
+        }
         break;
     }
 }
@@ -481,6 +514,26 @@ static int decode_config(struct ns_rd *r, struct ns_props *p)
     return 0;
 }
 
+static int decode_acl_seed(struct ns_rd *r, struct ns_command *c)
+{
+    size_t n;
+    int rv = rd_count(r, 13, &n);
+    if (rv != 0 || n > NS_ACL_MAX_ACCOUNTS) {
+        return rv != 0 ? rv : NS_EPROTO;
+    }
+    c->u.acl_seed.items = alloc_array(n, sizeof *c->u.acl_seed.items);
+    if (c->u.acl_seed.items == NULL) {
+        return NS_ENOMEM;
+    }
+    for (; c->u.acl_seed.n < n; c->u.acl_seed.n++) {
+        rv = ns_acl_decode_account(r, &c->u.acl_seed.items[c->u.acl_seed.n]);
+        if (rv != 0) {
+            return rv; /* the failed one is closed already */
+        }
+    }
+    return 0;
+}
+
 static int decode_payload(struct ns_rd *r, struct ns_command *c)
 {
     int rv = 0;
@@ -521,13 +574,19 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
             rv = ns_rd_str(r, &c->u.member.client_addr);
         }
         return rv ? rv : ns_rd_str(r, &c->u.member.http_addr);
+    case NS_CMD_ACL_PUT:
+        return ns_acl_decode_account(r, &c->u.acl_put);
+    case NS_CMD_ACL_REMOVE:
+        return rd_req_str(r, &c->u.acl_remove.access_key);
+    case NS_CMD_ACL_SEED:
+        return decode_acl_seed(r, c);
     }
     return NS_EPROTO;
 }
 
 static bool is_known_type(uint8_t t)
 {
-    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_SET_MEMBER;
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_ACL_SEED;
 }
 
 int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out)

@@ -11,6 +11,7 @@
 int ns_state_init(struct ns_state *s)
 {
     memset(s, 0, sizeof *s);
+    ns_acl_init(&s->acl);
     s->route = ns_route_create();
     s->kv = ns_kv_create();
     s->config = ns_config_create();
@@ -39,6 +40,7 @@ void ns_state_close(struct ns_state *s)
         free_member(&s->members[i]);
     }
     ns_free(s->members);
+    ns_acl_close(&s->acl);
     memset(s, 0, sizeof *s);
 }
 
@@ -199,6 +201,41 @@ err_after_member:
     return NS_ENOMEM;
 }
 
+static int apply_acl_put(struct ns_state *s, const struct ns_command *c,
+                         struct ns_apply_result *res)
+{
+    (void)res;
+    s->acl.seeded = true; /* managed by raftnsctl from now on */
+    return ns_acl_put(&s->acl, &c->u.acl_put);
+}
+
+static int apply_acl_remove(struct ns_state *s, const struct ns_command *c,
+                            struct ns_apply_result *res)
+{
+    (void)res;
+    s->acl.seeded = true;
+    return ns_acl_remove(&s->acl, c->u.acl_remove.access_key);
+}
+
+/* Only the first seed counts: every leader may propose the file's accounts
+ * until one was applied, and later ones change nothing. */
+static int apply_acl_seed(struct ns_state *s, const struct ns_command *c,
+                          struct ns_apply_result *res)
+{
+    (void)res;
+    if (s->acl.seeded) {
+        return 0;
+    }
+    for (size_t i = 0; i < c->u.acl_seed.n; i++) {
+        int rv = ns_acl_put(&s->acl, &c->u.acl_seed.items[i]);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    s->acl.seeded = true;
+    return 0;
+}
+
 typedef int (*apply_fn)(struct ns_state *s, const struct ns_command *c,
                         struct ns_apply_result *res);
 
@@ -215,6 +252,9 @@ static const apply_fn APPLY[] = {
     [NS_CMD_UPDATE_CONFIG] = apply_update_config,
     [NS_CMD_CHECKPOINT] = apply_checkpoint,
     [NS_CMD_SET_MEMBER] = apply_set_member,
+    [NS_CMD_ACL_PUT] = apply_acl_put,
+    [NS_CMD_ACL_REMOVE] = apply_acl_remove,
+    [NS_CMD_ACL_SEED] = apply_acl_seed,
 };
 
 int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,

@@ -4,7 +4,11 @@
  * WARNING: persisted and replicated format. Version 1 layout: u32 magic "RNSS",
  * u16 version, route state (ns_route_encode_state), KV state, config state, u32
  * n_members {u64 id, str? raft_addr, str? client_addr, str? http_addr} sorted
- * by id. Nothing may follow. Never change it; add a version. */
+ * by id. Nothing may follow. Version 2: version 1's fields, then the account
+ * table (ns_acl_encode_state: u8 seeded, u32 n {account}). Version 1 is still
+ * written while the table is empty and unseeded, so a cluster that never used
+ * ACL keeps byte-identical snapshots and digests. Never change either; add a
+ * version. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -12,12 +16,14 @@
 #include "raftns/fsm.h"
 
 #define SNAPSHOT_MAGIC 0x524E5353u /* "RNSS" */
-#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_VERSION_1 1
+#define SNAPSHOT_VERSION 2 /* the newest this code reads */
 
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
 {
+    bool with_acl = s->acl.n > 0 || s->acl.seeded;
     ns_buf_put_u32(out, SNAPSHOT_MAGIC);
-    ns_buf_put_u16(out, SNAPSHOT_VERSION);
+    ns_buf_put_u16(out, with_acl ? SNAPSHOT_VERSION : SNAPSHOT_VERSION_1);
     int rv = ns_route_encode_state(s->route, out);
     if (rv == 0) {
         rv = ns_kv_encode_state(s->kv, out);
@@ -34,6 +40,9 @@ int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
         ns_buf_put_str(out, s->members[i].raft_addr);
         ns_buf_put_str(out, s->members[i].client_addr);
         ns_buf_put_str(out, s->members[i].http_addr);
+    }
+    if (with_acl) {
+        ns_acl_encode_state(&s->acl, out);
     }
     return out->err;
 }
@@ -79,7 +88,7 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     if (in.err || magic != SNAPSHOT_MAGIC) {
         return NS_EPROTO;
     }
-    if (version != SNAPSHOT_VERSION) {
+    if (version != SNAPSHOT_VERSION_1 && version != SNAPSHOT_VERSION) {
         return version > SNAPSHOT_VERSION ? NS_EVERSION : NS_EPROTO;
     }
     struct ns_state fresh;
@@ -96,6 +105,9 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     }
     if (rv == 0) {
         rv = decode_members(&fresh, &in);
+    }
+    if (rv == 0 && version >= 2) {
+        rv = ns_acl_decode_state(&fresh.acl, &in);
     }
     if (rv == 0 && (in.err != 0 || ns_rd_left(&in) != 0)) {
         rv = NS_EPROTO;

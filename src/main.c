@@ -48,7 +48,15 @@ struct options {
     struct ns_cluster_config cluster; /* from --config */
     bool insecure_dev;                /* weak or empty secrets allowed */
     char *secret;                     /* owned: the one this node uses */
+    /* node-local ACL settings, taken out of the namesrv keys and --set */
+    const char *acl_text[3]; /* borrowed: aclEnable, aclAnonymousRead,
+                                aclBrokerNetworks */
+    struct ns_acl_settings acl;
+    struct ns_acl_net *acl_nets; /* owned */
 };
+
+static const char *const ACL_KEYS[3] = {"aclEnable", "aclAnonymousRead",
+                                        "aclBrokerNetworks"};
 
 static void usage(FILE *out)
 {
@@ -67,7 +75,9 @@ static void usage(FILE *out)
         "commands (default 1000)\n"
         "  --checkpoint-ms N      ... or N ms after the first unchecked "
         "command (default 30000)\n"
-        "  --set KEY=VALUE        NamesrvConfig setting (repeatable)\n"
+        "  --set KEY=VALUE        NamesrvConfig setting (repeatable); also\n"
+        "                         aclEnable, aclAnonymousRead, "
+        "aclBrokerNetworks\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
@@ -228,6 +238,27 @@ static int read_cluster_secret_file(struct options *o)
     return 0;
 }
 
+/* Copies in without the ACL keys into rest (initialised), remembering their
+ * values (borrowed from in) in o->acl_text. 0 or NS_ENOMEM. */
+static int split_acl(struct options *o, const struct ns_props *in,
+                     struct ns_props *rest)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        bool is_acl = false;
+        for (size_t k = 0; k < 3; k++) {
+            if (strcmp(in->items[i].key, ACL_KEYS[k]) == 0) {
+                o->acl_text[k] = in->items[i].value;
+                is_acl = true;
+            }
+        }
+        if (!is_acl &&
+            ns_props_set(rest, in->items[i].key, in->items[i].value) != 0) {
+            return NS_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 /* Chooses the cluster secret (DESIGN.md §9: no default is open): the cluster
  * file's secret or secretFile, which must pass ns_secret_check unless
  * --insecure-dev; a node of a one-node cluster (or with no cluster file) that
@@ -282,6 +313,43 @@ static int choose_secret(struct options *o)
         }
         NS_LOG(NS_LOG_WARN, "--insecure-dev: %s", why);
     }
+    return 0;
+}
+
+static int parse_acl_bool(const char *key, const char *text, bool *out)
+{
+    if (text == NULL) {
+        return 0;
+    }
+    if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {
+        *out = text[0] == 't';
+        return 0;
+    }
+    fprintf(stderr, "raftns: %s must be true or false, not %s\n", key, text);
+    return 2;
+}
+
+/* Fills o->acl from o->acl_text. 0 or 2 (printed). */
+static int parse_acl_settings(struct options *o)
+{
+    o->acl.enable = false;
+    o->acl.anonymous_read = true;
+    if (parse_acl_bool(ACL_KEYS[0], o->acl_text[0], &o->acl.enable) != 0 ||
+        parse_acl_bool(ACL_KEYS[1], o->acl_text[1], &o->acl.anonymous_read) !=
+            0) {
+        return 2;
+    }
+    const char *bad = NULL;
+    int rv = ns_acl_nets_parse(o->acl_text[2] ? o->acl_text[2] : "",
+                               &o->acl_nets, &o->acl.n_broker_nets, &bad);
+    if (rv != 0) {
+        fprintf(stderr,
+                "raftns: aclBrokerNetworks: %s (want a.b.c.d/p,... at most "
+                "%d)\n",
+                rv == NS_EINVAL ? bad : "out of memory", NS_ACL_MAX_NETS);
+        return 2;
+    }
+    o->acl.broker_nets = o->acl_nets;
     return 0;
 }
 
@@ -374,6 +442,7 @@ static int run(struct app *app, const struct options *o)
         .id = o->id,
         .secret = o->secret,
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
+        .acl = &o->acl,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
@@ -438,8 +507,24 @@ int main(int argc, char **argv)
         ns_log_set_node(o.id);
         prv = choose_secret(&o);
     }
+    /* the ACL keys are node-local: they never enter the replicated settings
+     */
+    struct ns_props file_rest, sets_rest;
+    ns_props_init(&file_rest);
+    ns_props_init(&sets_rest);
+    if (prv == 0 && (split_acl(&o, &o.cluster.namesrv, &file_rest) != 0 ||
+                     split_acl(&o, &o.sets, &sets_rest) != 0)) {
+        fprintf(stderr, "raftns: out of memory\n");
+        prv = 2;
+    }
+    if (prv == 0) {
+        prv = parse_acl_settings(&o);
+    }
     if (prv != 0) {
         ns_free(o.secret);
+        ns_free(o.acl_nets);
+        ns_props_close(&file_rest);
+        ns_props_close(&sets_rest);
         ns_props_close(&o.sets);
         ns_cluster_config_close(&o.cluster);
         return prv == 1 ? 0 : 2;
@@ -456,9 +541,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "raftns: cannot initialise\n");
         return 1;
     }
+    if (o.acl.enable) {
+        NS_LOG(NS_LOG_INFO,
+               "acl: on (anonymous reads %s, %zu broker networks, %zu seed "
+               "accounts in the cluster file)",
+               o.acl.anonymous_read ? "allowed" : "refused",
+               o.acl.n_broker_nets, o.cluster.n_acl_accounts);
+    }
     /* the file's namesrv keys first, --set overrides them */
-    if (ns_config_update(app.state.config, &o.cluster.namesrv, true) != 0 ||
-        ns_config_update(app.state.config, &o.sets, true) != 0) {
+    if (ns_config_update(app.state.config, &file_rest, true) != 0 ||
+        ns_config_update(app.state.config, &sets_rest, true) != 0) {
         NS_LOG(NS_LOG_ERROR, "out of memory applying --set");
         status = 1;
     } else if (run(&app, &o) != 0) {
@@ -475,6 +567,9 @@ int main(int argc, char **argv)
     }
     ns_state_close(&app.state);
     ns_free(o.secret);
+    ns_props_close(&file_rest);
+    ns_props_close(&sets_rest);
+    ns_free(o.acl_nets);
     ns_props_close(&o.sets);
     ns_cluster_config_close(&o.cluster);
     NS_LOG(NS_LOG_INFO, "stopped");

@@ -31,7 +31,12 @@ struct ctl {
     bool json;
     int timeout_ms;
     const char *secret; /* borrowed: --secret or env RAFTNS_SECRET, or NULL */
-    char **args;        /* borrowed from argv: the command and its operands */
+    /* borrowed: --access-key / --secret-key or env RAFTNS_ACCESS_KEY /
+     * RAFTNS_SECRET_KEY; when both are set every request is signed as the
+     * stock RocketMQ ACL client signs (AccessKey, Signature) */
+    const char *access_key;
+    const char *secret_key;
+    char **args; /* borrowed from argv: the command and its operands */
     size_t n_args;
 };
 
@@ -53,5 +58,8 @@ int ns_ctl_usage_error(const char *what, const char *arg);
 int ns_ctl_cmd_status(struct ctl *ctl);
 int ns_ctl_cmd_member(struct ctl *ctl);
 int ns_ctl_cmd_leader(struct ctl *ctl);
+
+/* ctl_acl.c */
+int ns_ctl_cmd_acl(struct ctl *ctl);
 
 #endif

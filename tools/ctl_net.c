@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raftns/acl.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/codes.h"
@@ -275,6 +276,22 @@ static int sign_private(const struct ctl *ctl, struct ns_cmd *req)
     return 0;
 }
 
+/* The stock ACL signature (AccessKey set by ns_ctl_call) over every other ext
+ * field, the private signature included, and the body. 0 or an exit code. */
+static int sign_acl(const struct ctl *ctl, struct ns_cmd *req)
+{
+    char sig[NS_ACL_SIG_LEN + 1];
+    if (ctl->access_key == NULL || ctl->secret_key == NULL) {
+        return 0;
+    }
+    if (ns_acl_sign(req, ctl->secret_key, false, sig) != 0 ||
+        ns_cmd_ext_set(req, NS_ACL_EXT_SIGNATURE, sig) != 0) {
+        fprintf(stderr, "raftnsctl: cannot sign the request\n");
+        return EXIT_SERVER;
+    }
+    return 0;
+}
+
 static int exchange(const struct ctl *ctl, struct ns_cmd *req,
                     struct reply *out)
 {
@@ -289,7 +306,10 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
         int64_t deadline = now_ms() + ctl->timeout_ms;
         req->opaque = (int32_t)(i + 1);
         ns_buf_reset(&frame);
+        /* private signature first (it leaves out the ACL Signature), then
+         * the ACL signature, which covers the private one */
         rv = sign_private(ctl, req);
+        rv = rv != 0 ? rv : sign_acl(ctl, req);
         if (rv != 0) {
             break;
         }
@@ -347,6 +367,11 @@ int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
             fprintf(stderr, "raftnsctl: out of memory\n");
             goto err_after_req;
         }
+    }
+    if (ctl->access_key != NULL && ctl->secret_key != NULL &&
+        ns_cmd_ext_set(&req, NS_ACL_EXT_ACCESS_KEY, ctl->access_key) != 0) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        goto err_after_req;
     }
     rv = exchange(ctl, &req, out);
     if (rv != 0)

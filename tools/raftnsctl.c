@@ -38,8 +38,11 @@ static const char usage_text[] =
     "                   Default " DEFAULT_ADDR ".\n"
     "  --json           print the reply as standard JSON\n"
     "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
-    "  --secret S       cluster secret for member and leader commands\n"
+    "  --secret S       cluster secret for member, leader and acl commands\n"
     "                   (default: environment RAFTNS_SECRET, else \"\")\n"
+    "  --access-key AK  sign every request as account AK (RocketMQ ACL)\n"
+    "  --secret-key SK  ... with its secret key (default: environment\n"
+    "                   RAFTNS_ACCESS_KEY / RAFTNS_SECRET_KEY)\n"
     "\n"
     "commands:\n"
     "  route TOPIC                 route of a topic (brokers and queues)\n"
@@ -57,6 +60,10 @@ static const char usage_text[] =
     "  member add ID RAFT CLIENT HTTP  add a voter (addresses IPv4 ip:port)\n"
     "  member remove ID            remove a member\n"
     "  leader transfer [ID]        hand leadership to ID (or the best voter)\n"
+    "  acl add AK SK ROLE [--networks CIDR,...]  add or replace an account\n"
+    "                              (ROLE admin|broker|reader)\n"
+    "  acl remove AK               remove an account\n"
+    "  acl list                    accounts, roles, networks (no secrets)\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -619,6 +626,12 @@ static int parse_args(struct ctl *ctl, int argc, char **argv)
         } else if (opts && strcmp(a, "--secret") == 0) {
             rv = i + 1 < argc ? (ctl->secret = argv[++i], 0)
                               : usage_error("--secret needs S", NULL);
+        } else if (opts && strcmp(a, "--access-key") == 0) {
+            rv = i + 1 < argc ? (ctl->access_key = argv[++i], 0)
+                              : usage_error("--access-key needs AK", NULL);
+        } else if (opts && strcmp(a, "--secret-key") == 0) {
+            rv = i + 1 < argc ? (ctl->secret_key = argv[++i], 0)
+                              : usage_error("--secret-key needs SK", NULL);
         } else if (opts && strcmp(a, "--json") == 0) {
             ctl->json = true;
         } else if (opts && strcmp(a, "--timeout-ms") == 0) {
@@ -636,6 +649,12 @@ static int parse_args(struct ctl *ctl, int argc, char **argv)
         rv = add_addrs(ctl, DEFAULT_ADDR);
     if (ctl->secret == NULL)
         ctl->secret = getenv("RAFTNS_SECRET");
+    if (ctl->access_key == NULL)
+        ctl->access_key = getenv("RAFTNS_ACCESS_KEY");
+    if (ctl->secret_key == NULL)
+        ctl->secret_key = getenv("RAFTNS_SECRET_KEY");
+    if (rv == 0 && (ctl->access_key == NULL) != (ctl->secret_key == NULL))
+        rv = usage_error("--access-key and --secret-key go together", NULL);
     if (rv == 0 && ctl->n_args == 0)
         rv = usage_error("no command given", NULL);
     return rv;
@@ -676,6 +695,8 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_member(&ctl);
     else if (strcmp(cmd, "leader") == 0)
         rv = ns_ctl_cmd_leader(&ctl);
+    else if (strcmp(cmd, "acl") == 0)
+        rv = ns_ctl_cmd_acl(&ctl);
     else
         rv = usage_error("unknown command", cmd);
     fflush(stdout);

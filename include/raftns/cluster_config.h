@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raftns/acl.h"
 #include "raftns/config.h"
 
 #define NS_CLUSTER_MAX_NODES 64
@@ -30,6 +31,9 @@ struct ns_cluster_config {
     struct ns_cluster_node *nodes; /* owned, in file order */
     size_t n_nodes;
     struct ns_props namesrv; /* NamesrvConfig keys, values as text */
+    /* "acl": {"accounts": [...]}: seeded into the replicated table once */
+    struct ns_acl_account *acl_accounts; /* owned, validated, unique keys */
+    size_t n_acl_accounts;
 };
 
 void ns_cluster_config_init(struct ns_cluster_config *c);

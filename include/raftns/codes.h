@@ -29,6 +29,11 @@
 #define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
 #define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */
 #define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
+#define NS_EXT_ACL_OP "raftnsAclOp"           /* "add" | "remove" */
+#define NS_EXT_ACL_ACCESS_KEY "raftnsAclAccessKey"
+#define NS_EXT_ACL_SECRET_KEY "raftnsAclSecretKey"
+#define NS_EXT_ACL_ROLE "raftnsAclRole"         /* admin | broker | reader */
+#define NS_EXT_ACL_NETWORKS "raftnsAclNetworks" /* CIDRs, ',' separated */
 
 /* FORWARD: a follower hands an encoded command to the leader.
  * Request: body = ns_command_encode bytes; ext from. Only command types a
@@ -79,6 +84,21 @@
  * body, for raftnsctl status. Read-only: no secret needed; answered even when
  * the node is not ready or diverged. */
 #define NS_CODE_STATUS 9008
+
+/* ACL_UPDATE: add, replace or remove an account (include/raftns/acl.h).
+ * Request: ext secret, aclOp "add" (aclAccessKey, aclSecretKey, aclRole,
+ * aclNetworks optional) or "remove" (aclAccessKey). Sent to any node (a
+ * follower forwards the ACL_PUT / ACL_REMOVE command like any write).
+ * Reply 0 once applied on the node asked; 1 with a remark for bad fields. With
+ * ACL on it needs an admin signature (AccessKey/Signature), like 9004-9006. */
+#define NS_CODE_ACL_UPDATE 9009
+
+/* ACL_LIST: the accounts of this node's replicated state, never their secret
+ * keys. Request: ext secret. Reply 0: body = JSON
+ *   {"accounts":[{"accessKey":"..","role":"admin","networks":["a.b.c.d/p"]}],
+ *    "seeded":true}
+ * sorted by access key. With ACL on it needs an admin signature. */
+#define NS_CODE_ACL_LIST 9010
 
 #define NS_CODE_PRIVATE_MIN 9001
 #define NS_CODE_PRIVATE_MAX 9010

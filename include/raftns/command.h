@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raftns/acl.h"
 #include "raftns/buf.h"
 #include "raftns/config.h"
 #include "raftns/route.h"
@@ -33,6 +34,9 @@ enum ns_command_type {
     NS_CMD_UPDATE_CONFIG = 10,
     NS_CMD_CHECKPOINT = 11,
     NS_CMD_SET_MEMBER = 12,
+    NS_CMD_ACL_PUT = 13,    /* add or replace an account */
+    NS_CMD_ACL_REMOVE = 14, /* remove an account */
+    NS_CMD_ACL_SEED = 15,   /* the cluster file's accounts, once */
 };
 
 struct ns_command {
@@ -69,6 +73,14 @@ struct ns_command {
             char *raft_addr, *client_addr,
                 *http_addr; /* owned; all NULL = remove */
         } member;
+        struct ns_acl_account acl_put; /* ACL_PUT (owned) */
+        struct {
+            char *access_key; /* owned */
+        } acl_remove;
+        struct {
+            struct ns_acl_account *items; /* owned */
+            size_t n;
+        } acl_seed;
     } u;
 };
 

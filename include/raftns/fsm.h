@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raftns/acl.h"
 #include "raftns/command.h"
 #include "raftns/config.h"
 #include "raftns/kv.h"
@@ -23,6 +24,7 @@ struct ns_state {
     struct ns_config *config;
     struct ns_member *members; /* owned, sorted by id */
     size_t n_members;
+    struct ns_acl acl;  /* accounts (ACL_PUT/REMOVE/SEED) */
     uint64_t n_applied; /* commands applied since the state was created or
                            restored */
     uint64_t last_checkpoint_digest;
@@ -55,7 +57,10 @@ int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
 int ns_state_digest(const struct ns_state *s, uint64_t *out);
 
 /* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
- * "RNSS", u16 version), golden-byte tests guard it. */
+ * "RNSS", u16 version), golden-byte tests guard it. Version 1 is written while
+ * the account table is empty and was never seeded (so states without ACL keep
+ * their bytes and digests), version 2 (version 1 + the account table)
+ * otherwise; both are read. */
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
 /* Replaces s's contents with the snapshot (s must be initialised). 0,
  * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */

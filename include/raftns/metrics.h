@@ -31,6 +31,9 @@ void ns_metrics_forwarded(void);
 void ns_metrics_private_refused(void);
 /* Brokers removed by expiry (counted where the EXPIRE command is proposed). */
 void ns_metrics_expired(uint64_t n_brokers);
+/* A request refused by the ACL gate; reason is a static label of
+ * ns_acl_verdict_label ("no_access_key", "signature_mismatch", "role", ...). */
+void ns_metrics_acl_refused(const char *reason);
 /* Appends the counters and histograms as Prometheus text. */
 void ns_metrics_encode(struct ns_buf *out);
 

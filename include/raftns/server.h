@@ -9,10 +9,23 @@
 
 #include <uv.h>
 
+#include "raftns/acl.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 
 struct ns_cluster_config;
+
+/* Node-local ACL settings (start-up only: the cluster file's namesrv keys
+ * aclEnable, aclAnonymousRead, aclBrokerNetworks, or --set; never changed by
+ * UPDATE_NAMESRV_CONFIG). */
+struct ns_acl_settings {
+    bool enable;         /* aclEnable, default false: no check at all */
+    bool anonymous_read; /* aclAnonymousRead, default true */
+    /* aclBrokerNetworks: unsigned requests from these get the broker role
+     * (Java's globalWhiteRemoteAddresses); borrowed */
+    const struct ns_acl_net *broker_nets;
+    size_t n_broker_nets;
+};
 
 struct ns_server_config {
     const char *client_addr; /* borrowed; IPv4 "a.b.c.d:port", port 0 = any */
@@ -21,6 +34,7 @@ struct ns_server_config {
     /* borrowed, may be NULL: member addresses from the cluster file, recorded
      * in the replicated member table by the first leader */
     const struct ns_cluster_config *cluster;
+    const struct ns_acl_settings *acl; /* borrowed (copied); NULL = off */
 };
 
 struct ns_server;

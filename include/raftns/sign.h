@@ -1,7 +1,8 @@
 /* Signatures of raftns's private request codes (raftns/codes.h): an
  * HMAC-SHA256 keyed by the cluster secret over the request (code, every ext
  * field but the signature, body), a timestamp and a nonce, so the secret never
- * travels and a captured request cannot be replayed. Pure: the clock and the
+ * travels and a captured request cannot be replayed. Every ext field but the
+ * signature itself and the ACL Signature is signed. Pure: the clock and the
  * nonce are inputs; the replay memory is the caller's (src/server/replay.c).
  *
  * WARNING: the signed byte string is a wire format shared by every node and
@@ -17,6 +18,9 @@
 #define NS_EXT_SIG "raftnsSig"     /* hex HMAC-SHA256, 64 chars */
 #define NS_EXT_SIG_TS "raftnsTs"   /* signer's wall clock, ms, decimal */
 #define NS_EXT_NONCE "raftnsNonce" /* 32 hex chars, fresh per request */
+/* Not signed: the stock ACL signature (raftns/acl.h) is computed after this
+ * one and covers it, so a request can carry both. */
+#define NS_SIGN_EXT_ACL_SIGNATURE "Signature"
 #define NS_SIGN_NONCE_LEN 16
 /* A signature is accepted this far from the verifier's clock, either way. */
 #define NS_SIGN_WINDOW_MS 60000

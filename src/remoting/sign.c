@@ -42,8 +42,9 @@ static int mac_bytes(EVP_MAC_CTX *ctx, const void *p, size_t len)
     return len == 0 || EVP_MAC_update(ctx, p, len);
 }
 
-/* The MAC of: label, code, then for each ext but NS_EXT_SIG in key order its
- * key and value, then the body; every piece prefixed by its u32 length. */
+/* The MAC of: label, code, then for each ext but NS_EXT_SIG and the ACL
+ * Signature in key order its key and value, then the body; every piece
+ * prefixed by its u32 length. */
 static int compute_mac(const struct ns_cmd *c, const void *secret,
                        size_t secret_len, uint8_t out[MAC_LEN])
 {
@@ -57,7 +58,8 @@ static int compute_mac(const struct ns_cmd *c, const void *secret,
     }
     size_t n = 0;
     for (size_t i = 0; i < c->n_ext; i++) {
-        if (strcmp(c->ext[i].key, NS_EXT_SIG) != 0) {
+        if (strcmp(c->ext[i].key, NS_EXT_SIG) != 0 &&
+            strcmp(c->ext[i].key, NS_SIGN_EXT_ACL_SIGNATURE) != 0) {
             sorted[n++] = &c->ext[i];
         }
     }

@@ -31,6 +31,10 @@ void ns_cluster_config_close(struct ns_cluster_config *c)
     ns_free(c->secret);
     ns_free(c->secret_file);
     ns_props_close(&c->namesrv);
+    for (size_t i = 0; i < c->n_acl_accounts; i++) {
+        ns_acl_account_close(&c->acl_accounts[i]);
+    }
+    ns_free(c->acl_accounts);
     ns_cluster_config_init(c);
 }
 
@@ -236,6 +240,121 @@ static int parse_namesrv(const cJSON *obj, struct ns_cluster_config *c,
     return 0;
 }
 
+static int parse_networks(const cJSON *arr, struct ns_acl_account *a,
+                          size_t idx, char *err, size_t errlen)
+{
+    if (arr == NULL) {
+        return 0;
+    }
+    int n = cJSON_GetArraySize(arr);
+    if (!cJSON_IsArray(arr) || n > NS_ACL_MAX_NETS) {
+        set_err(err, errlen,
+                "acl.accounts[%zu].networks must be an array of "
+                "at most %d CIDR strings",
+                idx, NS_ACL_MAX_NETS);
+        return NS_EPROTO;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    if ((a->nets = ns_calloc((size_t)n, sizeof *a->nets)) == NULL) {
+        return NS_ENOMEM;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (!cJSON_IsString(it) ||
+            ns_acl_net_parse(it->valuestring, &a->nets[a->n_nets]) != 0) {
+            set_err(err, errlen,
+                    "acl.accounts[%zu].networks: not an IPv4 "
+                    "CIDR (a.b.c.d/p)",
+                    idx);
+            return NS_EPROTO;
+        }
+        a->n_nets++;
+    }
+    return 0;
+}
+
+static int parse_account(const cJSON *obj, struct ns_acl_account *a, size_t idx,
+                         char *err, size_t errlen)
+{
+    const cJSON *ak = cJSON_GetObjectItemCaseSensitive(obj, "accessKey");
+    const cJSON *sk = cJSON_GetObjectItemCaseSensitive(obj, "secretKey");
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(obj, "role");
+    if (!cJSON_IsObject(obj) || !cJSON_IsString(ak) || !cJSON_IsString(sk) ||
+        !cJSON_IsString(role)) {
+        set_err(err, errlen,
+                "acl.accounts[%zu] needs string accessKey, "
+                "secretKey and role",
+                idx);
+        return NS_EPROTO;
+    }
+    if (ns_acl_role_parse(role->valuestring, &a->role) != 0) {
+        set_err(err, errlen,
+                "acl.accounts[%zu].role must be admin, broker "
+                "or reader",
+                idx);
+        return NS_EPROTO;
+    }
+    a->access_key = ns_strdup(ak->valuestring);
+    a->secret_key = ns_strdup(sk->valuestring);
+    if (a->access_key == NULL || a->secret_key == NULL) {
+        return NS_ENOMEM;
+    }
+    int rv = parse_networks(cJSON_GetObjectItemCaseSensitive(obj, "networks"),
+                            a, idx, err, errlen);
+    const char *why = NULL;
+    if (rv == 0 && ns_acl_account_validate(a, &why) != 0) {
+        set_err(err, errlen, "acl.accounts[%zu]: %s", idx, why);
+        rv = NS_EPROTO;
+    }
+    return rv;
+}
+
+static int parse_acl(const cJSON *obj, struct ns_cluster_config *c, char *err,
+                     size_t errlen)
+{
+    if (obj == NULL) {
+        return 0;
+    }
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, "accounts");
+    int n = cJSON_GetArraySize(arr);
+    if (!cJSON_IsObject(obj) || (arr != NULL && !cJSON_IsArray(arr)) ||
+        n > NS_ACL_MAX_ACCOUNTS) {
+        set_err(err, errlen,
+                "\"acl\" must be {\"accounts\": [...]} with at "
+                "most %d accounts",
+                NS_ACL_MAX_ACCOUNTS);
+        return NS_EPROTO;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    c->acl_accounts = ns_calloc((size_t)n, sizeof *c->acl_accounts);
+    if (c->acl_accounts == NULL) {
+        return NS_ENOMEM;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        size_t i = c->n_acl_accounts++;
+        int rv = parse_account(it, &c->acl_accounts[i], i, err, errlen);
+        if (rv != 0) {
+            return rv;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(c->acl_accounts[j].access_key,
+                       c->acl_accounts[i].access_key) == 0) {
+                set_err(err, errlen, "acl.accounts[%zu]: duplicate accessKey",
+                        i);
+                return NS_EPROTO;
+            }
+        }
+    }
+    return 0;
+}
+
 int ns_cluster_config_parse(const char *text, size_t len,
                             struct ns_cluster_config *c, char *err,
                             size_t errlen)
@@ -295,6 +414,10 @@ int ns_cluster_config_parse(const char *text, size_t len,
     if (rv == 0) {
         rv = parse_namesrv(cJSON_GetObjectItemCaseSensitive(root, "namesrv"), c,
                            err, errlen);
+    }
+    if (rv == 0) {
+        rv = parse_acl(cJSON_GetObjectItemCaseSensitive(root, "acl"), c, err,
+                       errlen);
     }
 err_after_root:
     cJSON_Delete(root);

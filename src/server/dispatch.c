@@ -1,7 +1,7 @@
-/* Request dispatch: a table from request code to handler and flags, and the
- * generic checks that run before any handler (responses dropped, unknown codes,
- * readiness, divergence). Handlers live in handle_*.c; nothing here knows a
- * request's fields. */
+/* Request dispatch: a table from request code to handler, flags and the ACL
+ * role the code needs, and the generic checks that run before any handler
+ * (responses dropped, unknown codes, ACL, readiness, divergence). Handlers live
+ * in handle_*.c; nothing here knows a request's fields. */
 #include <stdio.h>
 
 #include "raftns/codes.h"
@@ -17,39 +17,59 @@ enum {
     F_ALWAYS = 1 << 3    /* answered even when diverged or not ready */
 };
 
+/* Role a code needs with ACL on (aclEnable): R = reader (anonymous too while
+ * aclAnonymousRead), B = broker, A = admin; N = no check (node-to-node codes,
+ * authenticated by the cluster secret). */
+#define R NS_ACL_ROLE_READER
+#define B NS_ACL_ROLE_BROKER
+#define A NS_ACL_ROLE_ADMIN
+#define N NS_ACL_ROLE_NONE
+
 struct handler {
     int32_t code;
     int (*fn)(struct ns_req *req);
     unsigned flags;
+    enum ns_acl_role need;
 };
 
 static const struct handler handlers[] = {
-    {100, ns_handle_put_kv, F_MUTATE},
-    {101, ns_handle_get_kv, F_READ},
-    {102, ns_handle_delete_kv, F_MUTATE},
-    {103, ns_handle_register_broker, F_MUTATE},
-    {104, ns_handle_unregister_broker, F_MUTATE},
-    {105, ns_handle_route, F_READ},
-    {106, ns_handle_cluster_info, F_READ},
-    {205, ns_handle_wipe_write_perm, F_MUTATE},
-    {206, ns_handle_all_topics, F_READ},
-    {216, ns_handle_delete_topic, F_MUTATE},
-    {217, ns_handle_register_topic, F_MUTATE},
-    {219, ns_handle_kvlist, F_READ},
-    {224, ns_handle_topics_by_cluster, F_READ},
-    {304, ns_handle_system_topics, F_READ},
-    {311, ns_handle_unit_topics, F_READ},
-    {312, ns_handle_unit_sub_topics, F_READ},
-    {313, ns_handle_unit_sub_ununit_topics, F_READ},
-    {318, ns_handle_update_config, F_MUTATE},
-    {319, ns_handle_get_config, F_READ},
-    {322, ns_handle_query_data_version, F_READ | F_LIVENESS},
-    {327, ns_handle_add_write_perm, F_MUTATE},
-    {901, ns_handle_member_group, F_READ},
-    {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS},
-    {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0},
-    {NS_CODE_STATUS, ns_handle_status, F_ALWAYS},
+    {100, ns_handle_put_kv, F_MUTATE, A},
+    {101, ns_handle_get_kv, F_READ, R},
+    {102, ns_handle_delete_kv, F_MUTATE, A},
+    {103, ns_handle_register_broker, F_MUTATE, B},
+    {104, ns_handle_unregister_broker, F_MUTATE, B},
+    {105, ns_handle_route, F_READ, R},
+    {106, ns_handle_cluster_info, F_READ, R},
+    {205, ns_handle_wipe_write_perm, F_MUTATE, A},
+    {206, ns_handle_all_topics, F_READ, R},
+    {216, ns_handle_delete_topic, F_MUTATE, A},
+    {217, ns_handle_register_topic, F_MUTATE, B},
+    {219, ns_handle_kvlist, F_READ, R},
+    {224, ns_handle_topics_by_cluster, F_READ, R},
+    {304, ns_handle_system_topics, F_READ, R},
+    {311, ns_handle_unit_topics, F_READ, R},
+    {312, ns_handle_unit_sub_topics, F_READ, R},
+    {313, ns_handle_unit_sub_ununit_topics, F_READ, R},
+    {318, ns_handle_update_config, F_MUTATE, A},
+    {319, ns_handle_get_config, F_READ, R},
+    {322, ns_handle_query_data_version, F_READ | F_LIVENESS, B},
+    {327, ns_handle_add_write_perm, F_MUTATE, A},
+    {901, ns_handle_member_group, F_READ, R},
+    {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS, B},
+    {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0, N},
+    {NS_CODE_STATUS, ns_handle_status, F_ALWAYS, R},
 };
+
+#undef R
+#undef B
+#undef A
+#undef N
+
+static bool is_private_admin_code(int32_t code)
+{
+    return (code >= NS_CODE_FORWARD && code <= NS_CODE_LEADER_TRANSFER) ||
+           code == NS_CODE_ACL_UPDATE || code == NS_CODE_ACL_LIST;
+}
 
 static const struct handler *find_handler(int32_t code)
 {
@@ -61,8 +81,8 @@ static const struct handler *find_handler(int32_t code)
     return NULL;
 }
 
-int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
-                const struct ns_cmd *cmd)
+static int dispatch(struct ns_server *srv, struct ns_conn *conn,
+                    const struct ns_cmd *cmd, bool authorised)
 {
     struct ns_req req = {.srv = srv, .conn = conn, .cmd = cmd};
     req.to.conn = conn;
@@ -80,7 +100,7 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                (int)cmd->opaque);
         return 0;
     }
-    if (cmd->code >= NS_CODE_FORWARD && cmd->code <= NS_CODE_LEADER_TRANSFER) {
+    if (is_private_admin_code(cmd->code)) {
         return ns_handle_private(&req); /* cluster codes: handle_cluster.c */
     }
     const struct handler *h = find_handler(cmd->code);
@@ -89,6 +109,9 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
         snprintf(remark, sizeof remark, " request type %d not supported",
                  (int)cmd->code);
         return ns_reply_simple(&req.to, 3, remark);
+    }
+    if (!authorised && !ns_acl_gate_allows(&req, h->need)) {
+        return 0; /* refused with code 16 */
     }
     if (!(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node)) {
         return ns_reply_simple(&req.to, 1,
@@ -105,4 +128,16 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
            (unsigned long long)conn->id, conn->peer, (int)cmd->code,
            (int)cmd->opaque);
     return h->fn(&req);
+}
+
+int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
+                const struct ns_cmd *cmd)
+{
+    return dispatch(srv, conn, cmd, false);
+}
+
+int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
+                           const struct ns_cmd *cmd)
+{
+    return dispatch(srv, conn, cmd, true);
 }

@@ -675,6 +675,7 @@ void ns_cluster_on_change(struct ns_server *srv)
         cl->members_recorded = false;
     }
     record_members(cl);
+    ns_acl_gate_seed(srv);
     if (leader != 0 && leader != cl->id) {
         ask_read_index(cl);
     }

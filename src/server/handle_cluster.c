@@ -612,7 +612,7 @@ static void consistent_done(struct ns_pending *p, int status,
     /* confirmed: the re-dispatched request is answered from local state */
     int rv = ns_cmd_ext_set(&cmd, NS_EXT_CONSISTENT, "confirmed");
     if (rv == 0) {
-        rv = ns_dispatch(p->srv, conn, &cmd);
+        rv = ns_dispatch_authorised(p->srv, conn, &cmd);
     }
     ns_cmd_close(&cmd);
     if (rv != 0) {
@@ -693,9 +693,40 @@ bool ns_cluster_hold_consistent_read(struct ns_req *req)
 
 /* --- entry point --- */
 
+/* Cluster administration needs an admin signature with ACL on; member list a
+ * reader's. Node-to-node codes (forwarded writes, read indexes) and requests
+ * a node relays for a client it already checked (they carry raftnsFrom next to
+ * a valid cluster secret) are not checked again. While the account table is
+ * empty, the ACL codes need only the cluster secret: that is how the first
+ * admin account of a cluster without seed accounts is created. */
+static enum ns_acl_role private_role(const struct ns_req *req)
+{
+    const struct ns_cmd *cmd = req->cmd;
+    if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL ||
+        ((cmd->code == NS_CODE_ACL_UPDATE || cmd->code == NS_CODE_ACL_LIST) &&
+         req->srv->state->acl.n == 0)) {
+        return NS_ACL_ROLE_NONE;
+    }
+    switch (cmd->code) {
+    case NS_CODE_MEMBER_LIST:
+        return NS_ACL_ROLE_READER;
+    case NS_CODE_MEMBER_ADD:
+    case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_LEADER_TRANSFER:
+    case NS_CODE_ACL_UPDATE:
+    case NS_CODE_ACL_LIST:
+        return NS_ACL_ROLE_ADMIN;
+    default:
+        return NS_ACL_ROLE_NONE;
+    }
+}
+
 int ns_handle_private(struct ns_req *req)
 {
     if (!ns_cluster_check_signed(req)) {
+        return 0;
+    }
+    if (!ns_acl_gate_allows(req, private_role(req))) {
         return 0;
     }
     switch (req->cmd->code) {
@@ -709,6 +740,10 @@ int ns_handle_private(struct ns_req *req)
     case NS_CODE_MEMBER_REMOVE:
     case NS_CODE_LEADER_TRANSFER:
         return handle_change(req);
+    case NS_CODE_ACL_UPDATE:
+        return ns_handle_acl_update(req);
+    case NS_CODE_ACL_LIST:
+        return ns_handle_acl_list(req);
     default:
         return ns_reply_remarkf(&req->to, 3, " request type %d not supported",
                                 (int)req->cmd->code);

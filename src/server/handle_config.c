@@ -1,9 +1,27 @@
 /* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG (PROTOCOL.md
  * §5.8, §7). Protected keys are refused with NO_PERMISSION; accepted updates
  * are replicated and never written to any file. */
+#include <string.h>
+
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "server_int.h"
+
+/* The ACL settings are node-local start-up settings: nobody may turn ACL on
+ * or off over the wire. */
+static bool names_acl_setting(const struct ns_props *p)
+{
+    static const char *const keys[] = {"aclEnable", "aclAnonymousRead",
+                                       "aclBrokerNetworks"};
+    for (size_t i = 0; i < p->n; i++) {
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            if (strcmp(p->items[i].key, keys[k]) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
 
 int ns_handle_update_config(struct ns_req *req)
 {
@@ -22,6 +40,12 @@ int ns_handle_update_config(struct ns_req *req)
         goto out;
     }
     if (rv != 0) {
+        goto out;
+    }
+    if (names_acl_setting(&c.u.config)) {
+        rv = ns_reply_simple(&req->to, 16,
+                             "aclEnable, aclAnonymousRead and "
+                             "aclBrokerNetworks are start-up settings");
         goto out;
     }
     if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {

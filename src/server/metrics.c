@@ -3,11 +3,13 @@
  * and prints. Gauges that read the node or the state are in status.c. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "raftns/metrics.h"
 
 #define MAX_CODES 128 /* distinct request codes tracked; more share "other" */
 #define OTHER_CODE INT32_MIN
+#define MAX_ACL_REASONS 16
 
 /* Histogram upper bounds in seconds (Prometheus "le"). */
 static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -29,6 +31,11 @@ static struct {
     uint64_t forwarded;
     uint64_t expired;
     uint64_t private_refused;
+    struct {
+        const char *reason; /* static */
+        uint64_t n;
+    } acl[MAX_ACL_REASONS];
+    size_t n_acl;
 } m;
 
 static struct code_stats *find_code(int32_t code)
@@ -79,6 +86,20 @@ void ns_metrics_private_refused(void)
 void ns_metrics_expired(uint64_t n_brokers)
 {
     m.expired += n_brokers;
+}
+
+void ns_metrics_acl_refused(const char *reason)
+{
+    for (size_t i = 0; i < m.n_acl; i++) {
+        if (strcmp(m.acl[i].reason, reason) == 0) {
+            m.acl[i].n++;
+            return;
+        }
+    }
+    if (m.n_acl < MAX_ACL_REASONS) {
+        m.acl[m.n_acl].reason = reason;
+        m.acl[m.n_acl++].n = 1;
+    }
 }
 
 static void code_label(char *out, size_t len, int32_t code)
@@ -159,4 +180,11 @@ void ns_metrics_encode(struct ns_buf *out)
                   (unsigned long long)m.forwarded,
                   (unsigned long long)m.expired,
                   (unsigned long long)m.private_refused);
+    ns_buf_append_str(out, "# HELP raftns_acl_refusals_total Requests the ACL "
+                           "gate refused (code 16), by reason.\n"
+                           "# TYPE raftns_acl_refusals_total counter\n");
+    for (size_t i = 0; i < m.n_acl; i++) {
+        ns_buf_printf(out, "raftns_acl_refusals_total{reason=\"%s\"} %llu\n",
+                      m.acl[i].reason, (unsigned long long)m.acl[i].n);
+    }
 }

@@ -96,6 +96,22 @@ struct ns_liveness {
     uint64_t reported_to; /* leader id the reports go to */
 };
 
+/* The ACL gate of a server (acl_gate.c). */
+struct ns_acl_gate {
+    bool enable;
+    bool anonymous_read;
+    struct ns_acl_net *broker_nets; /* owned copy */
+    size_t n_broker_nets;
+    /* the cluster file's accounts (borrowed), seeded once by a leader */
+    const struct ns_acl_account *seed;
+    size_t n_seed;
+    bool seed_inflight;
+    /* refusal log rate limit: at most NS_ACL_LOG_BURST lines per second */
+    uint64_t log_window_ms;
+    unsigned log_in_window;
+    uint64_t log_suppressed;
+};
+
 struct ns_server {
     uv_loop_t *loop;
     struct ns_state *state; /* borrowed */
@@ -122,6 +138,7 @@ struct ns_server {
     struct ns_liveness live;
     struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
+    struct ns_acl_gate acl;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -152,6 +169,26 @@ void ns_conn_update_flow(struct ns_conn *c);
 /* Handles one decoded request; non-zero = close the connection. */
 int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                 const struct ns_cmd *cmd);
+/* Re-dispatches a request whose ACL check already passed (a held consistent
+ * read, whose ext fields changed since it was signed). */
+int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
+                           const struct ns_cmd *cmd);
+
+/* --- acl_gate.c --- */
+/* Copies cfg->acl and the cluster file's accounts reference. 0 or NS_ENOMEM. */
+int ns_acl_gate_init(struct ns_acl_gate *g, const struct ns_server_config *cfg);
+void ns_acl_gate_close(struct ns_acl_gate *g);
+/* Checks req against the role it needs (NS_ACL_ROLE_READER for reads). True
+ * when it may go on; otherwise it was answered with code 16 (a remark naming
+ * what was missing), logged (rate-limited) and counted. Always true when ACL
+ * is off. */
+bool ns_acl_gate_allows(struct ns_req *req, enum ns_acl_role need);
+/* Leader tick: proposes the cluster file's accounts if the replicated table
+ * was never seeded. */
+void ns_acl_gate_seed(struct ns_server *srv);
+/* --- handle_acl.c: NS_CODE_ACL_UPDATE, NS_CODE_ACL_LIST --- */
+int ns_handle_acl_update(struct ns_req *req);
+int ns_handle_acl_list(struct ns_req *req);
 
 /* --- reply.c --- */
 /* Starts a reply (code, flag 1, opaque, JAVA, server version, request's

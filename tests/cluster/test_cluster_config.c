@@ -152,6 +152,48 @@ static void rejections(void **state)
                     "secret");
 }
 
+#define ACL_FILE(accounts)                                                     \
+    "{\"nodes\":[" N1 "\"bootstrap\":true}],\"acl\":" accounts "}"
+
+static void acl_accounts(void **state)
+{
+    (void)state;
+    struct ns_cluster_config c;
+    char err[256];
+    const char *text = ACL_FILE(
+        "{\"accounts\":[{\"accessKey\":\"a\",\"secretKey\":\"s1\","
+        "\"role\":\"admin\"},{\"accessKey\":\"b\",\"secretKey\":\"s2\","
+        "\"role\":\"broker\",\"networks\":[\"10.0.0.0/8\",\"1.2.3.4\"]}]}");
+    ns_cluster_config_init(&c);
+    assert_int_equal(
+        ns_cluster_config_parse(text, strlen(text), &c, err, sizeof err), 0);
+    assert_int_equal(c.n_acl_accounts, 2);
+    assert_string_equal(c.acl_accounts[1].secret_key, "s2");
+    assert_int_equal(c.acl_accounts[1].role, NS_ACL_ROLE_BROKER);
+    assert_int_equal(c.acl_accounts[1].n_nets, 2);
+    assert_int_equal(c.acl_accounts[1].nets[1].prefix, 32);
+    ns_cluster_config_close(&c);
+    assert_rejected(ACL_FILE("[]"), "\"acl\" must be");
+    assert_rejected(ACL_FILE("{\"accounts\":[{\"accessKey\":\"a\","
+                             "\"secretKey\":\"s\",\"role\":\"root\"}]}"),
+                    "role must be");
+    assert_rejected(ACL_FILE("{\"accounts\":[{\"accessKey\":\"a\","
+                             "\"role\":\"admin\"}]}"),
+                    "needs string accessKey");
+    assert_rejected(ACL_FILE("{\"accounts\":[{\"accessKey\":\"a\","
+                             "\"secretKey\":\"s\",\"role\":\"admin\","
+                             "\"networks\":[\"10.0.0.0/33\"]}]}"),
+                    "not an IPv4 CIDR");
+    assert_rejected(ACL_FILE("{\"accounts\":[{\"accessKey\":\"a\","
+                             "\"secretKey\":\"s\",\"role\":\"admin\"},"
+                             "{\"accessKey\":\"a\",\"secretKey\":\"t\","
+                             "\"role\":\"reader\"}]}"),
+                    "duplicate accessKey");
+    assert_rejected(ACL_FILE("{\"accounts\":[{\"accessKey\":\"a b\","
+                             "\"secretKey\":\"s\",\"role\":\"admin\"}]}"),
+                    "access key must be");
+}
+
 static void shared_address_rejected(void **state)
 {
     (void)state;
@@ -180,7 +222,10 @@ static void allocation_failures(void **state)
     (void)state;
     const char *text = "{\"secret\":\"s\",\"nodes\":[" N1
                        "\"http\":\"127.0.0.1:7\",\"bootstrap\":true}," N2
-                       "\"bootstrap\":true}],\"namesrv\":{\"a\":\"b\"}}";
+                       "\"bootstrap\":true}],\"namesrv\":{\"a\":\"b\"},"
+                       "\"acl\":{\"accounts\":[{\"accessKey\":\"a\","
+                       "\"secretKey\":\"s\",\"role\":\"admin\","
+                       "\"networks\":[\"10.0.0.0/8\"]}]}}";
     for (int k = 0;; k++) {
         struct ns_cluster_config c;
         char err[256];
@@ -207,6 +252,7 @@ int main(void)
         cmocka_unit_test(minimal_file_and_defaults),
         cmocka_unit_test(rejections),
         cmocka_unit_test(shared_address_rejected),
+        cmocka_unit_test(acl_accounts),
         cmocka_unit_test(missing_file),
         cmocka_unit_test(allocation_failures),
     };

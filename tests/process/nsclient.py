@@ -330,12 +330,13 @@ class Conn:
 def sign_private(code, ext, body, secret, ts_ms=None, nonce=None):
     """Returns ext plus raftnsTs/raftnsNonce/raftnsSig: the signature raftns's private codes
     carry (include/raftns/sign.h), computed here independently of the C code: HMAC-SHA256
-    keyed by the cluster secret over the label, the code, then every other ext field in
-    byte order of its key, then the body, each piece prefixed by its u32 big-endian length
+    keyed by the cluster secret over the label, the code, then every other ext field but the
+    ACL "Signature" in byte order of its key, then the body, each piece prefixed by its u32 big-endian length
     (the code and the field count are bare u32s)."""
     import hashlib
     import hmac
     out = {k: v for k, v in (ext or {}).items() if k != "raftnsSig"}
+    acl_signature = out.pop("Signature", None)  # signed after this one, over it
     out["raftnsTs"] = str(int(time.time() * 1000) if ts_ms is None else ts_ms)
     out["raftnsNonce"] = (nonce if nonce is not None else os.urandom(16)).hex()
 
@@ -347,6 +348,8 @@ def sign_private(code, ext, body, secret, ts_ms=None, nonce=None):
     msg += piece(bytes(body))
     key = secret.encode() if isinstance(secret, str) else secret
     out["raftnsSig"] = hmac.new(key, msg, hashlib.sha256).hexdigest()
+    if acl_signature is not None:
+        out["Signature"] = acl_signature
     return out
 
 

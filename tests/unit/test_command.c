@@ -98,6 +98,26 @@ static const uint8_t GOLDEN_MEMBER[] = {
     0x31, 0x3a, 0x39, 0x38, 0x37, 0x36, 0xff, 0xff, 0xff, 0xff,
 };
 
+/* ACL commands (13-15): account = str ak, str sk, u8 role, u32 n {u32 addr,
+ * u8 prefix}; written from that layout by an independent script. */
+static const uint8_t GOLDEN_ACL_PUT[] = {
+    0x01, 0x0d, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00,
+    0x00, 0x00, 0x00, 0x03, 0x61, 0x6b, 0x31, 0x00, 0x00, 0x00,
+    0x03, 0x73, 0x6b, 0x31, 0x03, 0x00, 0x00, 0x00, 0x02, 0x0a,
+    0x00, 0x00, 0x00, 0x08, 0x7f, 0x00, 0x00, 0x01, 0x20,
+};
+static const uint8_t GOLDEN_ACL_REMOVE[] = {
+    0x01, 0x0e, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68,
+    0x00, 0x00, 0x00, 0x00, 0x03, 0x61, 0x6b, 0x31,
+};
+static const uint8_t GOLDEN_ACL_SEED[] = {
+    0x01, 0x0f, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00,
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x61, 0x00,
+    0x00, 0x00, 0x01, 0x78, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x01, 0x62, 0x00, 0x00, 0x00, 0x01, 0x79, 0x01,
+    0x00, 0x00, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0x00, 0x10,
+};
+
 static void make_register(struct ns_command *c)
 {
     ns_command_init(c, NS_CMD_REGISTER_BROKER);
@@ -197,6 +217,33 @@ static void make(size_t i, struct ns_command *c)
         c->u.member.raft_addr = ns_strdup("127.0.0.1:9886");
         c->u.member.client_addr = ns_strdup("127.0.0.1:9876");
         break;
+    case 12:
+        ns_command_init(c, NS_CMD_ACL_PUT);
+        c->u.acl_put.access_key = ns_strdup("ak1");
+        c->u.acl_put.secret_key = ns_strdup("sk1");
+        c->u.acl_put.role = NS_ACL_ROLE_ADMIN;
+        c->u.acl_put.nets = ns_calloc(2, sizeof(struct ns_acl_net));
+        c->u.acl_put.nets[0] = (struct ns_acl_net){0x0A000000u, 8};
+        c->u.acl_put.nets[1] = (struct ns_acl_net){0x7F000001u, 32};
+        c->u.acl_put.n_nets = 2;
+        break;
+    case 13:
+        ns_command_init(c, NS_CMD_ACL_REMOVE);
+        c->u.acl_remove.access_key = ns_strdup("ak1");
+        break;
+    case 14: {
+        ns_command_init(c, NS_CMD_ACL_SEED);
+        struct ns_acl_account *a = ns_calloc(2, sizeof *a);
+        a[0] = (struct ns_acl_account){ns_strdup("a"), ns_strdup("x"),
+                                       NS_ACL_ROLE_BROKER, NULL, 0};
+        a[1] = (struct ns_acl_account){
+            ns_strdup("b"), ns_strdup("y"), NS_ACL_ROLE_READER,
+            ns_calloc(1, sizeof(struct ns_acl_net)), 1};
+        a[1].nets[0] = (struct ns_acl_net){0xC0A80000u, 16};
+        c->u.acl_seed.items = a;
+        c->u.acl_seed.n = 2;
+        break;
+    }
     default:
         fail();
     }
@@ -217,6 +264,7 @@ static const struct golden GOLDEN[] = {
     G(GOLDEN_KV_PUT),   G(GOLDEN_KV_DELETE),    G(GOLDEN_WIPE),
     G(GOLDEN_ADD),      G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
     G(GOLDEN_CONFIG),   G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
+    G(GOLDEN_ACL_PUT),  G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
 };
 #define N_GOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 
@@ -296,7 +344,7 @@ static void test_rejects(void **state)
     buf[0] = 1;
     buf[1] = 0;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
-    buf[1] = 13;
+    buf[1] = 16; /* the first unknown type */
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
     /* A count far beyond the remaining bytes is refused before allocating. */
     memcpy(buf, GOLDEN_UNREGISTER, sizeof GOLDEN_UNREGISTER);

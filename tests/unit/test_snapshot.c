@@ -160,8 +160,10 @@ static void test_truncation_and_version(void **state)
     copy[b.len] = 0;
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len + 1),
                      NS_EPROTO); /* trailing */
-    copy[5] = 2;
+    copy[5] = 3;                 /* versions 1 and 2 are known */
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EVERSION);
+    copy[5] = 2; /* version 1 bytes lack the account table of version 2 */
+    assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EPROTO);
     copy[5] = 1;
     copy[0] = 'X';
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EPROTO);
@@ -172,11 +174,83 @@ static void test_truncation_and_version(void **state)
     ns_state_close(&s);
 }
 
+static void add_account(struct ns_state *s, const char *ak, const char *sk)
+{
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_ACL_PUT);
+    c.u.acl_put.access_key = ns_strdup(ak);
+    c.u.acl_put.secret_key = ns_strdup(sk);
+    c.u.acl_put.role = NS_ACL_ROLE_BROKER;
+    c.u.acl_put.nets = ns_calloc(1, sizeof(struct ns_acl_net));
+    c.u.acl_put.nets[0] = (struct ns_acl_net){0x7F000000u, 8};
+    c.u.acl_put.n_nets = 1;
+    apply_cmd(s, &c);
+}
+
+/* Version 2: version 1's bytes with the version field 2, then the account
+ * table; written while any account exists or the table was seeded. */
+static void test_golden_v2(void **state)
+{
+    (void)state;
+    struct ns_state s, t;
+    small_state(&s);
+    struct ns_buf v1, v2;
+    encode(&s, &v1);
+    uint64_t d1;
+    assert_int_equal(ns_state_digest(&s, &d1), 0);
+    add_account(&s, "ak", "sk");
+    encode(&s, &v2);
+    static const uint8_t acl[] = {
+        0x01, 0,   0,   0, 1, 0, 0, 0, 2,    'a', 'k', 0, 0, 0,
+        2,    's', 'k', 2, 0, 0, 0, 1, 0x7F, 0,   0,   0, 8,
+    };
+    assert_int_equal(v2.len, v1.len + sizeof acl);
+    assert_int_equal(v2.data[5], 2);
+    assert_memory_equal(v2.data + 6, v1.data + 6, v1.len - 6);
+    assert_memory_equal(v2.data + v1.len, acl, sizeof acl);
+    uint64_t d2;
+    assert_int_equal(ns_state_digest(&s, &d2), 0);
+    assert_true(d1 != d2);
+    /* round trip, and version 1 still decodes (into an empty table) */
+    assert_int_equal(ns_state_init(&t), 0);
+    assert_int_equal(ns_snapshot_decode(&t, v2.data, v2.len), 0);
+    assert_int_equal(t.acl.n, 1);
+    assert_true(t.acl.seeded);
+    assert_string_equal(ns_acl_find(&t.acl, "ak")->secret_key, "sk");
+    struct ns_buf again;
+    encode(&t, &again);
+    assert_int_equal(again.len, v2.len);
+    assert_memory_equal(again.data, v2.data, v2.len);
+    for (size_t len = v1.len; len < v2.len; len++) {
+        assert_int_equal(ns_snapshot_decode(&t, v2.data, len), NS_EPROTO);
+    }
+    assert_int_equal(ns_snapshot_decode(&t, v1.data, v1.len), 0);
+    assert_int_equal(t.acl.n, 0);
+    assert_false(t.acl.seeded);
+    /* a removed last account keeps version 2: the table was managed */
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_ACL_REMOVE);
+    c.u.acl_remove.access_key = ns_strdup("ak");
+    apply_cmd(&s, &c);
+    struct ns_buf v2e;
+    encode(&s, &v2e);
+    assert_int_equal(v2e.data[5], 2);
+    assert_int_equal(v2e.len, v1.len + 5);
+    ns_buf_close(&v2e);
+    ns_buf_close(&again);
+    ns_buf_close(&v2);
+    ns_buf_close(&v1);
+    ns_state_close(&t);
+    ns_state_close(&s);
+}
+
 static void test_alloc_failure(void **state)
 {
     (void)state;
     struct ns_state s;
     big_state(&s);
+    add_account(&s, "ak", "sk");
+    add_account(&s, "ak0", "sk0");
     struct ns_buf b;
     encode(&s, &b);
     bool ok = false;
@@ -218,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_truncation_and_version),
+        cmocka_unit_test(test_golden_v2),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
