@@ -23,11 +23,13 @@ struct app {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    uv_signal_t sighup; /* reloads the TLS certificates */
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
     struct ns_observe *observe; /* HTTP port and checkpoints */
     int n_signals_open;
+    bool bad_config; /* exit 2: a TLS file could not be loaded */
     bool stopping;
     bool node_stopped;
 };
@@ -45,6 +47,8 @@ struct options {
     unsigned snapshot_threshold;
     struct ns_props sets;
     struct ns_cluster_config cluster; /* from --config */
+    struct ns_props settings;         /* file's namesrv keys, then --set */
+    struct ns_server_tls tls;         /* borrows from settings */
 };
 
 static void usage(FILE *out)
@@ -64,7 +68,13 @@ static void usage(FILE *out)
         "commands (default 1000)\n"
         "  --checkpoint-ms N      ... or N ms after the first unchecked "
         "command (default 30000)\n"
-        "  --set KEY=VALUE        NamesrvConfig setting (repeatable)\n"
+        "  --set KEY=VALUE        NamesrvConfig setting (repeatable); also\n"
+        "                         tlsMode, tlsServerCertPath, "
+        "tlsServerKeyPath,\n"
+        "                         tlsServerTrustCertPath, "
+        "tlsServerNeedClientAuth\n"
+        "                         (or Java's tls.server.*), read at start;\n"
+        "                         SIGHUP reloads the certificate files\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
@@ -187,6 +197,47 @@ static int apply_cluster_file(struct options *o)
     return 0;
 }
 
+/* Merges the file's namesrv keys and --set (which wins) into o->settings and
+ * reads the TLS keys from it. 0 or 2 (printed). */
+static int read_settings(struct options *o)
+{
+    const struct ns_props *srcs[2] = {&o->cluster.namesrv, &o->sets};
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < srcs[k]->n; i++) {
+            const struct ns_prop *pr = &srcs[k]->items[i];
+            if (ns_props_set(&o->settings, pr->key, pr->value) != 0) {
+                fprintf(stderr, "raftns: out of memory reading settings\n");
+                return 2;
+            }
+        }
+    }
+    char err[256];
+    if (ns_server_tls_parse(&o->settings, &o->tls, err, sizeof err) != 0) {
+        fprintf(stderr, "raftns: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* The replicated NamesrvConfig never sees the TLS keys: they name files and
+ * are read once at start. 0 or NS_ENOMEM. */
+static int apply_settings(struct ns_config *cfg, const struct ns_props *all)
+{
+    struct ns_props kept;
+    ns_props_init(&kept);
+    int rv = 0;
+    for (size_t i = 0; i < all->n && rv == 0; i++) {
+        if (!ns_server_tls_is_key(all->items[i].key)) {
+            rv = ns_props_set(&kept, all->items[i].key, all->items[i].value);
+        }
+    }
+    if (rv == 0) {
+        rv = ns_config_update(cfg, &kept, true);
+    }
+    ns_props_close(&kept);
+    return rv;
+}
+
 static void raise_nofile(void)
 {
     struct rlimit rl;
@@ -210,6 +261,7 @@ static void node_stopped(void *arg)
     app->node_stopped = true;
     uv_close((uv_handle_t *)&app->sigterm, signal_closed);
     uv_close((uv_handle_t *)&app->sigint, signal_closed);
+    uv_close((uv_handle_t *)&app->sighup, signal_closed);
 }
 
 static void server_stopped(void *arg)
@@ -242,6 +294,16 @@ static void on_signal(uv_signal_t *h, int signum)
     struct app *app = h->data;
     NS_LOG(NS_LOG_INFO, "received signal %d: stopping", signum);
     begin_stop(app);
+}
+
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    struct app *app = h->data;
+    (void)signum;
+    if (app->server != NULL && !app->stopping) {
+        NS_LOG(NS_LOG_INFO, "received SIGHUP: reloading TLS certificates");
+        ns_server_reload_tls(app->server);
+    }
 }
 
 static int run(struct app *app, const struct options *o)
@@ -280,11 +342,13 @@ static int run(struct app *app, const struct options *o)
         .id = o->id,
         .secret = o->cluster.secret,
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
+        .tls = &o->tls,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
         rv = ns_server_create(&app->loop, &scfg, &app->state, app->node,
                               &app->server);
+        app->bad_config = rv == NS_EIO;
     }
     struct ns_observe_config ocfg = {
         .http_addr = o->http_addr,
@@ -306,11 +370,13 @@ static int run(struct app *app, const struct options *o)
     }
     uv_signal_init(&app->loop, &app->sigterm);
     uv_signal_init(&app->loop, &app->sigint);
-    app->sigterm.data = app->sigint.data = app;
-    app->n_signals_open = 2;
+    uv_signal_init(&app->loop, &app->sighup);
+    app->sigterm.data = app->sigint.data = app->sighup.data = app;
+    app->n_signals_open = 3;
     if (rv == 0) {
         uv_signal_start(&app->sigterm, on_signal, SIGTERM);
         uv_signal_start(&app->sigint, on_signal, SIGINT);
+        uv_signal_start(&app->sighup, on_sighup, SIGHUP);
         NS_LOG(NS_LOG_INFO,
                "raftns node %llu started: client %s, raft %s, data %s", o->id,
                o->client_addr, o->raft_addr, dir);
@@ -334,13 +400,18 @@ int main(int argc, char **argv)
     struct app app;
     int status = 0;
     ns_props_init(&o.sets);
+    ns_props_init(&o.settings);
     ns_cluster_config_init(&o.cluster);
     ns_json_use_ns_alloc();
     int prv = parse_args(argc, argv, &o);
     if (prv == 0 && o.config_path != NULL) {
         prv = apply_cluster_file(&o);
     }
+    if (prv == 0) {
+        prv = read_settings(&o);
+    }
     if (prv != 0) {
+        ns_props_close(&o.settings);
         ns_props_close(&o.sets);
         ns_cluster_config_close(&o.cluster);
         return prv == 1 ? 0 : 2;
@@ -358,12 +429,11 @@ int main(int argc, char **argv)
         return 1;
     }
     /* the file's namesrv keys first, --set overrides them */
-    if (ns_config_update(app.state.config, &o.cluster.namesrv, true) != 0 ||
-        ns_config_update(app.state.config, &o.sets, true) != 0) {
+    if (apply_settings(app.state.config, &o.settings) != 0) {
         NS_LOG(NS_LOG_ERROR, "out of memory applying --set");
         status = 1;
     } else if (run(&app, &o) != 0) {
-        status = 1;
+        status = app.bad_config ? 2 : 1;
     }
     ns_observe_destroy(app.observe);
     ns_server_destroy(app.server);
@@ -375,6 +445,7 @@ int main(int argc, char **argv)
         status = 1;
     }
     ns_state_close(&app.state);
+    ns_props_close(&o.settings);
     ns_props_close(&o.sets);
     ns_cluster_config_close(&o.cluster);
     NS_LOG(NS_LOG_INFO, "stopped");

@@ -45,7 +45,14 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->state = state;
     s->node = node;
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
+    int rv = ns_conn_tls_init(s, cfg->tls);
+    if (rv != 0) {
+        ns_liveness_close(&s->live);
+        ns_free(s);
+        return rv;
+    }
     if (ns_cluster_create(s, cfg) != 0) {
+        ns_conn_tls_close(s);
         ns_liveness_close(&s->live);
         ns_free(s);
         return NS_ENOMEM;
@@ -208,6 +215,7 @@ void ns_server_destroy(struct ns_server *s)
         return;
     }
     ns_cluster_destroy(s);
+    ns_conn_tls_close(s);
     ns_liveness_close(&s->live);
     ns_register_memo_clear();
     ns_free(s);
