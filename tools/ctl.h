@@ -13,6 +13,8 @@
 
 #define MAX_ADDRS 64
 
+struct ns_tls_ctx;
+
 enum {
     EXIT_SERVER = 1,      /* the server answered with an error */
     EXIT_USAGE = 2,       /* bad command line */
@@ -31,7 +33,11 @@ struct ctl {
     bool json;
     int timeout_ms;
     const char *secret; /* borrowed: --secret or env RAFTNS_SECRET, or NULL */
-    char **args;        /* borrowed from argv: the command and its operands */
+    bool tls;           /* --tls (implied by the other --tls-* options) */
+    bool tls_insecure;  /* --tls-insecure: no server verification */
+    const char *tls_ca, *tls_cert, *tls_key; /* borrowed from argv */
+    struct ns_tls_ctx *tls_ctx;              /* owned, NULL = plain */
+    char **args; /* borrowed from argv: the command and its operands */
     size_t n_args;
 };
 

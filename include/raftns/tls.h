@@ -64,11 +64,11 @@ void ns_tls_ctx_unref(struct ns_tls_ctx *ctx);
 void ns_tls_ctx_describe(const struct ns_tls_ctx *ctx, char *buf, size_t len);
 
 /* Starts a session on ctx (a reference is taken). A client session verifies
- * that the server's certificate names peer_ip (borrowed, IPv4 or IPv6 text;
- * NULL = the chain only) and sends its ClientHello at the first drain.
- * Returns 0 (*out owned: ns_tls_destroy) or NS_ENOMEM / NS_EINVAL (peer_ip is
- * not an IP address). */
-int ns_tls_create(struct ns_tls_ctx *ctx, const char *peer_ip,
+ * that the server's certificate names peer_name (borrowed: an IPv4 or IPv6
+ * address, else a DNS name also sent as SNI; NULL = the chain only) and has
+ * its ClientHello ready for the first drain. Returns 0 (*out owned:
+ * ns_tls_destroy), NS_EINVAL (an unusable name) or NS_ENOMEM. */
+int ns_tls_create(struct ns_tls_ctx *ctx, const char *peer_name,
                   struct ns_tls **out);
 void ns_tls_destroy(struct ns_tls *t);
 

@@ -250,7 +250,7 @@ void ns_tls_ctx_describe(const struct ns_tls_ctx *ctx, char *buf, size_t len)
     ERR_clear_error();
 }
 
-int ns_tls_create(struct ns_tls_ctx *ctx, const char *peer_ip,
+int ns_tls_create(struct ns_tls_ctx *ctx, const char *peer_name,
                   struct ns_tls **out)
 {
     struct ns_tls *t = ns_calloc(1, sizeof *t);
@@ -275,10 +275,16 @@ int ns_tls_create(struct ns_tls_ctx *ctx, const char *peer_ip,
         SSL_set_accept_state(t->ssl);
     } else {
         SSL_set_connect_state(t->ssl);
-        if (peer_ip != NULL && X509_VERIFY_PARAM_set1_ip_asc(
-                                   SSL_get0_param(t->ssl), peer_ip) != 1) {
-            rv = NS_EINVAL;
-            goto err_after_t;
+        if (peer_name != NULL && peer_name[0] != '\0' &&
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), peer_name) !=
+                1) {
+            /* Not an IP address: a DNS name, also sent as SNI. */
+            ERR_clear_error();
+            if (SSL_set1_host(t->ssl, peer_name) != 1 ||
+                SSL_set_tlsext_host_name(t->ssl, peer_name) != 1) {
+                rv = NS_EINVAL;
+                goto err_after_t;
+            }
         }
         /* Writes the ClientHello for the first drain. */
         int r = SSL_do_handshake(t->ssl);
