@@ -31,6 +31,7 @@ struct ns_server_tls {
     const char *key_path;   /* tlsServerKeyPath (PEM key, unencrypted) */
     const char *trust_path; /* tlsServerTrustCertPath (CA), may be NULL */
     enum ns_tls_verify client_auth; /* tlsServerNeedClientAuth */
+    bool http; /* httpTls: the HTTP port serves HTTPS with the same files */
 };
 
 struct ns_server_config {

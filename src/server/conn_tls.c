@@ -21,8 +21,9 @@ static const char *const KEYS[][2] = {
     {"tlsServerKeyPath", "tls.server.keyPath"},
     {"tlsServerTrustCertPath", "tls.server.trustCertPath"},
     {"tlsServerNeedClientAuth", "tls.server.need.client.auth"},
+    {"httpTls", "httpTls"},
 };
-enum { K_MODE, K_CERT, K_KEY, K_TRUST, K_AUTH, N_KEYS };
+enum { K_MODE, K_CERT, K_KEY, K_TRUST, K_AUTH, K_HTTP, N_KEYS };
 
 bool ns_server_tls_is_key(const char *key)
 {
@@ -85,6 +86,19 @@ int ns_server_tls_parse(const struct ns_props *props, struct ns_server_tls *out,
                  from, auth);
         return NS_EINVAL;
     }
+    const char *http = lookup(props, K_HTTP, &from);
+    if (http != NULL && strcasecmp(http, "true") != 0 &&
+        strcasecmp(http, "false") != 0) {
+        snprintf(err, errlen, "httpTls is \"%s\": want true or false", http);
+        return NS_EINVAL;
+    }
+    out->http = http != NULL && strcasecmp(http, "true") == 0;
+    if (out->http && out->mode == NS_TLS_MODE_DISABLED) {
+        snprintf(err, errlen,
+                 "httpTls needs tlsServerCertPath and "
+                 "tlsServerKeyPath (and tlsMode not disabled)");
+        return NS_EINVAL;
+    }
     if (out->mode != NS_TLS_MODE_DISABLED &&
         (out->cert_path == NULL || out->cert_path[0] == '\0' ||
          out->key_path == NULL || out->key_path[0] == '\0')) {
@@ -142,6 +156,7 @@ int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg)
     }
     st->mode = cfg->mode;
     st->client_auth = cfg->client_auth;
+    st->http = cfg->http;
     st->cert = ns_strdup(cfg->cert_path);
     st->key = ns_strdup(cfg->key_path);
     st->trust = ns_strdup(cfg->trust_path);

@@ -38,6 +38,7 @@ struct ns_server_tls_state {
     struct ns_tls_ctx *peer_ctx; /* client side, enforcing only, else NULL */
     char *cert, *key, *trust;    /* owned copies for reloads */
     enum ns_tls_verify client_auth;
+    bool http; /* HTTPS on the observer's port (http.c) */
 };
 
 /* Where a reply goes; conn is NULL once the connection closed. */

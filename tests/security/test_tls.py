@@ -16,7 +16,9 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 import warnings
+import http.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "process"))
 import clusterh  # noqa: E402
@@ -252,6 +254,22 @@ class NodeTLS(harness.NodeTestCase):
                 self.assertIn(needle, nd.log_text())
             finally:
                 nd.cleanup(check=False)
+
+    def test_https_port(self):
+        nd = self.tls_node(dict(tls_sets(), httpTls="true"))
+        url = "https://127.0.0.1:%d" % nd.http_port
+        for path, want in (("/healthz", b"ok\n"), ("/status", b'"ready"')):
+            with urllib.request.urlopen(url + path, context=client_ctx(), timeout=T(5.0)) as r:
+                self.assertEqual(r.status, 200)
+                self.assertIn(want, r.read())
+        with self.assertRaises((OSError, http.client.HTTPException)):
+            urllib.request.urlopen("http://127.0.0.1:%d/healthz" % nd.http_port,
+                                   timeout=T(5.0)).read()
+        with self.assertRaises(OSError) as cm:  # a client trusting another CA
+            urllib.request.urlopen(url + "/healthz", context=client_ctx(ca="rogue-ca.pem"),
+                                   timeout=T(5.0)).read()
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", str(cm.exception))
+        self.assertTrue(nd.alive())
 
     def test_raftnsctl_tls(self):
         nd = self.tls_node(tls_sets("enforcing", "require"), tls=client_ctx("client"))
