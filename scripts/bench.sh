@@ -491,6 +491,13 @@ def run_failover(ts):
     return res
 
 
+def server_cpu_s(pid):
+    """utime + stime of a process in seconds (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_tls():
     """Route reads (code 105, stock-shaped registration) on one permissive node, plain and
     TLS (verified against the test CA) interleaved, REPEATS runs each; medians and the cost."""
@@ -509,20 +516,31 @@ def run_tls():
                     extra = route_shape(conns, depth) + ["--setup-conns", "1"]
                     if mode == "tls":
                         extra += ["--tls-ca", os.path.join(certs, "ca.pem")]
-                    runs[mode].append(bench(one.client(1), "route %s c%d d%d" % (
-                        mode, conns, depth), conns, depth, pid=pid, extra=extra))
+                    cpu0 = server_cpu_s(pid)
+                    r = bench(one.client(1), "route %s c%d d%d" % (mode, conns, depth),
+                              conns, depth, pid=pid, extra=extra)
+                    if r:
+                        # Server CPU per answered request (setup included: 10 requests).
+                        r["server_cpu_us_per_req"] = round(
+                            (server_cpu_s(pid) - cpu0) * 1e6 / max(1, r["completed"]), 3)
+                    runs[mode].append(r)
             p = summarize("1-node route plain c%d d%d" % (conns, depth), runs["plain"],
                           {"conns": conns, "depth": depth, "tls": False})
             t = summarize("1-node route TLS c%d d%d" % (conns, depth), runs["tls"],
                           {"conns": conns, "depth": depth, "tls": True})
             if p["throughput_median"] and t["throughput_median"]:
                 cost = 1 - t["throughput_median"] / p["throughput_median"]
-                RESULTS.setdefault("tls", []).append({"conns": conns, "depth": depth,
-                                                      "plain_rps": p["throughput_median"],
-                                                      "tls_rps": t["throughput_median"],
-                                                      "cost": cost})
-                log("   TLS cost c%d d%d: %.1f %% of route read throughput" % (
-                    conns, depth, 100 * cost))
+                cpu_p = median_of(runs["plain"], lambda r: r["server_cpu_us_per_req"])
+                cpu_t = median_of(runs["tls"], lambda r: r["server_cpu_us_per_req"])
+                RESULTS.setdefault("tls", []).append({
+                    "conns": conns, "depth": depth, "plain_rps": p["throughput_median"],
+                    "tls_rps": t["throughput_median"], "cost": cost,
+                    "plain_runs_rps": [r and r["throughput"] for r in runs["plain"]],
+                    "tls_runs_rps": [r and r["throughput"] for r in runs["tls"]],
+                    "server_cpu_us_per_req_plain": cpu_p,
+                    "server_cpu_us_per_req_tls": cpu_t})
+                log("   TLS cost c%d d%d: %.1f %% of route read throughput; server CPU "
+                    "%.2f -> %.2f us/request" % (conns, depth, 100 * cost, cpu_p, cpu_t))
     finally:
         one.close()
 

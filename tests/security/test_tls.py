@@ -115,6 +115,13 @@ class NodeTLS(harness.NodeTestCase):
             b = tls.request(code, ext, timeout=T(5.0))
             self.assertEqual(a.code, 0)
             self.assertEqual((a.code, a.remark, a.body), (b.code, b.remark, b.body))
+        # A big registration over TLS (many records each way), the same answers on both.
+        many = ["BigTopic%05d" % i for i in range(4000)]
+        self.assertEqual(register(tls, "broker-big", many).code, 0)
+        a = plain.request(ns.GET_ALL_TOPIC_LIST, timeout=T(10.0))
+        b = tls.request(ns.GET_ALL_TOPIC_LIST, timeout=T(10.0))
+        self.assertGreater(len(a.body), 4000 * 12)
+        self.assertEqual((a.code, a.body), (b.code, b.body))
         self.assertIn("tls: permissive", nd.log_text())
 
     def test_openssl_s_client_verifies(self):
@@ -152,6 +159,17 @@ class NodeTLS(harness.NodeTestCase):
                    "the refusal logged")
         with nd_conn(self, nd) as c:
             self.assertEqual(c.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5.0)).code, 0)
+            # Start-up settings: UPDATE_NAMESRV_CONFIG cannot switch TLS off or point it at
+            # other files, and GET_NAMESRV_CONFIG does not show them.
+            c.request(ns.UPDATE_NAMESRV_CONFIG, body=ns.properties_text(
+                {"tlsMode": "disabled", "tls.server.mode": "disabled",
+                 "tlsServerCertPath": "/etc/passwd"}), timeout=T(5.0))
+            r = c.request(ns.GET_NAMESRV_CONFIG, timeout=T(5.0))
+            self.assertEqual(r.code, 0)
+            self.assertNotIn(b"tls", r.body.lower())
+        with ns.Conn(nd.addr, timeout=T(5.0)) as c:
+            c.send_raw(ns.build_request(ns.GET_BROKER_CLUSTER_INFO, opaque=4))
+            self.assertTrue(c.wait_closed(T(5.0)), "plain accepted after a 318")
 
     def test_disabled_refuses_tls(self):
         nd = self.tls_node({}, tls=None)
