@@ -137,6 +137,11 @@ static int load(struct ns_server_tls_state *st)
     ns_tls_ctx_unref(st->peer_ctx);
     st->ctx = ctx;
     st->peer_ctx = peer;
+    if (peer != NULL && st->trust == NULL) {
+        NS_LOG(NS_LOG_WARN, "tls: enforcing without tlsServerTrustCertPath: "
+                            "the other nodes are verified against the system "
+                            "CAs");
+    }
     ns_tls_ctx_describe(ctx, err, sizeof err);
     NS_LOG(NS_LOG_INFO, "tls: %s, client auth %s, certificate %s",
            st->mode == NS_TLS_MODE_ENFORCING ? "enforcing" : "permissive",
