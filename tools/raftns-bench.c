@@ -904,6 +904,9 @@ int main(int argc, char **argv)
         }
     }
     uv_run(b->loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < b->o.conns; i++)
+        ns_tls_destroy(b->c[i].tls);
+    ns_tls_ctx_unref(b->tls_ctx);
     if (b->exit_code == 0 && b->r.completed == 0)
         b->exit_code = 1;
     return b->exit_code;
