@@ -226,6 +226,19 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
     return 0;
 }
 
+/* Sends what the failed session still holds (its alert) if the socket takes it
+ * at once, so the client learns why; the close follows right away. */
+static void send_alert(struct ns_conn *c)
+{
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    if (!c->writing && ns_tls_drain(c->tls, &wire) == 0 && wire.len > 0) {
+        uv_buf_t b = uv_buf_init((char *)wire.data, (unsigned)wire.len);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    }
+    ns_buf_close(&wire);
+}
+
 void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
 {
     bool was_up = ns_tls_is_established(c->tls);
@@ -249,6 +262,7 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
                (unsigned long long)c->id, c->peer,
                was_up ? "failed" : "handshake failed",
                rv == NS_EPROTO ? ns_tls_error(c->tls) : ns_strerror(rv));
+        send_alert(c);
         ns_conn_close(c, NULL);
     } else if (!was_up && ns_tls_is_established(c->tls)) {
         NS_LOG(NS_LOG_DEBUG, "conn %llu %s: %s established%s",

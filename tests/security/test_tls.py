@@ -304,7 +304,8 @@ class NodeTLS(harness.NodeTestCase):
         self.assertIn(b"v", r.stdout)
         self.assertEqual(ctl("kv", "get", "ns1", "k").returncode, 3)  # plain: refused
         r = ctl("--tls", "--tls-ca", cert("ca.pem"), "kv", "get", "ns1", "k")
-        self.assertEqual(r.returncode, 3)  # no client certificate
+        self.assertEqual(r.returncode, 3)  # no client certificate: the server's alert says so
+        self.assertIn(b"certificate required", r.stderr)
         r = ctl("--tls", "--tls-ca", cert("rogue-ca.pem"), "--tls-cert", cert("client.pem"),
                 "--tls-key", cert("client.key"), "kv", "get", "ns1", "k")
         self.assertEqual(r.returncode, 3)
