@@ -20,7 +20,9 @@ struct ns_cluster_config;
 enum ns_tls_mode {
     NS_TLS_MODE_DISABLED,   /* plain only; a ClientHello is refused */
     NS_TLS_MODE_PERMISSIVE, /* the first byte decides: 0x16 TLS, else plain */
-    NS_TLS_MODE_ENFORCING,  /* TLS only; node-to-node requests use TLS too */
+    NS_TLS_MODE_ENFORCING,  /* TLS only */
+    /* Node-to-node requests (peer.c) use TLS when enforcing, and when
+     * permissive with a trust CA (so nodes can switch one by one). */
 };
 
 /* Start-up TLS settings; the strings are borrowed (the server copies them for

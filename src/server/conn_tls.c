@@ -120,9 +120,10 @@ static int load(struct ns_server_tls_state *st)
                                     .ca_path = st->trust,
                                     .verify = st->client_auth};
     int rv = ns_tls_ctx_create_server(&so, &ctx, err, sizeof err);
-    if (rv == 0 && st->mode == NS_TLS_MODE_ENFORCING) {
-        /* Node-to-node: verify the other node against the trust CA and show
-         * this node's certificate when it asks for one. */
+    /* Node-to-node: verify the other node against the trust CA and show this
+     * node's certificate when it asks for one. Permissive with a trust CA
+     * speaks TLS too, so nodes can be switched to enforcing one by one. */
+    if (rv == 0 && (st->mode == NS_TLS_MODE_ENFORCING || st->trust != NULL)) {
         struct ns_tls_client_opts co = {
             .ca_path = st->trust, .cert_path = st->cert, .key_path = st->key};
         rv = ns_tls_ctx_create_client(&co, &peer, err, sizeof err);

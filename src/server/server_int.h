@@ -35,7 +35,7 @@ struct ns_tls;
 struct ns_server_tls_state {
     enum ns_tls_mode mode;
     struct ns_tls_ctx *ctx;      /* one reference; NULL when disabled */
-    struct ns_tls_ctx *peer_ctx; /* client side, enforcing only, else NULL */
+    struct ns_tls_ctx *peer_ctx; /* client side: enforcing, or a trust CA */
     char *cert, *key, *trust;    /* owned copies for reloads */
     enum ns_tls_verify client_auth;
     bool http; /* HTTPS on the observer's port (http.c) */

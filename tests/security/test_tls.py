@@ -351,5 +351,36 @@ class EnforcingCluster(clusterh.ClusterTestCase):
         self.cluster.wait_converged()
 
 
+class RollingToEnforcing(clusterh.ClusterTestCase):
+    """The cluster file says permissive with a trust CA; nodes 1 and 2 are already switched to
+    enforcing (--set), node 3 not yet: node 3, a follower, still forwards to an enforcing leader,
+    because a permissive node with a trust CA speaks TLS to the other nodes."""
+
+    def setUp(self):
+        del harness.TEST_NODES[:]
+        self.brokers = []
+        self.cluster = clusterh.Cluster(3, namesrv=tls_sets("permissive"))
+        for nd in self.cluster.all():
+            nd.tls = client_ctx()
+            if nd.id != 3:
+                nd.extra_args += ["--set", "tlsMode=enforcing"]
+        self.cluster.start()
+
+    def test_permissive_node_forwards_to_enforcing_leader(self):
+        lead = self.cluster.leader()
+        if lead.id == 3:
+            r = subprocess.run([RAFTNSCTL, "-n", "127.0.0.1:%d" % lead.client_port, "--secret",
+                                self.cluster.config["secret"], "leader", "transfer", "1"],
+                               capture_output=True, timeout=T(30.0))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lead = wait_until(lambda: (lambda ld: ld if ld and ld.id != 3 else None)(
+                self.cluster.current_leader()), T(20.0), "leadership to move off node 3")
+        fol = self.cluster[3]
+        clusterh.write_until_acked(self.broker(), fol)
+        self.cluster.wait_converged()
+        self.assertEqual(clusterh.broker_names(clusterh.route(lead, "TopicA")), ["broker-a"])
+        self.assertNotIn("plaintext connection refused", lead.log_text())
+
+
 if __name__ == "__main__":
     harness.main()
