@@ -6,7 +6,9 @@
 # PID on exit. It measures; it does not judge (targets are in BENCHMARKS.md).
 #
 # Usage: scripts/bench.sh [SCENARIO...]   (default: all of route register
-#   heartbeat cluster3 scale catchup failover; name some to run only those)
+#   heartbeat cluster3 scale catchup failover; name some to run only those;
+#   "tls" -- route reads plain vs TLS on one permissive node, interleaved --
+#   runs only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -96,7 +98,7 @@ def stop(p, sig=signal.SIGTERM, timeout=30):
 class Cluster:
     """n raftns nodes from one cluster file (1 node = the single-node setup)."""
 
-    def __init__(self, n, snapshot_threshold=4096, spare=0):
+    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None):
         self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
         TMPDIRS.append(self.dir)
         self.nodes = []
@@ -108,7 +110,8 @@ class Cluster:
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
             json.dump({"secret": "bench-cluster-secret-0123456789", "electionTimeoutMs": 1000, "heartbeatMs": 100,
-                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes}, f)
+                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
+                       "namesrv": namesrv or {}}, f)
         self.procs = {}
         for nd in self.nodes[:n]:
             self.start_node(nd["id"])
@@ -489,6 +492,60 @@ def run_failover(ts):
     return res
 
 
+def server_cpu_s(pid):
+    """utime + stime of a process in seconds (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_tls():
+    """Route reads (code 105, stock-shaped registration) on one permissive node, plain and
+    TLS (verified against the test CA) interleaved, REPEATS runs each; medians and the cost."""
+    certs = tempfile.mkdtemp(prefix="raftns-bench-certs-")
+    TMPDIRS.append(certs)
+    subprocess.run([os.path.join(ROOT, "tests", "security", "gen_certs.sh"), certs], check=True)
+    one = Cluster(1, namesrv={"tlsServerCertPath": os.path.join(certs, "server.pem"),
+                              "tlsServerKeyPath": os.path.join(certs, "server.key")})
+    try:
+        one.leader()
+        pid = one.procs[1].pid
+        for conns, depth in ((1, 1), (16, 1), (16, 16)):
+            runs = {"plain": [], "tls": []}
+            for _ in range(REPEATS):
+                for mode in ("plain", "tls"):
+                    extra = route_shape(conns, depth) + ["--setup-conns", "1"]
+                    if mode == "tls":
+                        extra += ["--tls-ca", os.path.join(certs, "ca.pem")]
+                    cpu0 = server_cpu_s(pid)
+                    r = bench(one.client(1), "route %s c%d d%d" % (mode, conns, depth),
+                              conns, depth, pid=pid, extra=extra)
+                    if r:
+                        # Server CPU per answered request (setup included: 10 requests).
+                        r["server_cpu_us_per_req"] = round(
+                            (server_cpu_s(pid) - cpu0) * 1e6 / max(1, r["completed"]), 3)
+                    runs[mode].append(r)
+            p = summarize("1-node route plain c%d d%d" % (conns, depth), runs["plain"],
+                          {"conns": conns, "depth": depth, "tls": False})
+            t = summarize("1-node route TLS c%d d%d" % (conns, depth), runs["tls"],
+                          {"conns": conns, "depth": depth, "tls": True})
+            if p["throughput_median"] and t["throughput_median"]:
+                cost = 1 - t["throughput_median"] / p["throughput_median"]
+                cpu_p = median_of(runs["plain"], lambda r: r["server_cpu_us_per_req"])
+                cpu_t = median_of(runs["tls"], lambda r: r["server_cpu_us_per_req"])
+                RESULTS.setdefault("tls", []).append({
+                    "conns": conns, "depth": depth, "plain_rps": p["throughput_median"],
+                    "tls_rps": t["throughput_median"], "cost": cost,
+                    "plain_runs_rps": [r and r["throughput"] for r in runs["plain"]],
+                    "tls_runs_rps": [r and r["throughput"] for r in runs["tls"]],
+                    "server_cpu_us_per_req_plain": cpu_p,
+                    "server_cpu_us_per_req_tls": cpu_t})
+                log("   TLS cost c%d d%d: %.1f %% of route read throughput; server CPU "
+                    "%.2f -> %.2f us/request" % (conns, depth, 100 * cost, cpu_p, cpu_t))
+    finally:
+        one.close()
+
+
 def main():
     RESULTS["machine"] = machine()
     RESULTS["config"] = {"repeats": REPEATS, "duration_s": DURATION}
@@ -503,6 +560,8 @@ def main():
             time.sleep(0.05)
     subprocess.run(["redis-cli", "-p", str(rport), "set", "key:__rand_int__", "x"],
                    stdout=subprocess.DEVNULL)
+    if "tls" in ONLY:
+        run_tls()
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()

@@ -44,6 +44,10 @@ check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c inc
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/snapshot.c include/raftns/{command,fsm}.h
+# The TLS engine sits beside the layers over base only: no loop, no sockets, no
+# logging (OpenSSL reads its PEM files; the callers log what it reports).
+check_layer tls "$base_h|tls" 'uv\.h|raft\.h|raft/uv\.h|sys/socket\.h|netinet/in\.h|time\.h' \
+    src/tls/*.c include/raftns/tls.h
 
 # Lower layers never include the server or node headers.
 grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c \

@@ -24,11 +24,13 @@ struct app {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    uv_signal_t sighup; /* reloads the TLS certificates */
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
     struct ns_observe *observe; /* HTTP port and checkpoints */
     int n_signals_open;
+    bool bad_config; /* exit 2: a TLS file could not be loaded */
     bool stopping;
     bool node_stopped;
 };
@@ -53,6 +55,8 @@ struct options {
                                 aclBrokerNetworks */
     struct ns_acl_settings acl;
     struct ns_acl_net *acl_nets; /* owned */
+    struct ns_props settings;    /* file's namesrv keys, then --set */
+    struct ns_server_tls tls;    /* borrows from settings */
 };
 
 static const char *const ACL_KEYS[3] = {"aclEnable", "aclAnonymousRead",
@@ -78,6 +82,12 @@ static void usage(FILE *out)
         "  --set KEY=VALUE        NamesrvConfig setting (repeatable); also\n"
         "                         aclEnable, aclAnonymousRead, "
         "aclBrokerNetworks\n"
+        "                         tlsMode, tlsServerCertPath, "
+        "tlsServerKeyPath,\n"
+        "                         tlsServerTrustCertPath, "
+        "tlsServerNeedClientAuth\n"
+        "                         (or Java's tls.server.*), read at start;\n"
+        "                         SIGHUP reloads the certificate files\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
@@ -238,25 +248,43 @@ static int read_cluster_secret_file(struct options *o)
     return 0;
 }
 
-/* Copies in without the ACL keys into rest (initialised), remembering their
- * values (borrowed from in) in o->acl_text. 0 or NS_ENOMEM. */
-static int split_acl(struct options *o, const struct ns_props *in,
-                     struct ns_props *rest)
+/* Merges the file's namesrv keys and --set (which wins) into o->settings and
+ * reads the TLS keys from it. 0 or 2 (printed). */
+static int read_settings(struct options *o)
 {
-    for (size_t i = 0; i < in->n; i++) {
-        bool is_acl = false;
-        for (size_t k = 0; k < 3; k++) {
-            if (strcmp(in->items[i].key, ACL_KEYS[k]) == 0) {
-                o->acl_text[k] = in->items[i].value;
-                is_acl = true;
+    const struct ns_props *srcs[2] = {&o->cluster.namesrv, &o->sets};
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < srcs[k]->n; i++) {
+            const struct ns_prop *pr = &srcs[k]->items[i];
+            if (ns_props_set(&o->settings, pr->key, pr->value) != 0) {
+                fprintf(stderr, "raftns: out of memory reading settings\n");
+                return 2;
             }
         }
-        if (!is_acl &&
-            ns_props_set(rest, in->items[i].key, in->items[i].value) != 0) {
-            return NS_ENOMEM;
+    }
+    for (size_t i = 0; i < o->settings.n; i++) {
+        for (size_t k = 0; k < 3; k++) {
+            if (strcmp(o->settings.items[i].key, ACL_KEYS[k]) == 0) {
+                o->acl_text[k] = o->settings.items[i].value;
+            }
         }
     }
+    char err[256];
+    if (ns_server_tls_parse(&o->settings, &o->tls, err, sizeof err) != 0) {
+        fprintf(stderr, "raftns: %s\n", err);
+        return 2;
+    }
     return 0;
+}
+
+static bool is_acl_key(const char *key)
+{
+    for (size_t k = 0; k < 3; k++) {
+        if (strcmp(key, ACL_KEYS[k]) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Chooses the cluster secret (DESIGN.md §9: no default is open): the cluster
@@ -353,6 +381,27 @@ static int parse_acl_settings(struct options *o)
     return 0;
 }
 
+/* The replicated NamesrvConfig never sees the TLS keys (they name files and
+ * are read once at start) nor the ACL keys (node-local, so that no request can
+ * turn ACL off). 0 or NS_ENOMEM. */
+static int apply_settings(struct ns_config *cfg, const struct ns_props *all)
+{
+    struct ns_props kept;
+    ns_props_init(&kept);
+    int rv = 0;
+    for (size_t i = 0; i < all->n && rv == 0; i++) {
+        if (!ns_server_tls_is_key(all->items[i].key) &&
+            !is_acl_key(all->items[i].key)) {
+            rv = ns_props_set(&kept, all->items[i].key, all->items[i].value);
+        }
+    }
+    if (rv == 0) {
+        rv = ns_config_update(cfg, &kept, true);
+    }
+    ns_props_close(&kept);
+    return rv;
+}
+
 static void raise_nofile(void)
 {
     struct rlimit rl;
@@ -376,6 +425,7 @@ static void node_stopped(void *arg)
     app->node_stopped = true;
     uv_close((uv_handle_t *)&app->sigterm, signal_closed);
     uv_close((uv_handle_t *)&app->sigint, signal_closed);
+    uv_close((uv_handle_t *)&app->sighup, signal_closed);
 }
 
 static void server_stopped(void *arg)
@@ -408,6 +458,16 @@ static void on_signal(uv_signal_t *h, int signum)
     struct app *app = h->data;
     NS_LOG(NS_LOG_INFO, "received signal %d: stopping", signum);
     begin_stop(app);
+}
+
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    struct app *app = h->data;
+    (void)signum;
+    if (app->server != NULL && !app->stopping) {
+        NS_LOG(NS_LOG_INFO, "received SIGHUP: reloading TLS certificates");
+        ns_server_reload_tls(app->server);
+    }
 }
 
 static int run(struct app *app, const struct options *o)
@@ -443,11 +503,13 @@ static int run(struct app *app, const struct options *o)
         .secret = o->secret,
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
         .acl = &o->acl,
+        .tls = &o->tls,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
         rv = ns_server_create(&app->loop, &scfg, &app->state, app->node,
                               &app->server);
+        app->bad_config = rv == NS_EIO;
     }
     struct ns_observe_config ocfg = {
         .http_addr = o->http_addr,
@@ -469,11 +531,13 @@ static int run(struct app *app, const struct options *o)
     }
     uv_signal_init(&app->loop, &app->sigterm);
     uv_signal_init(&app->loop, &app->sigint);
-    app->sigterm.data = app->sigint.data = app;
-    app->n_signals_open = 2;
+    uv_signal_init(&app->loop, &app->sighup);
+    app->sigterm.data = app->sigint.data = app->sighup.data = app;
+    app->n_signals_open = 3;
     if (rv == 0) {
         uv_signal_start(&app->sigterm, on_signal, SIGTERM);
         uv_signal_start(&app->sigint, on_signal, SIGINT);
+        uv_signal_start(&app->sighup, on_sighup, SIGHUP);
         NS_LOG(NS_LOG_INFO,
                "raftns node %llu started: client %s, raft %s, data %s", o->id,
                o->client_addr, o->raft_addr, dir);
@@ -497,6 +561,7 @@ int main(int argc, char **argv)
     struct app app;
     int status = 0;
     ns_props_init(&o.sets);
+    ns_props_init(&o.settings);
     ns_cluster_config_init(&o.cluster);
     ns_json_use_ns_alloc();
     int prv = parse_args(argc, argv, &o);
@@ -507,15 +572,8 @@ int main(int argc, char **argv)
         ns_log_set_node(o.id);
         prv = choose_secret(&o);
     }
-    /* the ACL keys are node-local: they never enter the replicated settings
-     */
-    struct ns_props file_rest, sets_rest;
-    ns_props_init(&file_rest);
-    ns_props_init(&sets_rest);
-    if (prv == 0 && (split_acl(&o, &o.cluster.namesrv, &file_rest) != 0 ||
-                     split_acl(&o, &o.sets, &sets_rest) != 0)) {
-        fprintf(stderr, "raftns: out of memory\n");
-        prv = 2;
+    if (prv == 0) {
+        prv = read_settings(&o);
     }
     if (prv == 0) {
         prv = parse_acl_settings(&o);
@@ -523,8 +581,7 @@ int main(int argc, char **argv)
     if (prv != 0) {
         ns_free(o.secret);
         ns_free(o.acl_nets);
-        ns_props_close(&file_rest);
-        ns_props_close(&sets_rest);
+        ns_props_close(&o.settings);
         ns_props_close(&o.sets);
         ns_cluster_config_close(&o.cluster);
         return prv == 1 ? 0 : 2;
@@ -549,12 +606,11 @@ int main(int argc, char **argv)
                o.acl.n_broker_nets, o.cluster.n_acl_accounts);
     }
     /* the file's namesrv keys first, --set overrides them */
-    if (ns_config_update(app.state.config, &file_rest, true) != 0 ||
-        ns_config_update(app.state.config, &sets_rest, true) != 0) {
+    if (apply_settings(app.state.config, &o.settings) != 0) {
         NS_LOG(NS_LOG_ERROR, "out of memory applying --set");
         status = 1;
     } else if (run(&app, &o) != 0) {
-        status = 1;
+        status = app.bad_config ? 2 : 1;
     }
     ns_observe_destroy(app.observe);
     ns_server_destroy(app.server);
@@ -567,9 +623,8 @@ int main(int argc, char **argv)
     }
     ns_state_close(&app.state);
     ns_free(o.secret);
-    ns_props_close(&file_rest);
-    ns_props_close(&sets_rest);
     ns_free(o.acl_nets);
+    ns_props_close(&o.settings);
     ns_props_close(&o.sets);
     ns_cluster_config_close(&o.cluster);
     NS_LOG(NS_LOG_INFO, "stopped");

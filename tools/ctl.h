@@ -13,6 +13,8 @@
 
 #define MAX_ADDRS 64
 
+struct ns_tls_ctx;
+
 enum {
     EXIT_SERVER = 1,      /* the server answered with an error */
     EXIT_USAGE = 2,       /* bad command line */
@@ -36,6 +38,10 @@ struct ctl {
      * stock RocketMQ ACL client signs (AccessKey, Signature) */
     const char *access_key;
     const char *secret_key;
+    bool tls;          /* --tls (implied by the other --tls-* options) */
+    bool tls_insecure; /* --tls-insecure: no server verification */
+    const char *tls_ca, *tls_cert, *tls_key; /* borrowed from argv */
+    struct ns_tls_ctx *tls_ctx;              /* owned, NULL = plain */
     char **args; /* borrowed from argv: the command and its operands */
     size_t n_args;
 };

@@ -23,6 +23,7 @@
 #include "raftns/err.h"
 #include "raftns/remoting.h"
 #include "raftns/sign.h"
+#include "raftns/tls.h"
 
 #include "ctl.h"
 
@@ -185,10 +186,92 @@ static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline,
     return 0;
 }
 
+/* One connection: plain, or TLS through the engine over the same socket. */
+struct wire {
+    int fd;
+    struct ns_tls *tls; /* owned, NULL = plain */
+    char why[256];      /* a TLS failure, for *why */
+};
+
+/* Sends every ciphertext byte the session holds. */
+static int wire_flush(struct wire *w, int64_t deadline, const char **why)
+{
+    if (w->tls == NULL || ns_tls_pending(w->tls) == 0)
+        return 0;
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = -1;
+    if (ns_tls_drain(w->tls, &b) == 0)
+        rv = send_all(w->fd, b.data, b.len, deadline, why);
+    else
+        *why = "out of memory";
+    ns_buf_close(&b);
+    return rv;
+}
+
+static int wire_send(struct wire *w, const uint8_t *p, size_t n,
+                     int64_t deadline, const char **why)
+{
+    if (w->tls == NULL)
+        return send_all(w->fd, p, n, deadline, why);
+    if (ns_tls_write(w->tls, p, n) != 0) {
+        *why = "TLS write failed";
+        return -1;
+    }
+    return wire_flush(w, deadline, why);
+}
+
+/* Receives plaintext into buf[0..cap): > 0 bytes, 0 when the peer closed,
+ * -1 with *why on an error or at the deadline. */
+static ssize_t wire_recv(struct wire *w, uint8_t *buf, size_t cap,
+                         int64_t deadline, const char **why)
+{
+    static uint8_t cipher[RX_CHUNK];
+    for (;;) {
+        if (w->tls != NULL) {
+            size_t n = 0;
+            int rv = ns_tls_read(w->tls, buf, cap, &n);
+            if (wire_flush(w, deadline, why) != 0)
+                return -1;
+            if (rv == NS_ESHUTDOWN)
+                return 0;
+            if (rv != 0) {
+                snprintf(w->why, sizeof w->why, "TLS: %s",
+                         ns_tls_error(w->tls));
+                *why = w->why;
+                return -1;
+            }
+            if (n > 0)
+                return (ssize_t)n;
+        }
+        uint8_t *dst = w->tls != NULL ? cipher : buf;
+        size_t room = w->tls != NULL ? sizeof cipher : cap;
+        ssize_t r = recv(w->fd, dst, room, 0);
+        if (r > 0 && w->tls == NULL)
+            return r;
+        if (r > 0) {
+            if (ns_tls_feed(w->tls, dst, (size_t)r) != 0) {
+                *why = "TLS input over its limit";
+                return -1;
+            }
+        } else if (r == 0) {
+            return 0;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (wait_fd(w->fd, POLLIN, deadline) <= 0) {
+                *why = "no reply before the timeout";
+                return -1;
+            }
+        } else {
+            *why = "receive failed";
+            return -1;
+        }
+    }
+}
+
 /* Reads frames until the reply with this opaque arrives (other frames are
  * dropped). On success out->cmd is decoded and borrows from out->rx. Returns 0
  * or -1 with *why set. */
-static int receive_reply(int fd, int32_t opaque, int64_t deadline,
+static int receive_reply(struct wire *w, int32_t opaque, int64_t deadline,
                          struct reply *out, const char **why)
 {
     struct ns_buf *rx = &out->rx;
@@ -218,22 +301,30 @@ static int receive_reply(int fd, int32_t opaque, int64_t deadline,
             *why = "out of memory";
             return -1;
         }
-        ssize_t r = recv(fd, rx->data + rx->len, rx->cap - rx->len, 0);
+        ssize_t r =
+            wire_recv(w, rx->data + rx->len, rx->cap - rx->len, deadline, why);
         if (r > 0) {
             rx->len += (size_t)r;
         } else if (r == 0) {
             *why = "connection closed before the reply";
             return -1;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-            if (wait_fd(fd, POLLIN, deadline) <= 0) {
-                *why = "no reply before the timeout";
-                return -1;
-            }
         } else {
-            *why = "receive failed";
             return -1;
         }
     }
+}
+
+/* A TLS session for addr: the server's certificate must name its host. */
+static int start_tls(const struct ctl *ctl, const char *addr, struct wire *w)
+{
+    char host[256];
+    char port[16];
+    if (split_addr(addr, host, sizeof host, port, sizeof port) != 0)
+        return -1;
+    return ns_tls_create(ctl->tls_ctx, ctl->tls_insecure ? NULL : host,
+                         &w->tls) == 0
+               ? 0
+               : -1;
 }
 
 /* A reply that means "ask another node" rather than a real answer. */
@@ -319,11 +410,19 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
             rv = EXIT_SERVER;
             break;
         }
-        int fd = dial(ctl->addrs[i], deadline, &why);
+        struct wire w = {.fd = dial(ctl->addrs[i], deadline, &why)};
+        int fd = w.fd;
+        if (fd >= 0 && ctl->tls_ctx != NULL &&
+            start_tls(ctl, ctl->addrs[i], &w) != 0) {
+            why = "cannot start TLS";
+            close(fd);
+            fd = -1;
+        }
         if (fd >= 0) {
-            if (send_all(fd, frame.data, frame.len, deadline, &why) == 0 &&
-                receive_reply(fd, req->opaque, deadline, out, &why) == 0) {
+            if (wire_send(&w, frame.data, frame.len, deadline, &why) == 0 &&
+                receive_reply(&w, req->opaque, deadline, out, &why) == 0) {
                 if (!is_not_ready(&out->cmd)) {
+                    ns_tls_destroy(w.tls);
                     close(fd);
                     rv = 0;
                     break;
@@ -331,6 +430,7 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
                 why =
                     out->cmd.code == CODE_GO_AWAY ? "going away" : "not ready";
             }
+            ns_tls_destroy(w.tls);
             close(fd);
         }
         fprintf(stderr, "raftnsctl: %s: %s\n", ctl->addrs[i], why);

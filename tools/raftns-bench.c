@@ -15,6 +15,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/remoting.h"
+#include "raftns/tls.h"
 
 #include "bench.h"
 
@@ -43,6 +44,8 @@ struct opts {
     double hold;
     const char *label;
     const char *cluster;
+    bool tls;
+    const char *tls_ca; /* NULL with --tls: no verification */
 };
 
 struct inflight {
@@ -60,6 +63,7 @@ struct conn {
     bool alive;
     bool writing;
     struct ns_buf rx, out, wbuf;
+    struct ns_tls *tls;  /* owned with --tls */
     struct inflight *fl; /* ring of depth */
     int fl_head, fl_n;
     uint64_t reg_counter;
@@ -84,6 +88,8 @@ struct bench {
     struct bench_tmpl cluster_tmpl, alltopics_tmpl;
     struct bench_result r;
     int exit_code;
+    struct ns_tls_ctx *tls_ctx;
+    uint8_t cipher[RX_CHUNK]; /* TLS: ciphertext read, fed at once */
 };
 
 static const char usage_text[] =
@@ -110,6 +116,8 @@ static const char usage_text[] =
     "  --hold S            keep connections (registrations) open S s after\n"
     "                      the report\n"
     "  --label TEXT        label in the report\n"
+    "  --tls               connect with TLS (no verification unless --tls-ca)\n"
+    "  --tls-ca FILE       verify the server against this CA\n"
     "  --json              JSON report on stdout (table on stderr)\n";
 
 static uint64_t now_ns(void)
@@ -332,14 +340,40 @@ static bool next_request(struct bench *b, struct conn *c)
 
 static void on_write(uv_write_t *req, int status);
 
+static void conn_fail(struct conn *c, const char *what, int status);
+
+/* TLS: encrypts the queued requests into wbuf. False when nothing to send. */
+static bool tls_seal(struct conn *c)
+{
+    if (c->out.len > 0) {
+        int rv = ns_tls_write(c->tls, c->out.data, c->out.len);
+        ns_buf_reset(&c->out);
+        if (rv != 0) {
+            conn_fail(c, "TLS write", UV_EPROTO);
+            return false;
+        }
+    }
+    if (ns_tls_pending(c->tls) == 0)
+        return false;
+    ns_buf_reset(&c->wbuf);
+    return ns_tls_drain(c->tls, &c->wbuf) == 0 && c->wbuf.len > 0;
+}
+
 static void flush(struct conn *c)
 {
-    if (c->writing || c->out.len == 0 || !c->alive)
+    if (c->writing || !c->alive)
         return;
-    struct ns_buf tmp = c->wbuf;
-    c->wbuf = c->out;
-    c->out = tmp;
-    ns_buf_reset(&c->out);
+    if (c->tls != NULL) {
+        if (!tls_seal(c))
+            return;
+    } else {
+        if (c->out.len == 0)
+            return;
+        struct ns_buf tmp = c->wbuf;
+        c->wbuf = c->out;
+        c->out = tmp;
+        ns_buf_reset(&c->out);
+    }
     uv_buf_t buf = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
     c->b->r.bytes_out += c->wbuf.len;
     if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_write) == 0)
@@ -524,12 +558,32 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     struct conn *c = h->data;
     (void)hint;
+    if (c->tls != NULL) {
+        *buf = uv_buf_init((char *)c->b->cipher, sizeof c->b->cipher);
+        return;
+    }
     if (ns_buf_reserve(&c->rx, RX_CHUNK) != 0) {
         *buf = uv_buf_init(NULL, 0);
         return;
     }
     *buf = uv_buf_init((char *)c->rx.data + c->rx.len,
                        (unsigned)(c->rx.cap - c->rx.len));
+}
+
+/* TLS: decrypts n bytes of b->cipher into rx. 0 or an NS_E* code. */
+static int tls_open(struct conn *c, size_t n)
+{
+    int rv = ns_tls_feed(c->tls, c->b->cipher, n);
+    size_t got = RX_CHUNK;
+    while (rv == 0 && got == RX_CHUNK) {
+        if (ns_buf_reserve(&c->rx, RX_CHUNK) != 0)
+            return NS_ENOMEM;
+        rv = ns_tls_read(c->tls, c->rx.data + c->rx.len, RX_CHUNK, &got);
+        c->rx.len += rv == 0 ? got : 0;
+    }
+    if (rv == 0)
+        flush(c); /* handshake records */
+    return rv;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -540,8 +594,15 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_fail(c, "read", (int)nread);
         return;
     }
-    c->rx.len += (size_t)nread;
     c->b->r.bytes_in += (uint64_t)nread;
+    if (c->tls == NULL) {
+        c->rx.len += (size_t)nread;
+    } else if (tls_open(c, (size_t)nread) != 0) {
+        fprintf(stderr, "raftns-bench: connection %d: TLS: %s\n", c->idx,
+                ns_tls_error(c->tls));
+        conn_fail(c, "TLS", UV_EPROTO);
+        return;
+    }
     size_t off = 0;
     uint64_t now = now_ns();
     for (;;) {
@@ -584,6 +645,12 @@ static void on_connect(uv_connect_t *req, int status)
         b->n_alive++;
         b->n_connected++;
         uv_tcp_nodelay(&c->tcp, 1);
+        if (b->tls_ctx != NULL &&
+            ns_tls_create(b->tls_ctx, b->o.tls_ca ? b->o.host : NULL,
+                          &c->tls) != 0) {
+            fprintf(stderr, "raftns-bench: cannot start TLS\n");
+            exit(1);
+        }
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     }
     if (b->n_pending_connect > 0)
@@ -664,6 +731,12 @@ static int parse_args(struct opts *o, int argc, char **argv)
         } else if (strcmp(a, "--binary") == 0) {
             o->ser_json = false;
             takes = false;
+        } else if (strcmp(a, "--tls") == 0) {
+            o->tls = true;
+            takes = false;
+        } else if (strcmp(a, "--tls-ca") == 0 && v != NULL) {
+            o->tls = true;
+            o->tls_ca = v;
         } else if (strcmp(a, "--no-setup") == 0) {
             no_setup = true;
             takes = false;
@@ -751,6 +824,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "raftns-bench: bad IPv4 address %s\n", b->o.host);
         return 2;
     }
+    if (b->o.tls) {
+        char err[512];
+        struct ns_tls_client_opts to = {.ca_path = b->o.tls_ca,
+                                        .insecure = b->o.tls_ca == NULL};
+        if (ns_tls_ctx_create_client(&to, &b->tls_ctx, err, sizeof err) != 0) {
+            fprintf(stderr, "raftns-bench: %s\n", err);
+            return 2;
+        }
+    }
     b->loop = uv_default_loop();
     b->next_opaque = BENCH_OPAQUE_LO + 1;
     b->r.label = b->o.label;
@@ -822,6 +904,9 @@ int main(int argc, char **argv)
         }
     }
     uv_run(b->loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < b->o.conns; i++)
+        ns_tls_destroy(b->c[i].tls);
+    ns_tls_ctx_unref(b->tls_ctx);
     if (b->exit_code == 0 && b->r.completed == 0)
         b->exit_code = 1;
     return b->exit_code;

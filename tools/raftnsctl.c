@@ -23,6 +23,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/remoting.h"
+#include "raftns/tls.h"
 
 #include "ctl.h"
 
@@ -43,6 +44,11 @@ static const char usage_text[] =
     "  --access-key AK  sign every request as account AK (RocketMQ ACL)\n"
     "  --secret-key SK  ... with its secret key (default: environment\n"
     "                   RAFTNS_ACCESS_KEY / RAFTNS_SECRET_KEY)\n"
+    "  --tls            speak TLS (a name server with tlsMode enforcing)\n"
+    "  --tls-ca FILE    CA that signed the server (default: the system's)\n"
+    "  --tls-cert FILE  client certificate, when the server requires one\n"
+    "  --tls-key FILE   its private key\n"
+    "  --tls-insecure   do not verify the server's certificate\n"
     "\n"
     "commands:\n"
     "  route TOPIC                 route of a topic (brokers and queues)\n"
@@ -632,6 +638,19 @@ static int parse_args(struct ctl *ctl, int argc, char **argv)
         } else if (opts && strcmp(a, "--secret-key") == 0) {
             rv = i + 1 < argc ? (ctl->secret_key = argv[++i], 0)
                               : usage_error("--secret-key needs SK", NULL);
+        } else if (opts && strcmp(a, "--tls") == 0) {
+            ctl->tls = true;
+        } else if (opts && strcmp(a, "--tls-insecure") == 0) {
+            ctl->tls = ctl->tls_insecure = true;
+        } else if (opts && (strcmp(a, "--tls-ca") == 0 ||
+                            strcmp(a, "--tls-cert") == 0 ||
+                            strcmp(a, "--tls-key") == 0)) {
+            const char **dst = strcmp(a, "--tls-ca") == 0     ? &ctl->tls_ca
+                               : strcmp(a, "--tls-cert") == 0 ? &ctl->tls_cert
+                                                              : &ctl->tls_key;
+            ctl->tls = true;
+            rv = i + 1 < argc ? (*dst = argv[++i], 0)
+                              : usage_error("--tls-* needs FILE", a);
         } else if (opts && strcmp(a, "--json") == 0) {
             ctl->json = true;
         } else if (opts && strcmp(a, "--timeout-ms") == 0) {
@@ -676,6 +695,17 @@ int main(int argc, char **argv)
         }
     }
     rv = parse_args(&ctl, argc, argv);
+    if (rv == 0 && ctl.tls) {
+        char err[512];
+        struct ns_tls_client_opts o = {.ca_path = ctl.tls_ca,
+                                       .cert_path = ctl.tls_cert,
+                                       .key_path = ctl.tls_key,
+                                       .insecure = ctl.tls_insecure};
+        if (ns_tls_ctx_create_client(&o, &ctl.tls_ctx, err, sizeof err) != 0) {
+            fprintf(stderr, "raftnsctl: %s\n", err);
+            rv = EXIT_USAGE;
+        }
+    }
     if (rv != 0)
         goto out;
     const char *cmd = ctl.args[0];
@@ -704,6 +734,7 @@ out:
     for (size_t i = 0; i < ctl.n_addrs; i++)
         ns_free(ctl.addrs[i]);
     ns_free(ctl.args);
+    ns_tls_ctx_unref(ctl.tls_ctx);
     return rv;
 }
 

@@ -10,8 +10,10 @@
 #include <uv.h>
 
 #include "raftns/acl.h"
+#include "raftns/config.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
+#include "raftns/tls.h"
 
 struct ns_cluster_config;
 
@@ -27,6 +29,26 @@ struct ns_acl_settings {
     size_t n_broker_nets;
 };
 
+/* TLS on the client port (Java: tls.server.mode). */
+enum ns_tls_mode {
+    NS_TLS_MODE_DISABLED,   /* plain only; a ClientHello is refused */
+    NS_TLS_MODE_PERMISSIVE, /* the first byte decides: 0x16 TLS, else plain */
+    NS_TLS_MODE_ENFORCING,  /* TLS only */
+    /* Node-to-node requests (peer.c) use TLS when enforcing, and when
+     * permissive with a trust CA (so nodes can switch one by one). */
+};
+
+/* Start-up TLS settings; the strings are borrowed (the server copies them for
+ * reloads). */
+struct ns_server_tls {
+    enum ns_tls_mode mode;
+    const char *cert_path;  /* tlsServerCertPath (PEM chain) */
+    const char *key_path;   /* tlsServerKeyPath (PEM key, unencrypted) */
+    const char *trust_path; /* tlsServerTrustCertPath (CA), may be NULL */
+    enum ns_tls_verify client_auth; /* tlsServerNeedClientAuth */
+    bool http; /* httpTls: the HTTP port serves HTTPS with the same files */
+};
+
 struct ns_server_config {
     const char *client_addr; /* borrowed; IPv4 "a.b.c.d:port", port 0 = any */
     uint64_t id;             /* this node's id; 0 = 1 */
@@ -35,14 +57,27 @@ struct ns_server_config {
      * in the replicated member table by the first leader */
     const struct ns_cluster_config *cluster;
     const struct ns_acl_settings *acl; /* borrowed (copied); NULL = off */
+    const struct ns_server_tls *tls;   /* borrowed, NULL = disabled */
 };
+
+/* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,
+ * tls.server.mode, ...). They are start-up settings, kept out of the
+ * replicated NamesrvConfig. */
+bool ns_server_tls_is_key(const char *key);
+/* Reads the TLS keys of props (borrowed; out borrows its strings). raftns's
+ * spelling wins over Java's; the mode defaults to permissive when a
+ * certificate is configured, else disabled. 0, or NS_EINVAL with err
+ * (NUL-terminated in errlen bytes) naming the key and what it accepts. */
+int ns_server_tls_parse(const struct ns_props *props, struct ns_server_tls *out,
+                        char *err, size_t errlen);
 
 struct ns_server;
 
 typedef void (*ns_server_stop_cb)(void *arg);
 
 /* Creates a server over state and node (both borrowed; they must outlive the
- * server). Returns 0 (*out owned: ns_server_stop then ns_server_destroy) or
+ * server). Returns 0 (*out owned: ns_server_stop then ns_server_destroy),
+ * NS_EIO (a TLS certificate, key or CA cannot be loaded: logged) or
  * NS_ENOMEM. */
 int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
                      struct ns_state *state, struct ns_node *node,
@@ -58,5 +93,9 @@ int ns_server_port(const struct ns_server *s);
  * stopped). Idempotent. */
 void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg);
 void ns_server_destroy(struct ns_server *s);
+/* Reloads the TLS files (SIGHUP): new connections use the new contexts,
+ * established ones keep theirs. 0 (or TLS disabled), NS_EIO (logged; the old
+ * contexts stay) or NS_ENOMEM. */
+int ns_server_reload_tls(struct ns_server *s);
 
 #endif

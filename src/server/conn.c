@@ -7,6 +7,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/tls.h"
 #include "server_int.h"
 
 static void list_unlink(struct ns_server *srv, struct ns_conn *c)
@@ -61,6 +62,7 @@ static void closed_cb(uv_handle_t *h)
     struct ns_conn *c = (struct ns_conn *)h;
     ns_buf_close(&c->rbuf);
     ns_buf_close(&c->out);
+    ns_tls_destroy(c->tls);
     ns_free(c->wdata);
     ns_free(c);
 }
@@ -156,28 +158,8 @@ static void drain_rbuf(struct ns_conn *c)
     }
 }
 
-static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
 {
-    struct ns_conn *c = (struct ns_conn *)s;
-    if (nread == 0 || c->closing) {
-        return;
-    }
-    if (nread < 0) {
-        ns_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
-        return;
-    }
-    const uint8_t *p = (const uint8_t *)buf->base;
-    size_t n = (size_t)nread;
-    if (!c->got_bytes) {
-        c->got_bytes = true;
-        if (p[0] == 0x16) {
-            NS_LOG(NS_LOG_WARN,
-                   "conn %llu %s: TLS handshake on a plaintext port",
-                   (unsigned long long)c->id, c->peer);
-            ns_conn_close(c, NULL);
-            return;
-        }
-    }
     mark_active(c);
     if (c->rbuf.len == 0 && !c->paused) {
         long used = process(c, p, n);
@@ -201,6 +183,41 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+/* Replies queued, or TLS records (handshake, alerts) waiting to be sent. */
+static bool has_output(const struct ns_conn *c)
+{
+    return c->out.len > 0 || (c->tls != NULL && ns_tls_pending(c->tls) > 0);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct ns_conn *c = (struct ns_conn *)s;
+    if (nread == 0 || c->closing) {
+        return;
+    }
+    if (nread < 0) {
+        ns_conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    const uint8_t *p = (const uint8_t *)buf->base;
+    size_t n = (size_t)nread;
+    if (!c->got_bytes) {
+        c->got_bytes = true;
+        if (ns_conn_tls_classify(c, p[0]) != 0) {
+            return;
+        }
+    }
+    if (c->tls == NULL) {
+        ns_conn_input(c, p, n);
+        return;
+    }
+    mark_active(c);
+    ns_conn_tls_input(c, p, n);
+    if (!c->closing && has_output(c)) {
+        mark_dirty(c);
+    }
+}
+
 static void write_cb(uv_write_t *w, int status)
 {
     struct ns_conn *c = w->data;
@@ -216,7 +233,7 @@ static void write_cb(uv_write_t *w, int status)
         return;
     }
     mark_active(c);
-    if (c->out.len > 0) {
+    if (has_output(c)) {
         mark_dirty(c);
     }
     ns_conn_update_flow(c);
@@ -224,11 +241,18 @@ static void write_cb(uv_write_t *w, int status)
 
 static void flush_one(struct ns_conn *c)
 {
-    if (c->closing || c->writing || c->out.len == 0) {
+    if (c->closing || c->writing || !has_output(c)) {
         return;
     }
     size_t len = 0;
-    c->wdata = ns_buf_take(&c->out, &len);
+    if (c->tls != NULL) {
+        c->wdata = ns_conn_tls_output(c, &len);
+        if (c->wdata == NULL) {
+            return;
+        }
+    } else {
+        c->wdata = ns_buf_take(&c->out, &len);
+    }
     c->wlen = len;
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
     c->wreq.data = c;

@@ -692,6 +692,8 @@ void ns_cluster_start(struct ns_server *srv)
     struct ns_cluster *cl = srv->cluster;
     if (ns_peer_create(srv->loop, &cl->leader_peer) != 0) {
         NS_LOG(NS_LOG_ERROR, "cluster: out of memory for the leader peer");
+    } else {
+        ns_peer_use_tls(cl->leader_peer, &srv->tls.peer_ctx);
     }
     uv_timer_init(srv->loop, &cl->timer);
     cl->timer.data = srv;

@@ -10,6 +10,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/tls.h"
 #include "observe.h"
 
 #define BACKLOG 64
@@ -24,6 +25,7 @@ struct ns_http_conn {
     bool answered;
     bool held; /* counted in the observer's open handles (stop) */
     uv_write_t wreq;
+    struct ns_tls *tls; /* owned with httpTls, else NULL */
     struct ns_buf out;
     size_t len;
     char req[NS_HTTP_MAX_REQUEST];
@@ -47,6 +49,7 @@ static void conn_handle_closed(uv_handle_t *h)
     }
     o->n_conns--;
     ns_buf_close(&c->out);
+    ns_tls_destroy(c->tls);
     ns_free(c);
     if (held) {
         ns_observe_handle_closed((uv_handle_t *)&o->listener);
@@ -70,6 +73,58 @@ static void write_cb(uv_write_t *req, int status)
     conn_close(c);
 }
 
+/* HTTPS: replaces the response in c->out by its records and a close_notify. */
+static int seal(struct ns_http_conn *c)
+{
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    int rv = ns_tls_write(c->tls, c->out.data, c->out.len);
+    ns_tls_shutdown(c->tls);
+    if (rv == 0) {
+        rv = ns_tls_drain(c->tls, &wire);
+    }
+    ns_buf_close(&c->out);
+    c->out = wire;
+    return rv;
+}
+
+struct hs_write {
+    uv_write_t req;
+    uint8_t *data; /* owned */
+};
+
+static void hs_written(uv_write_t *req, int status)
+{
+    struct hs_write *w = (struct hs_write *)req;
+    (void)status; /* a failed write ends in a read error or the timeout */
+    ns_free(w->data);
+    ns_free(w);
+}
+
+/* HTTPS: sends the handshake records the session has ready. */
+static void send_handshake(struct ns_http_conn *c)
+{
+    if (ns_tls_pending(c->tls) == 0) {
+        return;
+    }
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    struct hs_write *w = ns_calloc(1, sizeof *w);
+    if (w == NULL || ns_tls_drain(c->tls, &wire) != 0) {
+        ns_free(w);
+        ns_buf_close(&wire);
+        conn_close(c);
+        return;
+    }
+    size_t len = 0;
+    w->data = ns_buf_take(&wire, &len);
+    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, hs_written) != 0) {
+        hs_written(&w->req, 0);
+        conn_close(c);
+    }
+}
+
 static void respond(struct ns_http_conn *c, int code, const char *reason,
                     const char *type, const struct ns_buf *body)
 {
@@ -83,7 +138,7 @@ static void respond(struct ns_http_conn *c, int code, const char *reason,
     if (body_len > 0) {
         ns_buf_append(&c->out, body->data, body->len);
     }
-    if (c->out.err != 0) {
+    if (c->out.err != 0 || (c->tls != NULL && seal(c) != 0)) {
         conn_close(c);
         return;
     }
@@ -166,9 +221,34 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct ns_http_conn *c = h->data;
     (void)suggested;
+    if (c->tls != NULL) { /* ciphertext: fed to the session at once */
+        buf->base = (char *)c->o->srv->scratch;
+        buf->len = sizeof c->o->srv->scratch;
+        return;
+    }
     /* one byte kept for the terminating NUL */
     buf->base = c->req + c->len;
     buf->len = NS_HTTP_MAX_REQUEST - 1 - c->len;
+}
+
+/* HTTPS: decrypts into the request buffer. True when c was closed. */
+static bool https_input(struct ns_http_conn *c, const uint8_t *p, size_t n)
+{
+    size_t got = 0;
+    int rv = ns_tls_feed(c->tls, p, n);
+    if (rv == 0) {
+        rv = ns_tls_read(c->tls, (uint8_t *)c->req + c->len,
+                         NS_HTTP_MAX_REQUEST - 1 - c->len, &got);
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_DEBUG, "http: TLS: %s",
+               rv == NS_EPROTO ? ns_tls_error(c->tls) : ns_strerror(rv));
+        conn_close(c);
+        return true;
+    }
+    c->len += got;
+    send_handshake(c);
+    return c->closing;
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -182,7 +262,11 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    c->len += (size_t)nread;
+    if (c->tls == NULL) {
+        c->len += (size_t)nread;
+    } else if (https_input(c, (const uint8_t *)buf->base, (size_t)nread)) {
+        return;
+    }
     try_parse(c);
 }
 
@@ -220,6 +304,11 @@ static void on_connection(uv_stream_t *listener, int status)
     o->n_conns++;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
         o->n_conns > NS_HTTP_MAX_CONNS) {
+        conn_close(c);
+        return;
+    }
+    if (o->srv->tls.http &&
+        ns_tls_create(o->srv->tls.ctx, NULL, &c->tls) != 0) {
         conn_close(c);
         return;
     }

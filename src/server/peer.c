@@ -13,6 +13,7 @@
 #include "raftns/buf.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/tls.h"
 
 #define TICK_MS 50
 #define CONNECT_TIMEOUT_MS 1000
@@ -34,6 +35,7 @@ struct pconn {
     bool connected;
     uint64_t started;
     struct ns_buf rbuf;
+    struct ns_tls *tls; /* owned; NULL on a plain connection */
 };
 
 struct wreq {
@@ -50,6 +52,7 @@ struct ns_peer {
     int32_t next_opaque;
     uv_timer_t timer;
     bool closing;
+    struct ns_tls_ctx *const *tls_ctx; /* borrowed slot, may be NULL */
     ns_peer_close_cb close_cb;
     void *close_arg;
 };
@@ -74,6 +77,11 @@ const char *ns_peer_addr(const struct ns_peer *p)
     return p->addr;
 }
 
+void ns_peer_use_tls(struct ns_peer *p, struct ns_tls_ctx *const *slot)
+{
+    p->tls_ctx = slot;
+}
+
 bool ns_peer_is_connected(const struct ns_peer *p)
 {
     return p->conn != NULL && p->conn->connected;
@@ -95,6 +103,7 @@ static void conn_closed(uv_handle_t *h)
 {
     struct pconn *pc = h->data;
     ns_buf_close(&pc->rbuf);
+    ns_tls_destroy(pc->tls);
     ns_free(pc);
 }
 
@@ -119,9 +128,38 @@ static void write_cb(uv_write_t *req, int status)
     ns_free(w);
 }
 
+/* Encrypts the queued frames (emptied) and takes every ciphertext byte to send
+ * (*data NULL when there is none). 0 or an NS_E* code: drop. */
+static int tls_output(struct ns_peer *p, uint8_t **data, size_t *len)
+{
+    struct ns_tls *t = p->conn->tls;
+    *data = NULL;
+    if (p->out.len > 0) {
+        int rv = ns_tls_write(t, p->out.data, p->out.len);
+        ns_buf_reset(&p->out);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    if (ns_tls_pending(t) == 0) {
+        return 0;
+    }
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    if (ns_tls_drain(t, &wire) != 0) {
+        ns_buf_close(&wire);
+        return NS_ENOMEM;
+    }
+    *data = ns_buf_take(&wire, len);
+    return 0;
+}
+
 static void flush_out(struct ns_peer *p)
 {
-    if (p->conn == NULL || !p->conn->connected || p->out.len == 0) {
+    struct pconn *pc = p->conn;
+    if (pc == NULL || !pc->connected ||
+        (p->out.len == 0 &&
+         (pc->tls == NULL || ns_tls_pending(pc->tls) == 0))) {
         return;
     }
     struct wreq *w = ns_calloc(1, sizeof *w);
@@ -129,9 +167,23 @@ static void flush_out(struct ns_peer *p)
         return; /* retried at the next request or timeout */
     }
     size_t len = 0;
-    w->data = ns_buf_take(&p->out, &len);
+    if (pc->tls == NULL) {
+        w->data = ns_buf_take(&p->out, &len);
+    } else {
+        int rv = tls_output(p, &w->data, &len);
+        if (rv != 0 || w->data == NULL) {
+            ns_free(w);
+            if (rv != 0) {
+                NS_LOG(NS_LOG_WARN, "peer %s: TLS: %s", p->addr,
+                       rv == NS_EPROTO ? ns_tls_error(pc->tls)
+                                       : ns_strerror(rv));
+                drop(p, NS_EIO);
+            }
+            return;
+        }
+    }
     uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&p->conn->tcp, &b, 1, write_cb) != 0) {
+    if (uv_write(&w->req, (uv_stream_t *)&pc->tcp, &b, 1, write_cb) != 0) {
         ns_free(w->data);
         ns_free(w);
         drop(p, NS_EIO);
@@ -195,11 +247,39 @@ static void alloc_cb(uv_handle_t *h, size_t size, uv_buf_t *buf)
     buf->len = buf->base != NULL ? PEER_READ_CHUNK : 0;
 }
 
+/* Decrypts what arrived into rbuf, reusing the read chunk (the ciphertext is
+ * copied by the feed). 0 or an NS_E* code. */
+static int tls_input(struct pconn *pc, uint8_t *chunk, size_t n)
+{
+    int rv = ns_tls_feed(pc->tls, chunk, n);
+    size_t got = PEER_READ_CHUNK;
+    while (rv == 0 && got == PEER_READ_CHUNK) {
+        rv = ns_tls_read(pc->tls, chunk, PEER_READ_CHUNK, &got);
+        if (rv == 0 && ns_buf_append(&pc->rbuf, chunk, got) != 0) {
+            rv = NS_ENOMEM;
+        }
+    }
+    return rv;
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct pconn *pc = s->data;
     struct ns_peer *p = pc->peer;
-    if (nread > 0 && p != NULL) {
+    if (nread > 0 && p != NULL && pc->tls != NULL) {
+        int rv = tls_input(pc, (uint8_t *)buf->base, (size_t)nread);
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "peer %s: TLS: %s; reconnecting", p->addr,
+                   rv == NS_EPROTO ? ns_tls_error(pc->tls) : ns_strerror(rv));
+            drop(p, NS_EIO);
+        } else if (!process_frames(pc)) {
+            NS_LOG(NS_LOG_WARN, "peer %s: bad reply stream; reconnecting",
+                   p->addr);
+            drop(p, NS_EIO);
+        } else if (pc->peer != NULL) {
+            flush_out(p); /* handshake records, and frames queued before it */
+        }
+    } else if (nread > 0 && p != NULL) {
         if (ns_buf_append(&pc->rbuf, buf->base, (size_t)nread) != 0 ||
             !process_frames(pc)) {
             NS_LOG(NS_LOG_WARN, "peer %s: bad reply stream; reconnecting",
@@ -214,6 +294,18 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     ns_free(buf->base);
 }
 
+/* Starts a client session that verifies the server names the peer's IP. */
+static int start_tls(struct ns_peer *p, struct pconn *pc)
+{
+    char ip[64];
+    snprintf(ip, sizeof ip, "%s", p->addr);
+    char *colon = strrchr(ip, ':');
+    if (colon != NULL) {
+        *colon = '\0';
+    }
+    return ns_tls_create(*p->tls_ctx, ip, &pc->tls);
+}
+
 static void connect_cb(uv_connect_t *req, int status)
 {
     struct pconn *pc = req->data;
@@ -224,6 +316,11 @@ static void connect_cb(uv_connect_t *req, int status)
     if (status != 0) {
         NS_LOG(NS_LOG_INFO, "peer %s: connect failed: %s", p->addr,
                uv_strerror(status));
+        drop(p, NS_EIO);
+        return;
+    }
+    if (p->tls_ctx != NULL && *p->tls_ctx != NULL && start_tls(p, pc) != 0) {
+        NS_LOG(NS_LOG_WARN, "peer %s: cannot start TLS", p->addr);
         drop(p, NS_EIO);
         return;
     }

@@ -34,6 +34,11 @@ int ns_peer_create(uv_loop_t *loop, struct ns_peer **out);
  * lazy (first request) and retried on the next request after a failure. */
 int ns_peer_set_addr(struct ns_peer *p, const char *addr);
 const char *ns_peer_addr(const struct ns_peer *p); /* borrowed or NULL */
+struct ns_tls_ctx;
+/* Connections made from now on speak TLS with the context *slot holds when
+ * they connect (NULL there = plain). slot is borrowed and must outlive p; a
+ * context replaced in the slot (reload) applies to the next connection. */
+void ns_peer_use_tls(struct ns_peer *p, struct ns_tls_ctx *const *slot);
 bool ns_peer_is_connected(const struct ns_peer *p);
 /* Sends req (borrowed for the call; its opaque is overwritten, flag cleared)
  * and calls cb exactly once. Returns 0, NS_ENOTFOUND (no address: cb never

@@ -50,7 +50,15 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         ns_free(s);
         return NS_ENOMEM;
     }
+    int rv = ns_conn_tls_init(s, cfg->tls);
+    if (rv != 0) {
+        ns_acl_gate_close(&s->acl);
+        ns_liveness_close(&s->live);
+        ns_free(s);
+        return rv;
+    }
     if (ns_cluster_create(s, cfg) != 0) {
+        ns_conn_tls_close(s);
         ns_acl_gate_close(&s->acl);
         ns_liveness_close(&s->live);
         ns_free(s);
@@ -215,6 +223,7 @@ void ns_server_destroy(struct ns_server *s)
     }
     ns_cluster_destroy(s);
     ns_acl_gate_close(&s->acl);
+    ns_conn_tls_close(s);
     ns_liveness_close(&s->live);
     ns_register_memo_clear();
     ns_free(s);

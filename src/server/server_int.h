@@ -29,6 +29,17 @@
 
 struct ns_conn;
 struct ns_live;
+struct ns_tls;
+
+/* TLS of the client port and of node-to-node requests (conn_tls.c). */
+struct ns_server_tls_state {
+    enum ns_tls_mode mode;
+    struct ns_tls_ctx *ctx;      /* one reference; NULL when disabled */
+    struct ns_tls_ctx *peer_ctx; /* client side: enforcing, or a trust CA */
+    char *cert, *key, *trust;    /* owned copies for reloads */
+    enum ns_tls_verify client_auth;
+    bool http; /* HTTPS on the observer's port (http.c) */
+};
 
 /* Where a reply goes; conn is NULL once the connection closed. */
 struct ns_reply_to {
@@ -80,6 +91,7 @@ struct ns_conn {
     bool paused;
     bool resume; /* un-pause at the next flush */
     bool got_bytes;
+    struct ns_tls *tls; /* owned, NULL for a plain connection (conn_tls.c) */
     struct ns_pending *pending; /* replies waiting for apply */
     struct ns_live *brokers; /* brokers that registered over this connection */
 };
@@ -139,6 +151,7 @@ struct ns_server {
     struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     struct ns_acl_gate acl;
+    struct ns_server_tls_state tls;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -164,6 +177,24 @@ void ns_conn_flush_all(struct ns_server *srv);
 void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms);
 /* Re-evaluates read pausing after an in-flight request finished. */
 void ns_conn_update_flow(struct ns_conn *c);
+/* Cuts and dispatches plaintext bytes (borrowed) of a connection, buffering a
+ * partial frame; conn_tls.c feeds it what it decrypted. */
+void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n);
+
+/* --- conn_tls.c: the TLS side of connections --- */
+/* Loads the contexts of cfg (NULL = disabled) into srv->tls. 0, NS_EIO
+ * (logged) or NS_ENOMEM. */
+int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg);
+void ns_conn_tls_close(struct ns_server *srv);
+/* Decides by the first byte of a connection: plain, TLS (c->tls is set) or
+ * refused (closed, logged). 0 = go on, -1 = closed. */
+int ns_conn_tls_classify(struct ns_conn *c, uint8_t first);
+/* Decrypts ciphertext (borrowed) into ns_conn_input; closes c on a TLS
+ * failure (logged). */
+void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n);
+/* Encrypts c->out (emptied) and returns every ciphertext byte to send (owned,
+ * ns_free) with *len, or NULL when there is none or c was closed. */
+uint8_t *ns_conn_tls_output(struct ns_conn *c, size_t *len);
 
 /* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */

@@ -121,7 +121,7 @@ class ClusterNode(harness.Node):
             return e.code, e.read()
 
     def conn(self, timeout=5.0):
-        return ns.Conn(self.addr, timeout=timeout)
+        return ns.Conn(self.addr, timeout=timeout, tls=self.tls)
 
     def request(self, code, ext=None, body=b"", timeout=None):
         with self.conn() as c:

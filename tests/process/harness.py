@@ -67,8 +67,9 @@ def wait_until(pred, timeout, what="condition", interval=0.05):
 class Node:
     """One raftns process with its own temp work dir (data dir + log file)."""
 
-    def __init__(self, sets=None, log_level="info", extra_args=None):
+    def __init__(self, sets=None, log_level="info", extra_args=None, tls=None):
         self.sets = dict(sets or {})
+        self.tls = tls  # ssl.SSLContext for the readiness probe and conn(), None = plain
         self.log_level = log_level
         self.extra_args = list(extra_args or [])
         self.workdir = tempfile.mkdtemp(prefix="raftns-pytest-")
@@ -119,7 +120,7 @@ class Node:
 
     def is_ready(self):
         try:
-            with nsclient.Conn(self.addr, timeout=1.0) as c:
+            with nsclient.Conn(self.addr, timeout=1.0, tls=self.tls) as c:
                 r = c.request(nsclient.GET_BROKER_CLUSTER_INFO, timeout=T(1.0))
                 return r.code == 0
         except (OSError, nsclient.ConnectionClosed, nsclient.ProtocolError, TimeoutError,
@@ -263,7 +264,8 @@ class NodeTestCase(unittest.TestCase):
             raise AssertionError("\n".join(errs))
 
     def conn(self, node=None, timeout=5.0):
-        c = nsclient.Conn((node or self.node).addr, timeout=timeout)
+        node = node or self.node
+        c = nsclient.Conn(node.addr, timeout=timeout, tls=node.tls)
         self.addCleanup(c.close)
         return c
 

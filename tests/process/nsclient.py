@@ -8,6 +8,7 @@ import os
 import re
 import select
 import socket
+import ssl
 import struct
 import time
 import zlib
@@ -188,15 +189,22 @@ def decode_frame(payload):
 # --- connection ------------------------------------------------------------------------------
 
 class Conn:
-    """One TCP connection; replies are matched by opaque, others kept for later."""
+    """One TCP connection; replies are matched by opaque, others kept for later. With tls (an
+    ssl.SSLContext) the connection is TLS, the server's name checked against the host."""
 
     _next_opaque = 1000
 
-    def __init__(self, addr, timeout=5.0):
+    def __init__(self, addr, timeout=5.0, tls=None):
         host, port = addr if isinstance(addr, tuple) else (addr.rsplit(":", 1)[0],
                                                           int(addr.rsplit(":", 1)[1]))
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            try:
+                self.sock = tls.wrap_socket(self.sock, server_hostname=host)
+            except BaseException:
+                self.sock.close()
+                raise
         self.buf = bytearray()
         self.pending = {}  # opaque -> Reply
         self.eof = False
@@ -228,13 +236,17 @@ class Conn:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        r, _, _ = select.select([self.sock], [], [], left)
+        # Decrypted bytes a TLS socket already holds are invisible to select.
+        pending = self.sock.pending() if hasattr(self.sock, "pending") else 0
+        r, _, _ = select.select([self.sock], [], [], left) if not pending else ([1], 0, 0)
         if not r:
             return False
         try:
             chunk = self.sock.recv(1 << 20)
-        except (ConnectionResetError, BrokenPipeError):
-            chunk = b""
+        except ssl.SSLWantReadError:
+            return True
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+            chunk = b""  # a TLS alert or failure ends the connection too
         except socket.timeout:
             return False
         if not chunk:
@@ -353,8 +365,8 @@ def sign_private(code, ext, body, secret, ts_ms=None, nonce=None):
     return out
 
 
-def request_once(addr, code, ext=None, body=b"", timeout=5.0, **kw):
-    with Conn(addr, timeout) as c:
+def request_once(addr, code, ext=None, body=b"", timeout=5.0, tls=None, **kw):
+    with Conn(addr, timeout, tls=tls) as c:
         return c.request(code, ext, body, timeout=timeout, **kw)
 
 

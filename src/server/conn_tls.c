@@ -1,0 +1,301 @@
+/* TLS on the client port: the start-up settings (raftns and Java spellings),
+ * the server and node-to-node client contexts with their SIGHUP reload, the
+ * first-byte decision of a new connection, and the glue between a
+ * connection's bytes and its ns_tls session. Frame cutting and flow control
+ * stay in conn.c; the engine itself is src/tls/tls.c. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "server_int.h"
+
+#define TLS_RECORD 0x16 /* a TLS handshake record: the ClientHello */
+
+/* raftns's spelling first: it wins when both are given. */
+static const char *const KEYS[][2] = {
+    {"tlsMode", "tls.server.mode"},
+    {"tlsServerCertPath", "tls.server.certPath"},
+    {"tlsServerKeyPath", "tls.server.keyPath"},
+    {"tlsServerTrustCertPath", "tls.server.trustCertPath"},
+    {"tlsServerNeedClientAuth", "tls.server.need.client.auth"},
+    {"httpTls", "httpTls"},
+};
+enum { K_MODE, K_CERT, K_KEY, K_TRUST, K_AUTH, K_HTTP, N_KEYS };
+
+bool ns_server_tls_is_key(const char *key)
+{
+    for (size_t i = 0; i < N_KEYS; i++) {
+        if (strcmp(key, KEYS[i][0]) == 0 || strcmp(key, KEYS[i][1]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The value of setting k (borrowed), the key it came from in *from, or NULL. */
+static const char *lookup(const struct ns_props *props, size_t k,
+                          const char **from)
+{
+    for (int spelling = 0; spelling < 2; spelling++) {
+        for (size_t i = 0; i < props->n; i++) {
+            if (strcmp(props->items[i].key, KEYS[k][spelling]) == 0) {
+                *from = KEYS[k][spelling];
+                return props->items[i].value;
+            }
+        }
+    }
+    return NULL;
+}
+
+int ns_server_tls_parse(const struct ns_props *props, struct ns_server_tls *out,
+                        char *err, size_t errlen)
+{
+    const char *from = NULL;
+    memset(out, 0, sizeof *out);
+    out->cert_path = lookup(props, K_CERT, &from);
+    out->key_path = lookup(props, K_KEY, &from);
+    out->trust_path = lookup(props, K_TRUST, &from);
+    const char *mode = lookup(props, K_MODE, &from);
+    out->mode = out->cert_path != NULL && out->cert_path[0] != '\0'
+                    ? NS_TLS_MODE_PERMISSIVE
+                    : NS_TLS_MODE_DISABLED;
+    if (mode != NULL && strcasecmp(mode, "disabled") == 0) {
+        out->mode = NS_TLS_MODE_DISABLED;
+    } else if (mode != NULL && strcasecmp(mode, "permissive") == 0) {
+        out->mode = NS_TLS_MODE_PERMISSIVE;
+    } else if (mode != NULL && strcasecmp(mode, "enforcing") == 0) {
+        out->mode = NS_TLS_MODE_ENFORCING;
+    } else if (mode != NULL) {
+        snprintf(err, errlen,
+                 "%s is \"%s\": want disabled, permissive or enforcing", from,
+                 mode);
+        return NS_EINVAL;
+    }
+    const char *auth = lookup(props, K_AUTH, &from);
+    if (auth == NULL || strcasecmp(auth, "none") == 0) {
+        out->client_auth = NS_TLS_VERIFY_NONE;
+    } else if (strcasecmp(auth, "optional") == 0) {
+        out->client_auth = NS_TLS_VERIFY_OPTIONAL;
+    } else if (strcasecmp(auth, "require") == 0) {
+        out->client_auth = NS_TLS_VERIFY_REQUIRE;
+    } else {
+        snprintf(err, errlen, "%s is \"%s\": want none, optional or require",
+                 from, auth);
+        return NS_EINVAL;
+    }
+    const char *http = lookup(props, K_HTTP, &from);
+    if (http != NULL && strcasecmp(http, "true") != 0 &&
+        strcasecmp(http, "false") != 0) {
+        snprintf(err, errlen, "httpTls is \"%s\": want true or false", http);
+        return NS_EINVAL;
+    }
+    out->http = http != NULL && strcasecmp(http, "true") == 0;
+    if (out->http && out->mode == NS_TLS_MODE_DISABLED) {
+        snprintf(err, errlen,
+                 "httpTls needs tlsServerCertPath and "
+                 "tlsServerKeyPath (and tlsMode not disabled)");
+        return NS_EINVAL;
+    }
+    if (out->mode != NS_TLS_MODE_DISABLED &&
+        (out->cert_path == NULL || out->cert_path[0] == '\0' ||
+         out->key_path == NULL || out->key_path[0] == '\0')) {
+        snprintf(
+            err, errlen, "TLS %s needs tlsServerCertPath and tlsServerKeyPath",
+            out->mode == NS_TLS_MODE_ENFORCING ? "enforcing" : "permissive");
+        return NS_EINVAL;
+    }
+    return 0;
+}
+
+/* Builds both contexts from the stored paths; on failure nothing changes. */
+static int load(struct ns_server_tls_state *st)
+{
+    char err[512];
+    struct ns_tls_ctx *ctx = NULL, *peer = NULL;
+    struct ns_tls_server_opts so = {.cert_path = st->cert,
+                                    .key_path = st->key,
+                                    .ca_path = st->trust,
+                                    .verify = st->client_auth};
+    int rv = ns_tls_ctx_create_server(&so, &ctx, err, sizeof err);
+    /* Node-to-node: verify the other node against the trust CA and show this
+     * node's certificate when it asks for one. Permissive with a trust CA
+     * speaks TLS too, so nodes can be switched to enforcing one by one. */
+    if (rv == 0 && (st->mode == NS_TLS_MODE_ENFORCING || st->trust != NULL)) {
+        struct ns_tls_client_opts co = {
+            .ca_path = st->trust, .cert_path = st->cert, .key_path = st->key};
+        rv = ns_tls_ctx_create_client(&co, &peer, err, sizeof err);
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "tls: %s",
+               rv == NS_ENOMEM ? "out of memory loading certificates" : err);
+        ns_tls_ctx_unref(ctx);
+        return rv;
+    }
+    ns_tls_ctx_unref(st->ctx);
+    ns_tls_ctx_unref(st->peer_ctx);
+    st->ctx = ctx;
+    st->peer_ctx = peer;
+    if (peer != NULL && st->trust == NULL) {
+        NS_LOG(NS_LOG_WARN, "tls: enforcing without tlsServerTrustCertPath: "
+                            "the other nodes are verified against the system "
+                            "CAs");
+    }
+    ns_tls_ctx_describe(ctx, err, sizeof err);
+    NS_LOG(NS_LOG_INFO, "tls: %s, client auth %s, certificate %s",
+           st->mode == NS_TLS_MODE_ENFORCING ? "enforcing" : "permissive",
+           st->client_auth == NS_TLS_VERIFY_REQUIRE    ? "require"
+           : st->client_auth == NS_TLS_VERIFY_OPTIONAL ? "optional"
+                                                       : "none",
+           err);
+    return 0;
+}
+
+int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg)
+{
+    struct ns_server_tls_state *st = &srv->tls;
+    memset(st, 0, sizeof *st);
+    if (cfg == NULL || cfg->mode == NS_TLS_MODE_DISABLED) {
+        return 0;
+    }
+    st->mode = cfg->mode;
+    st->client_auth = cfg->client_auth;
+    st->http = cfg->http;
+    st->cert = ns_strdup(cfg->cert_path);
+    st->key = ns_strdup(cfg->key_path);
+    st->trust = ns_strdup(cfg->trust_path);
+    if (st->cert == NULL || st->key == NULL ||
+        (cfg->trust_path != NULL && st->trust == NULL)) {
+        ns_conn_tls_close(srv);
+        return NS_ENOMEM;
+    }
+    int rv = load(st);
+    if (rv != 0) {
+        ns_conn_tls_close(srv);
+        return rv == NS_ENOMEM ? rv : NS_EIO;
+    }
+    return 0;
+}
+
+void ns_conn_tls_close(struct ns_server *srv)
+{
+    struct ns_server_tls_state *st = &srv->tls;
+    ns_tls_ctx_unref(st->ctx);
+    ns_tls_ctx_unref(st->peer_ctx);
+    ns_free(st->cert);
+    ns_free(st->key);
+    ns_free(st->trust);
+    memset(st, 0, sizeof *st);
+}
+
+int ns_server_reload_tls(struct ns_server *s)
+{
+    if (s->tls.mode == NS_TLS_MODE_DISABLED) {
+        NS_LOG(NS_LOG_INFO, "tls: disabled; nothing to reload");
+        return 0;
+    }
+    int rv = load(&s->tls);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "tls: reload failed; keeping the old certificate");
+        return rv == NS_ENOMEM ? rv : NS_EIO;
+    }
+    return 0;
+}
+
+int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
+{
+    const struct ns_server_tls_state *st = &c->srv->tls;
+    bool hello = first == TLS_RECORD;
+    const char *refused = NULL;
+    if (hello && st->mode == NS_TLS_MODE_DISABLED) {
+        refused = "TLS handshake on a plaintext port";
+    } else if (!hello && st->mode == NS_TLS_MODE_ENFORCING) {
+        refused = "plaintext connection refused (tlsMode enforcing)";
+    }
+    if (refused != NULL) {
+        NS_LOG(NS_LOG_WARN, "conn %llu %s: %s", (unsigned long long)c->id,
+               c->peer, refused);
+        ns_conn_close(c, NULL);
+        return -1;
+    }
+    if (hello && ns_tls_create(st->ctx, NULL, &c->tls) != 0) {
+        ns_conn_close(c, "out of memory starting TLS");
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends what the failed session still holds (its alert) if the socket takes it
+ * at once, so the client learns why; the close follows right away. */
+static void send_alert(struct ns_conn *c)
+{
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    if (!c->writing && ns_tls_drain(c->tls, &wire) == 0 && wire.len > 0) {
+        uv_buf_t b = uv_buf_init((char *)wire.data, (unsigned)wire.len);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    }
+    ns_buf_close(&wire);
+}
+
+void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
+{
+    bool was_up = ns_tls_is_established(c->tls);
+    int rv = ns_tls_feed(c->tls, p, n);
+    /* The ciphertext is copied: decrypt into the same shared chunk. */
+    uint8_t *plain = c->srv->scratch;
+    size_t got = sizeof c->srv->scratch;
+    while (rv == 0 && got == sizeof c->srv->scratch && !c->closing) {
+        rv = ns_tls_read(c->tls, plain, sizeof c->srv->scratch, &got);
+        if (rv == 0 && got > 0) {
+            ns_conn_input(c, plain, got);
+        }
+    }
+    if (c->closing) {
+        return;
+    }
+    if (rv == NS_ESHUTDOWN) {
+        ns_conn_close(c, NULL);
+    } else if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "conn %llu %s: TLS %s: %s",
+               (unsigned long long)c->id, c->peer,
+               was_up ? "failed" : "handshake failed",
+               rv == NS_EPROTO ? ns_tls_error(c->tls) : ns_strerror(rv));
+        send_alert(c);
+        ns_conn_close(c, NULL);
+    } else if (!was_up && ns_tls_is_established(c->tls)) {
+        NS_LOG(NS_LOG_DEBUG, "conn %llu %s: %s established%s",
+               (unsigned long long)c->id, c->peer, ns_tls_version(c->tls),
+               ns_tls_peer_verified(c->tls) ? ", client certificate verified"
+                                            : "");
+    }
+}
+
+uint8_t *ns_conn_tls_output(struct ns_conn *c, size_t *len)
+{
+    *len = 0;
+    if (c->out.len > 0) {
+        int rv = ns_tls_write(c->tls, c->out.data, c->out.len);
+        ns_buf_reset(&c->out);
+        if (rv != 0) {
+            NS_LOG(NS_LOG_WARN, "conn %llu %s: TLS write: %s",
+                   (unsigned long long)c->id, c->peer,
+                   rv == NS_EPROTO ? ns_tls_error(c->tls) : ns_strerror(rv));
+            ns_conn_close(c, NULL);
+            return NULL;
+        }
+    }
+    if (ns_tls_pending(c->tls) == 0) {
+        return NULL;
+    }
+    struct ns_buf wire;
+    ns_buf_init(&wire);
+    if (ns_tls_drain(c->tls, &wire) != 0) {
+        ns_buf_close(&wire);
+        ns_conn_close(c, "out of memory encrypting a reply");
+        return NULL;
+    }
+    return ns_buf_take(&wire, len);
+}
