@@ -422,6 +422,9 @@ static int inflate_body(struct body_ctx *c, const uint8_t *body, size_t len,
 static int read_record(struct body_ctx *c, struct ns_rd *rd, const char **p,
                        size_t *n)
 {
+    /* Set on every path: GCC 12 -O3 cannot see that fail() is non-zero. */
+    *p = NULL;
+    *n = 0;
     uint32_t u = ns_rd_u32(rd);
     if (rd->err) {
         return fail(c, "java.io.EOFException");
