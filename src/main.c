@@ -45,6 +45,7 @@ struct options {
     unsigned snapshot_threshold;
     struct ns_props sets;
     struct ns_cluster_config cluster; /* from --config */
+    struct ns_client_limits limits;   /* from the namesrv keys, then --set */
 };
 
 static void usage(FILE *out)
@@ -154,6 +155,28 @@ static int parse_args(int argc, char **argv, struct options *o)
             return 2;
         }
     }
+    return 0;
+}
+
+/* Validates the namesrv keys of the file, then of --set (start-up keys are
+ * allowed here), and takes this node's client limits from them. 0 or 2
+ * (printed). */
+static int check_settings(struct options *o)
+{
+    char err[256];
+    if (ns_config_validate(&o->cluster.namesrv, NS_CONFIG_AT_START, err,
+                           sizeof err) != 0) {
+        fprintf(stderr, "raftns: %s: namesrv: %s\n", o->config_path, err);
+        return 2;
+    }
+    if (ns_config_validate(&o->sets, NS_CONFIG_AT_START, err, sizeof err) !=
+        0) {
+        fprintf(stderr, "raftns: --set %s\n", err);
+        return 2;
+    }
+    ns_client_limits_init(&o->limits);
+    ns_client_limits_update(&o->limits, &o->cluster.namesrv);
+    ns_client_limits_update(&o->limits, &o->sets);
     return 0;
 }
 
@@ -280,6 +303,7 @@ static int run(struct app *app, const struct options *o)
         .id = o->id,
         .secret = o->cluster.secret,
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
+        .limits = o->limits,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
@@ -339,6 +363,9 @@ int main(int argc, char **argv)
     int prv = parse_args(argc, argv, &o);
     if (prv == 0 && o.config_path != NULL) {
         prv = apply_cluster_file(&o);
+    }
+    if (prv == 0) {
+        prv = check_settings(&o);
     }
     if (prv != 0) {
         ns_props_close(&o.sets);

@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "raftns/config.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 
@@ -21,6 +22,8 @@ struct ns_server_config {
     /* borrowed, may be NULL: member addresses from the cluster file, recorded
      * in the replicated member table by the first leader */
     const struct ns_cluster_config *cluster;
+    /* this node's client-port limits; all zero = the defaults */
+    struct ns_client_limits limits;
 };
 
 struct ns_server;
