@@ -107,8 +107,10 @@ class Cluster:
                                "bootstrap": i < n})
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
+            # every bench client connects from 127.0.0.1: lift the per-address cap (1000)
             json.dump({"secret": "s", "electionTimeoutMs": 1000, "heartbeatMs": 100,
-                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes}, f)
+                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
+                       "namesrv": {"clientMaxConnectionsPerIp": 10000}}, f)
         self.procs = {}
         for nd in self.nodes[:n]:
             self.start_node(nd["id"])

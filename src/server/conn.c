@@ -56,6 +56,15 @@ static void mark_dirty(struct ns_conn *c)
     }
 }
 
+/* Re-counts c's buffers, by capacity, in the server's buffer budget
+ * (conn_limit.c); a closing connection counts nothing. */
+static void account(struct ns_conn *c)
+{
+    size_t now = c->closing ? 0 : c->rbuf.cap + c->out.cap + c->wlen;
+    c->srv->limits.buffered = c->srv->limits.buffered - c->acct + now;
+    c->acct = now;
+}
+
 static void closed_cb(uv_handle_t *h)
 {
     struct ns_conn *c = (struct ns_conn *)h;
@@ -78,6 +87,10 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
     }
     list_unlink(srv, c);
     srv->n_conns--;
+    account(c);
+    if (c->ip_counted) {
+        ns_conn_limits_release(&srv->limits, c->ip);
+    }
     ns_pending_detach_all(c);
     ns_liveness_conn_closed(srv, c);
     if (c->dirty) {
@@ -148,7 +161,9 @@ static void drain_rbuf(struct ns_conn *c)
     if (used < 0) {
         return;
     }
-    if ((size_t)used == c->rbuf.len) {
+    if ((size_t)used == c->rbuf.len && c->rbuf.cap > NS_READ_CHUNK) {
+        ns_buf_close(&c->rbuf); /* a big frame's buffer is not kept */
+    } else if ((size_t)used == c->rbuf.len) {
         ns_buf_reset(&c->rbuf);
     } else if (used > 0) {
         memmove(c->rbuf.data, c->rbuf.data + used, c->rbuf.len - (size_t)used);
@@ -196,8 +211,11 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         ns_conn_close(c, "out of memory buffering input");
         return;
     }
-    if (!c->paused) {
+    account(c);
+    ns_conn_enforce_budget(c->srv);
+    if (!c->closing && !c->paused) {
         drain_rbuf(c);
+        account(c);
     }
 }
 
@@ -208,6 +226,7 @@ static void write_cb(uv_write_t *w, int status)
     c->wdata = NULL;
     c->wlen = 0;
     c->writing = false;
+    account(c);
     if (c->closing) {
         return;
     }
@@ -230,6 +249,7 @@ static void flush_one(struct ns_conn *c)
     size_t len = 0;
     c->wdata = ns_buf_take(&c->out, &len);
     c->wlen = len;
+    account(c);
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
     c->wreq.data = c;
     int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
@@ -282,6 +302,11 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         ns_conn_close(c, "out of memory queueing a reply");
         return NS_ENOMEM;
     }
+    account(c);
+    ns_conn_enforce_budget(c->srv);
+    if (c->closing) {
+        return NS_ETOOBIG;
+    }
     mark_dirty(c);
     ns_conn_update_flow(c);
     return 0;
@@ -323,6 +348,7 @@ static void describe_peer(struct ns_conn *c)
         }
     }
     snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+    snprintf(c->ip, sizeof c->ip, "%s", ip);
 }
 
 void ns_conn_accept(struct ns_server *srv)
@@ -343,6 +369,14 @@ void ns_conn_accept(struct ns_server *srv)
     if (rv == 0) {
         uv_tcp_nodelay(&c->tcp, 1);
         describe_peer(c);
+        const char *over =
+            ns_conn_limits_admit(&srv->limits, srv->n_conns, c->ip);
+        if (over != NULL) {
+            ns_conn_limits_log(&srv->limits, uv_now(srv->loop), c->peer, over);
+            ns_conn_close(c, NULL);
+            return;
+        }
+        c->ip_counted = true;
         rv = uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
     if (rv != 0) {

@@ -28,7 +28,19 @@ static struct {
     size_t n_codes;
     uint64_t forwarded;
     uint64_t expired;
+    uint64_t limits[NS_LIMIT_N_KINDS];
 } m;
+
+static const char *const limit_names[NS_LIMIT_N_KINDS] = {
+    "client_connections",   "client_connections_per_ip",
+    "client_buffer_budget", "http_connections",
+    "command_size",         "register_topics",
+};
+
+void ns_metrics_limit(enum ns_metrics_limit_kind kind)
+{
+    m.limits[kind]++;
+}
 
 static struct code_stats *find_code(int32_t code)
 {
@@ -147,4 +159,11 @@ void ns_metrics_encode(struct ns_buf *out)
                   "raftns_expired_brokers_total %llu\n",
                   (unsigned long long)m.forwarded,
                   (unsigned long long)m.expired);
+    ns_buf_printf(out, "# HELP raftns_limit_refusals_total Connections and "
+                       "requests refused or closed by a resource limit.\n"
+                       "# TYPE raftns_limit_refusals_total counter\n");
+    for (int k = 0; k < NS_LIMIT_N_KINDS; k++) {
+        ns_buf_printf(out, "raftns_limit_refusals_total{limit=\"%s\"} %llu\n",
+                      limit_names[k], (unsigned long long)m.limits[k]);
+    }
 }

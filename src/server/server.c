@@ -41,11 +41,18 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         ns_free(s);
         return NS_ENOMEM;
     }
+    if (ns_conn_limits_init(&s->limits, &cfg->limits) != 0) {
+        ns_conn_limits_close(&s->limits);
+        ns_liveness_close(&s->live);
+        ns_free(s);
+        return NS_ENOMEM;
+    }
     s->loop = loop;
     s->state = state;
     s->node = node;
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
     if (ns_cluster_create(s, cfg) != 0) {
+        ns_conn_limits_close(&s->limits);
         ns_liveness_close(&s->live);
         ns_free(s);
         return NS_ENOMEM;
@@ -209,6 +216,7 @@ void ns_server_destroy(struct ns_server *s)
     }
     ns_cluster_destroy(s);
     ns_liveness_close(&s->live);
+    ns_conn_limits_close(&s->limits);
     ns_register_memo_clear();
     ns_free(s);
 }

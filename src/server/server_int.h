@@ -11,6 +11,7 @@
 
 #include "raftns/buf.h"
 #include "raftns/command.h"
+#include "raftns/config.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 #include "raftns/remoting.h"
@@ -29,6 +30,17 @@
 
 struct ns_conn;
 struct ns_live;
+struct ns_ip_count;
+
+/* This node's client-port limits and their bookkeeping (conn_limit.c). */
+struct ns_conn_limits {
+    struct ns_client_limits cfg;
+    struct ns_ip_count **buckets; /* open connections per source address */
+    size_t
+        buffered; /* input and output buffers of all connections (capacity) */
+    uint64_t last_log_ms;
+    uint64_t n_unlogged; /* refusals since the last logged one */
+};
 
 /* Where a reply goes; conn is NULL once the connection closed. */
 struct ns_reply_to {
@@ -67,6 +79,9 @@ struct ns_conn {
     struct ns_conn *dirty_next;
     uint64_t id;
     char peer[64];
+    char ip[48];        /* source address (per-address limit) */
+    bool ip_counted;    /* counted in the server's per-address table */
+    size_t acct;        /* bytes counted in the server's buffer budget */
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
     uv_write_t wreq;
@@ -122,6 +137,7 @@ struct ns_server {
     struct ns_liveness live;
     struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
+    struct ns_conn_limits limits;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -147,6 +163,26 @@ void ns_conn_flush_all(struct ns_server *srv);
 void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms);
 /* Re-evaluates read pausing after an in-flight request finished. */
 void ns_conn_update_flow(struct ns_conn *c);
+
+/* --- conn_limit.c --- */
+/* Defaults for the zero fields of cfg (borrowed, may be NULL). 0 or
+ * NS_ENOMEM. */
+int ns_conn_limits_init(struct ns_conn_limits *l,
+                        const struct ns_client_limits *cfg);
+void ns_conn_limits_close(struct ns_conn_limits *l);
+/* Counts a connection from ip when n_conns (this one included) and the
+ * address's count allow it: NULL, else the reason (nothing counted, the refusal
+ * counted in /metrics). */
+const char *ns_conn_limits_admit(struct ns_conn_limits *l, size_t n_conns,
+                                 const char *ip);
+/* Uncounts a connection that was admitted from ip. */
+void ns_conn_limits_release(struct ns_conn_limits *l, const char *ip);
+/* Logs a refusal, at most one line a second. */
+void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
+                        const char *peer, const char *reason);
+/* Closes the connections holding the most buffered bytes until the total is
+ * within clientBufferBudgetBytes. */
+void ns_conn_enforce_budget(struct ns_server *srv);
 
 /* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */
