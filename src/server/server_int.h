@@ -27,6 +27,9 @@
     (64u * 1024u * 1024u) /* unflushed output that closes                      \
                            */
 #define NS_READ_CHUNK 65536
+/* The largest command a write may propose: a follower forwards it in one
+ * frame (NS_FRAME_MAX) with room for the request header. */
+#define NS_COMMAND_MAX (NS_FRAME_MAX - 65536u)
 
 struct ns_conn;
 struct ns_live;
