@@ -11,6 +11,7 @@
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "raftns/route.h"
 #include "register_memo.h"
 #include "server_int.h"
@@ -203,7 +204,12 @@ int ns_handle_register_broker(struct ns_req *req)
     rv = ns_register_decode_body(reg, cmd->version, compressed, cmd->body,
                                  cmd->body_len, c.leader_time_ms, errmsg,
                                  sizeof errmsg);
-    if (rv == NS_EPROTO) {
+    if (rv == NS_ETOOBIG) {
+        ns_metrics_limit(NS_LIMIT_TOPICS);
+        NS_LOG(NS_LOG_WARN, "conn %llu %s: register refused: %s",
+               (unsigned long long)req->conn->id, req->conn->peer, errmsg);
+    }
+    if (rv == NS_EPROTO || rv == NS_ETOOBIG) {
         rv = reply_error_ext(
             &req->to, errmsg[0] ? errmsg : "register body decode failed");
         goto out;
