@@ -60,7 +60,8 @@ static void mark_dirty(struct ns_conn *c)
  * (conn_limit.c); a closing connection counts nothing. */
 static void account(struct ns_conn *c)
 {
-    size_t now = c->closing ? 0 : c->rbuf.cap + c->out.cap + c->wlen;
+    size_t now =
+        c->closing ? 0 : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
     c->srv->limits.buffered = c->srv->limits.buffered - c->acct + now;
     c->acct = now;
 }
@@ -317,7 +318,7 @@ void ns_conn_update_flow(struct ns_conn *c)
     if (c->closing) {
         return;
     }
-    bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT ||
+    bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT || c->n_held > 0 ||
                 c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
     if (over && !c->paused) {
         c->paused = true;
@@ -328,6 +329,22 @@ void ns_conn_update_flow(struct ns_conn *c)
         c->resume = true;
         mark_dirty(c);
     }
+}
+
+void ns_conn_hold(struct ns_conn *c, size_t bytes)
+{
+    c->n_held++;
+    c->held_bytes += bytes;
+    account(c);
+    ns_conn_update_flow(c);
+}
+
+void ns_conn_unhold(struct ns_conn *c, size_t bytes)
+{
+    c->n_held--;
+    c->held_bytes -= bytes;
+    account(c);
+    ns_conn_update_flow(c);
 }
 
 static void describe_peer(struct ns_conn *c)

@@ -215,6 +215,7 @@ void ns_server_destroy(struct ns_server *s)
         return;
     }
     ns_cluster_destroy(s);
+    ns_register_async_clear(s);
     ns_liveness_close(&s->live);
     ns_conn_limits_close(&s->limits);
     ns_register_memo_clear();

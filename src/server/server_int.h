@@ -34,6 +34,7 @@
 struct ns_conn;
 struct ns_live;
 struct ns_ip_count;
+struct ns_reg_work;
 
 /* This node's client-port limits and their bookkeeping (conn_limit.c). */
 struct ns_conn_limits {
@@ -85,6 +86,8 @@ struct ns_conn {
     char ip[48];        /* source address (per-address limit) */
     bool ip_counted;    /* counted in the server's per-address table */
     size_t acct;        /* bytes counted in the server's buffer budget */
+    unsigned n_held;    /* requests taken off the loop: reads paused */
+    size_t held_bytes;  /* bytes those requests hold */
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
     uv_write_t wreq;
@@ -141,6 +144,9 @@ struct ns_server {
     struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     struct ns_conn_limits limits;
+    /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
+     * being decoded (register_async.c) */
+    struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -166,6 +172,11 @@ void ns_conn_flush_all(struct ns_server *srv);
 void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms);
 /* Re-evaluates read pausing after an in-flight request finished. */
 void ns_conn_update_flow(struct ns_conn *c);
+/* A request of c that holds bytes (counted in the buffer budget) is handled
+ * off the loop: c dispatches nothing more until ns_conn_unhold (request order
+ * is kept). */
+void ns_conn_hold(struct ns_conn *c, size_t bytes);
+void ns_conn_unhold(struct ns_conn *c, size_t bytes);
 
 /* --- conn_limit.c --- */
 /* Defaults for the zero fields of cfg (borrowed, may be NULL). 0 or
@@ -267,6 +278,26 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
                              const uint8_t *body, size_t len);
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
+
+/* --- register_async.c --- */
+/* True when a REGISTER_BROKER body may take long to decode: it is then
+ * decoded off the loop. */
+bool ns_register_async_wanted(const struct ns_cmd *cmd, bool compressed);
+/* Copies the request, pauses its connection and decodes it (CRC check
+ * included) on a pool thread, one at a time; ns_register_finish then runs on
+ * the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
+int ns_register_async_start(struct ns_req *req, bool compressed);
+/* Frees what is still queued (server destroy). */
+void ns_register_async_clear(struct ns_server *srv);
+/* --- handle_broker.c, for register_async.c --- */
+int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg);
+/* 0 when the bodyCrc32 ext field is absent, 0 or matches the body. */
+int ns_register_check_crc(const struct ns_cmd *cmd);
+/* The rest of a registration once its body is decoded (rv, errmsg as
+ * ns_register_decode_body; crc_bad: the CRC did not match): the refusal, the
+ * heartbeat short-cut or the proposal. c is borrowed. Non-zero = close. */
+int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
+                       int rv, const char *errmsg);
 
 /* --- handlers (handle_*.c) --- */
 int ns_handle_put_kv(struct ns_req *req);
