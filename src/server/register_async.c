@@ -5,13 +5,15 @@
  * ms). The decoder is pure and reads only the request's copy made here. One
  * body is decoded at a time, so raft's disk work always finds a pool thread;
  * the connection reads nothing more meanwhile, so its requests are dispatched
- * and answered in order. The route check, the proposal and the apply stay on
- * the loop (handle_broker.c). */
+ * and answered in order. A decoded command too large to replicate is refused
+ * from here, before it is encoded on the loop. The route check, the proposal
+ * and the apply stay on the loop (handle_broker.c). */
 #include <string.h>
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "peer.h"
 #include "server_int.h"
 
@@ -27,6 +29,7 @@ struct ns_reg_work {
     struct ns_command c; /* header filled on the loop, body off it */
     int rv;
     bool crc_bad;
+    size_t command_len; /* encoded size of the decoded command */
     char errmsg[256];
     struct ns_reg_work *next;
 };
@@ -79,6 +82,17 @@ static void work_cb(uv_work_t *req)
     w->rv = ns_register_decode_body(
         &w->c.u.reg, w->cmd.version, w->compressed, w->cmd.body,
         w->cmd.body_len, w->c.leader_time_ms, w->errmsg, sizeof w->errmsg);
+    if (w->rv == 0) {
+        /* Measured here: encoding a command too large to replicate (a zlib
+         * body inflates to 64 MiB) would stall the loop before it is refused.
+         */
+        struct ns_buf b;
+        ns_buf_init(&b);
+        if (ns_command_encode(&w->c, &b) == 0 && b.err == 0) {
+            w->command_len = b.len;
+        }
+        ns_buf_close(&b);
+    }
 }
 
 static void kick(struct ns_server *srv);
@@ -92,7 +106,18 @@ static void after_cb(uv_work_t *req, int status)
     struct ns_conn *conn = release(w, &to);
     if (conn != NULL && !srv->stopping && status == 0) {
         struct ns_req r = {.srv = srv, .conn = conn, .cmd = &w->cmd, .to = to};
-        int rv = ns_register_finish(&r, &w->c, w->crc_bad, w->rv, w->errmsg);
+        int rv;
+        if (!w->crc_bad && w->rv == 0 && w->command_len > NS_COMMAND_MAX) {
+            ns_metrics_limit(NS_LIMIT_COMMAND_SIZE);
+            NS_LOG(NS_LOG_WARN,
+                   "conn %llu %s: register refused: a %zu-byte command (at "
+                   "most %u bytes)",
+                   (unsigned long long)conn->id, conn->peer, w->command_len,
+                   (unsigned)NS_COMMAND_MAX);
+            rv = ns_reply_write_error(&to, NS_ETOOBIG);
+        } else {
+            rv = ns_register_finish(&r, &w->c, w->crc_bad, w->rv, w->errmsg);
+        }
         if (rv != 0) {
             NS_LOG(NS_LOG_WARN, "conn %llu %s: request failed: %s",
                    (unsigned long long)conn->id, conn->peer, ns_strerror(rv));

@@ -266,27 +266,43 @@ class BigRegistration(harness.NodeTestCase):
 class ForwardTooBig(clusterh.ClusterTestCase):
     NODES = 3
 
+    def timed(self, nd, code, ext, body=b""):
+        with nd.conn(timeout=T(30)) as c:
+            t0 = time.monotonic()
+            r = c.request(code, ext, body, timeout=T(30))
+            return r, (time.monotonic() - t0) * 1000
+
+    def check_refused(self, nd, r, ms, what, leader):
+        print("\n  node %d (%s), %s: code %d in %.0f ms: %s" % (
+            nd.id, "leader" if nd is leader else "follower", what, r.code, ms, r.remark))
+        self.assertEqual(r.code, SYSTEM_ERROR)
+        self.assertTrue(r.remark.startswith("the write is too large to replicate: its command"
+                                            " is over 16711680 bytes"), r.remark)
+        self.assertLess(ms, T(1500), "not refused at once (the raft wait is 3000 ms)")
+
     def test_over_limit_command_fails_fast(self):
         leader = self.cluster.leader()
         follower = self.cluster.followers(leader)[0]
+        # A KV value that fits one frame but not, with the command around it, one forward.
+        value = "v" * 16720000
+        for nd in (follower, leader):
+            r, ms = self.timed(nd, ns.PUT_KV_CONFIG, {"namespace": "n", "key": "k",
+                                                      "value": value})
+            self.check_refused(nd, r, ms, "a 16.7 MB KV value", leader)
+            self.assertIn("forward: refused a ", nd.log_text())
+        # 100 KB of zlib inflating to a ~30 MB registration: refused once decoded (off the
+        # loop), before it is encoded or forwarded.
         tcs = [ns.topic_config("%s%d" % ("t" * 1500, i)) for i in range(20000)]
         body = ns.compressed_register_body(tcs, version=479)
+        ext = ns.register_ext("broker-big", 0, "127.0.0.1:20911", "127.0.0.1:20912", body=body,
+                              compressed=True)
         for nd in (follower, leader):
-            with nd.conn(timeout=T(30)) as c:
-                ext = ns.register_ext("broker-big", 0, "127.0.0.1:20911", "127.0.0.1:20912",
-                                      body=body, compressed=True)
-                t0 = time.monotonic()
-                r = c.request(ns.REGISTER_BROKER, ext, body, timeout=T(30))
-                ms = (time.monotonic() - t0) * 1000
-            print("\n  node %d (%s): %d bytes compressed -> ~30 MB command: code %d in %.0f ms: %s"
-                  % (nd.id, "leader" if nd is leader else "follower", len(body), r.code, ms,
-                     r.remark))
-            self.assertEqual(r.code, SYSTEM_ERROR)
-            self.assertTrue(r.remark.startswith("the write is too large to replicate: its command"
-                                                " is over 16711680 bytes"), r.remark)
-            self.assertLess(ms, T(1500), "not refused at once (the raft wait is 3000 ms)")
-            self.assertIn("forward: refused a ", nd.log_text())
+            r, ms = self.timed(nd, ns.REGISTER_BROKER, ext, body)
+            self.check_refused(nd, r, ms, "%d bytes of zlib -> ~30 MB" % len(body), leader)
+            self.assertIn("register refused: a ", nd.log_text())
         self.assertNotIn("leader answered", follower.log_text())
+        r = follower.request(ns.GET_KV_CONFIG, {"namespace": "n", "key": "k"})
+        self.assertEqual(r.code, 22, "the refused value was stored")
         self.cluster.wait_converged()
 
 
