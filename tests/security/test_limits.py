@@ -238,6 +238,26 @@ class BigRegistration(harness.NodeTestCase):
         r = self.conn().request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "BenchTopic-9999"})
         self.assertEqual(r.code, 0)
 
+    def test_pipelined_after_big_registration(self):
+        """A connection whose registration is decoded off the loop reads nothing meanwhile,
+        then answers what it sent next, in order."""
+        body = stock_body(self.TOPICS)
+        ext = ns.register_ext("broker-big", 0, "127.0.0.1:20911", "127.0.0.1:20912", body=body)
+        c = self.conn(timeout=T(30))
+        rs = c.pipeline([dict(code=ns.REGISTER_BROKER, ext=ext, body=body),
+                         dict(code=ns.GET_ROUTEINFO_BY_TOPIC, ext={"topic": "Nope"}),
+                         dict(code=ns.GET_BROKER_CLUSTER_INFO)], timeout=T(30))
+        self.assertEqual([r.code for r in rs], [0, 17, 0])
+        # The same registration again takes the heartbeat short-cut, answered before the
+        # connection reads on: the replies arrive in request order.
+        c.send_raw(ns.build_request(ns.REGISTER_BROKER, ext, body, opaque=71) +
+                   ns.build_request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"}, opaque=72) +
+                   ns.build_request(ns.GET_BROKER_CLUSTER_INFO, opaque=73))
+        got = [c.read_frame(T(30)) for _ in range(3)]
+        self.assertEqual([(f.opaque, f.code) for f in got], [(71, 0), (72, 17), (73, 0)])
+        r = c.request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "BenchTopic-42"}, timeout=T(5))
+        self.assertEqual(r.code, 0)
+
     def test_compressed_bomb_does_not_stall_reads(self):
         """63 KB of zlib inflating to 30 MB: decoded off the loop, then refused as too large."""
         body = ns.compressed_register_body([ns.topic_config("%s%d" % ("t" * 1500, i))
