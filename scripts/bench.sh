@@ -109,9 +109,11 @@ class Cluster:
                                "bootstrap": i < n})
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
+            # every bench client connects from 127.0.0.1: lift the per-address cap (1000)
             json.dump({"secret": "bench-cluster-secret-0123456789", "electionTimeoutMs": 1000, "heartbeatMs": 100,
                        "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
-                       "namesrv": namesrv or {}}, f)
+                       "namesrv": dict({"clientMaxConnectionsPerIp": 10000},
+                                       **(namesrv or {}))}, f)
         self.procs = {}
         for nd in self.nodes[:n]:
             self.start_node(nd["id"])

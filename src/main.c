@@ -54,9 +54,10 @@ struct options {
     const char *acl_text[3]; /* borrowed: aclEnable, aclAnonymousRead,
                                 aclBrokerNetworks */
     struct ns_acl_settings acl;
-    struct ns_acl_net *acl_nets; /* owned */
-    struct ns_props settings;    /* file's namesrv keys, then --set */
-    struct ns_server_tls tls;    /* borrows from settings */
+    struct ns_acl_net *acl_nets;    /* owned */
+    struct ns_props settings;       /* file's namesrv keys, then --set */
+    struct ns_server_tls tls;       /* borrows from settings */
+    struct ns_client_limits limits; /* from the namesrv keys, then --set */
 };
 
 static const char *const ACL_KEYS[3] = {"aclEnable", "aclAnonymousRead",
@@ -184,6 +185,28 @@ static int parse_args(int argc, char **argv, struct options *o)
             return 2;
         }
     }
+    return 0;
+}
+
+/* Validates the namesrv keys of the file, then of --set (start-up keys are
+ * allowed here), and takes this node's client limits from them. 0 or 2
+ * (printed). */
+static int check_settings(struct options *o)
+{
+    char err[256];
+    if (ns_config_validate(&o->cluster.namesrv, NS_CONFIG_AT_START, err,
+                           sizeof err) != 0) {
+        fprintf(stderr, "raftns: %s: namesrv: %s\n", o->config_path, err);
+        return 2;
+    }
+    if (ns_config_validate(&o->sets, NS_CONFIG_AT_START, err, sizeof err) !=
+        0) {
+        fprintf(stderr, "raftns: --set %s\n", err);
+        return 2;
+    }
+    ns_client_limits_init(&o->limits);
+    ns_client_limits_update(&o->limits, &o->cluster.namesrv);
+    ns_client_limits_update(&o->limits, &o->sets);
     return 0;
 }
 
@@ -504,6 +527,7 @@ static int run(struct app *app, const struct options *o)
         .cluster = o->cluster.n_nodes > 0 ? &o->cluster : NULL,
         .acl = &o->acl,
         .tls = &o->tls,
+        .limits = o->limits,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     if (rv == 0) {
@@ -571,6 +595,9 @@ int main(int argc, char **argv)
     if (prv == 0) {
         ns_log_set_node(o.id);
         prv = choose_secret(&o);
+    }
+    if (prv == 0) {
+        prv = check_settings(&o);
     }
     if (prv == 0) {
         prv = read_settings(&o);

@@ -34,6 +34,18 @@ void ns_metrics_expired(uint64_t n_brokers);
 /* A request refused by the ACL gate; reason is a static label of
  * ns_acl_verdict_label ("no_access_key", "signature_mismatch", "role", ...). */
 void ns_metrics_acl_refused(const char *reason);
+/* A limit that refused or closed something (raftns_limit_refusals_total). */
+enum ns_metrics_limit_kind {
+    NS_LIMIT_CONNS_NODE,    /* a connection over clientMaxConnections */
+    NS_LIMIT_CONNS_IP,      /* ... over clientMaxConnectionsPerIp */
+    NS_LIMIT_BUFFER_BUDGET, /* a connection closed over clientBufferBudgetBytes
+                             */
+    NS_LIMIT_HTTP_EVICTED,  /* an idle HTTP connection closed for a new one */
+    NS_LIMIT_COMMAND_SIZE, /* a write whose command is too large to replicate */
+    NS_LIMIT_TOPICS,       /* a registration over NS_REGISTER_MAX_TOPICS */
+    NS_LIMIT_N_KINDS
+};
+void ns_metrics_limit(enum ns_metrics_limit_kind kind);
 /* Appends the counters and histograms as Prometheus text. */
 void ns_metrics_encode(struct ns_buf *out);
 

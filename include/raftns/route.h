@@ -25,6 +25,9 @@
 /* Inflated size allowed for a compressed REGISTER_BROKER body (zlib-bomb
  * bound). */
 #define NS_REGISTER_MAX_INFLATED (64u * 1024u * 1024u)
+/* Topics one registration may carry (a stock broker with 10,000 topics sends
+ * about 1.5 MB; duplicates count). */
+#define NS_REGISTER_MAX_TOPICS 100000u
 
 struct ns_data_version {
     int64_t counter;
@@ -97,7 +100,8 @@ void ns_register_close(struct ns_register *r);
  * PROTOCOL.md §4.4, inflated size bounded by NS_REGISTER_MAX_INFLATED (mappings
  * only when req_version >= 413). An empty body gives no topics and a zero
  * DataVersion. A DataVersion without timestamp gets now_ms (Java's constructor
- * default). Returns 0, NS_EPROTO (with a Java-like exception text in errmsg) or
+ * default). Returns 0, NS_EPROTO (with a Java-like exception text in errmsg),
+ * NS_ETOOBIG (more than NS_REGISTER_MAX_TOPICS topics; errmsg says so) or
  * NS_ENOMEM. */
 int ns_register_decode_body(struct ns_register *r, int32_t req_version,
                             bool compressed, const uint8_t *body, size_t len,

@@ -58,6 +58,8 @@ struct ns_server_config {
     const struct ns_cluster_config *cluster;
     const struct ns_acl_settings *acl; /* borrowed (copied); NULL = off */
     const struct ns_server_tls *tls;   /* borrowed, NULL = disabled */
+    /* this node's client-port limits; all zero = the defaults */
+    struct ns_client_limits limits;
 };
 
 /* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,

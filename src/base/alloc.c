@@ -1,32 +1,37 @@
-/* The allocation hook with failure injection for tests. Not thread-safe: raftns
- * allocates on one loop thread (raft_uv's pool threads use raft's own heap). */
+/* The allocation hook with failure injection for tests. The counters are
+ * atomic because big REGISTER_BROKER bodies are decoded on a libuv pool thread
+ * (register_async.c); failure injection itself is for single-threaded tests
+ * (raft_uv's pool threads use raft's own heap). */
 #include "raftns/alloc.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-static long n_allocs;
-static long fail_at = -1;
-static int fail_sticky;
+static atomic_long n_allocs;
+static atomic_long fail_at = -1;
+static atomic_int fail_sticky;
 
 void ns_alloc_fail_at(long k, int sticky)
 {
-    fail_at = k < 0 ? -1 : n_allocs + k;
-    fail_sticky = sticky;
+    atomic_store(&fail_at, k < 0 ? -1 : atomic_load(&n_allocs) + k);
+    atomic_store(&fail_sticky, sticky);
 }
 
 long ns_alloc_count(void)
 {
-    return n_allocs;
+    return atomic_load(&n_allocs);
 }
 
 static int should_fail(void)
 {
-    long this_one = n_allocs++;
-    if (fail_at < 0) {
+    long this_one =
+        atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
+    long at = atomic_load_explicit(&fail_at, memory_order_relaxed);
+    if (at < 0) {
         return 0;
     }
-    return fail_sticky ? this_one >= fail_at : this_one == fail_at;
+    return atomic_load(&fail_sticky) ? this_one >= at : this_one == at;
 }
 
 void *ns_malloc(size_t size)

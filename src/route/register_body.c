@@ -40,6 +40,15 @@ static int fail(struct body_ctx *c, const char *fmt, ...)
     return NS_EPROTO;
 }
 
+static int too_many_topics(struct body_ctx *c, size_t n)
+{
+    fail(c,
+         "register broker body: %zu topics, over the %u one registration "
+         "may carry",
+         n, NS_REGISTER_MAX_TOPICS);
+    return NS_ETOOBIG;
+}
+
 static int fail_json(struct body_ctx *c, const char *what)
 {
     return fail(c, "com.alibaba.fastjson.JSONException: %s", what);
@@ -422,6 +431,9 @@ static int inflate_body(struct body_ctx *c, const uint8_t *body, size_t len,
 static int read_record(struct body_ctx *c, struct ns_rd *rd, const char **p,
                        size_t *n)
 {
+    /* Set on every path: GCC 12 -O3 cannot see that fail() is non-zero. */
+    *p = NULL;
+    *n = 0;
     uint32_t u = ns_rd_u32(rd);
     if (rd->err) {
         return fail(c, "java.io.EOFException");
@@ -533,6 +545,9 @@ static int decode_compressed_topics(struct body_ctx *c, struct ns_rd *rd)
     }
     if ((size_t)count > ns_rd_left(rd) / 4) {
         return fail(c, "java.io.EOFException");
+    }
+    if ((uint32_t)count > NS_REGISTER_MAX_TOPICS) {
+        return too_many_topics(c, (size_t)count); /* before allocating */
     }
     r->topics = ns_calloc((size_t)count, sizeof *r->topics);
     if (r->topics == NULL) {
@@ -823,6 +838,9 @@ static int decode_body(struct ns_register *r, int32_t req_version,
         rv = decode_compressed(&c, req_version, body, len);
     } else {
         rv = decode_json(&c, false, use_scan, body, len);
+    }
+    if (rv == 0 && r->n_topics > NS_REGISTER_MAX_TOPICS) {
+        rv = too_many_topics(&c, r->n_topics);
     }
     if (rv == 0) {
         rv = normalise_topics(r);

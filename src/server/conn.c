@@ -57,6 +57,16 @@ static void mark_dirty(struct ns_conn *c)
     }
 }
 
+/* Re-counts c's buffers, by capacity, in the server's buffer budget
+ * (conn_limit.c); a closing connection counts nothing. */
+static void account(struct ns_conn *c)
+{
+    size_t now =
+        c->closing ? 0 : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
+    c->srv->limits.buffered = c->srv->limits.buffered - c->acct + now;
+    c->acct = now;
+}
+
 static void closed_cb(uv_handle_t *h)
 {
     struct ns_conn *c = (struct ns_conn *)h;
@@ -80,6 +90,10 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
     }
     list_unlink(srv, c);
     srv->n_conns--;
+    account(c);
+    if (c->ip_counted) {
+        ns_conn_limits_release(&srv->limits, c->ip);
+    }
     ns_pending_detach_all(c);
     ns_liveness_conn_closed(srv, c);
     if (c->dirty) {
@@ -150,7 +164,9 @@ static void drain_rbuf(struct ns_conn *c)
     if (used < 0) {
         return;
     }
-    if ((size_t)used == c->rbuf.len) {
+    if ((size_t)used == c->rbuf.len && c->rbuf.cap > NS_READ_CHUNK) {
+        ns_buf_close(&c->rbuf); /* a big frame's buffer is not kept */
+    } else if ((size_t)used == c->rbuf.len) {
         ns_buf_reset(&c->rbuf);
     } else if (used > 0) {
         memmove(c->rbuf.data, c->rbuf.data + used, c->rbuf.len - (size_t)used);
@@ -178,8 +194,11 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
         ns_conn_close(c, "out of memory buffering input");
         return;
     }
-    if (!c->paused) {
+    account(c);
+    ns_conn_enforce_budget(c->srv);
+    if (!c->closing && !c->paused) {
         drain_rbuf(c);
+        account(c);
     }
 }
 
@@ -225,6 +244,7 @@ static void write_cb(uv_write_t *w, int status)
     c->wdata = NULL;
     c->wlen = 0;
     c->writing = false;
+    account(c);
     if (c->closing) {
         return;
     }
@@ -254,6 +274,7 @@ static void flush_one(struct ns_conn *c)
         c->wdata = ns_buf_take(&c->out, &len);
     }
     c->wlen = len;
+    account(c);
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
     c->wreq.data = c;
     int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
@@ -306,6 +327,11 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         ns_conn_close(c, "out of memory queueing a reply");
         return NS_ENOMEM;
     }
+    account(c);
+    ns_conn_enforce_budget(c->srv);
+    if (c->closing) {
+        return NS_ETOOBIG;
+    }
     mark_dirty(c);
     ns_conn_update_flow(c);
     return 0;
@@ -316,7 +342,7 @@ void ns_conn_update_flow(struct ns_conn *c)
     if (c->closing) {
         return;
     }
-    bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT ||
+    bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT || c->n_held > 0 ||
                 c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
     if (over && !c->paused) {
         c->paused = true;
@@ -327,6 +353,22 @@ void ns_conn_update_flow(struct ns_conn *c)
         c->resume = true;
         mark_dirty(c);
     }
+}
+
+void ns_conn_hold(struct ns_conn *c, size_t bytes)
+{
+    c->n_held++;
+    c->held_bytes += bytes;
+    account(c);
+    ns_conn_update_flow(c);
+}
+
+void ns_conn_unhold(struct ns_conn *c, size_t bytes)
+{
+    c->n_held--;
+    c->held_bytes -= bytes;
+    account(c);
+    ns_conn_update_flow(c);
 }
 
 static void describe_peer(struct ns_conn *c)
@@ -347,6 +389,7 @@ static void describe_peer(struct ns_conn *c)
         }
     }
     snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+    snprintf(c->ip, sizeof c->ip, "%s", ip);
 }
 
 void ns_conn_accept(struct ns_server *srv)
@@ -367,6 +410,14 @@ void ns_conn_accept(struct ns_server *srv)
     if (rv == 0) {
         uv_tcp_nodelay(&c->tcp, 1);
         describe_peer(c);
+        const char *over =
+            ns_conn_limits_admit(&srv->limits, srv->n_conns, c->ip);
+        if (over != NULL) {
+            ns_conn_limits_log(&srv->limits, uv_now(srv->loop), c->peer, over);
+            ns_conn_close(c, NULL);
+            return;
+        }
+        c->ip_counted = true;
         rv = uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
     if (rv != 0) {

@@ -23,6 +23,11 @@
 #define TICK_MS 50
 #define PEER_TIMEOUT_MS 3000
 #define MIN_APPLY_WAIT_MS 1000
+/* A forwarded command this large is resent with a growing pause, not on every
+ * tick: each resend copies it to the leader again. */
+#define BIG_COMMAND (1024u * 1024u)
+#define BIG_RETRY_MS 200
+#define BIG_RETRY_MAX_MS 1000
 
 /* Identical pending commands on the leader share one log entry. */
 struct shared_waiter {
@@ -47,6 +52,8 @@ struct fwd {
     ns_node_index_cb cb;
     void *arg;
     uint64_t deadline;
+    uint64_t not_before; /* a big command's next send (uv_now) */
+    unsigned n_sends;
     uint64_t index;
     struct ns_apply_result res;
     struct fwd *prev, *next; /* in cl->parked while waiting for a leader */
@@ -429,6 +436,17 @@ static void route(struct fwd *f)
         }
         return;
     }
+    if (uv_now(srv->loop) < f->not_before) {
+        park(f);
+        return;
+    }
+    if (f->len >= BIG_COMMAND) {
+        uint64_t pause = (uint64_t)BIG_RETRY_MS
+                         << (f->n_sends < 4 ? f->n_sends : 4);
+        f->not_before = uv_now(srv->loop) +
+                        (pause < BIG_RETRY_MAX_MS ? pause : BIG_RETRY_MAX_MS);
+    }
+    f->n_sends++;
     struct ns_cmd req;
     ns_cmd_init(&req);
     req.code = NS_CODE_FORWARD;
@@ -500,6 +518,15 @@ int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
     struct ns_cluster *cl = srv->cluster;
     if (cl->stopping) {
         return NS_ESHUTDOWN;
+    }
+    if (len > NS_COMMAND_MAX) {
+        /* It could never be forwarded (nor sent to followers in one
+         * message): refuse now rather than resend it until the deadline. */
+        ns_metrics_limit(NS_LIMIT_COMMAND_SIZE);
+        NS_LOG(NS_LOG_WARN,
+               "forward: refused a %zu-byte command (at most %u bytes)", len,
+               (unsigned)NS_COMMAND_MAX);
+        return NS_ETOOBIG;
     }
     struct fwd *f = ns_calloc(1, sizeof *f);
     uint8_t *copy = ns_malloc(len > 0 ? len : 1);

@@ -1,5 +1,6 @@
 /* Handlers of the broker codes: 103 REGISTER_BROKER (validation, the heartbeat
- * short-cut, proposal), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
+ * short-cut, proposal; big bodies are decoded off the loop by
+ * register_async.c), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
  * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
  * liveness in liveness.c. */
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 #include "raftns/route.h"
 #include "register_memo.h"
 #include "server_int.h"
@@ -99,7 +101,7 @@ static void register_done(struct ns_pending *p, int status,
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
 }
 
-static int check_crc(const struct ns_cmd *cmd)
+int ns_register_check_crc(const struct ns_cmd *cmd)
 {
     int64_t want = 0;
     ns_ext_int64(cmd, "bodyCrc32", &want);
@@ -113,7 +115,7 @@ static int check_crc(const struct ns_cmd *cmd)
     return ((int64_t)(crc & 0x7FFFFFFF) == want) ? 0 : -1;
 }
 
-static int fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
+int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
 {
     reg->cluster = ns_strdup(ext_or_empty(cmd, "clusterName"));
     reg->broker_name = ns_strdup(ext_or_empty(cmd, "brokerName"));
@@ -164,6 +166,56 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
     return rv;
 }
 
+int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
+                       int rv, const char *errmsg)
+{
+    struct ns_server *srv = req->srv;
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    bool delete_missing = st->delete_topic_with_broker_registration;
+    struct ns_register *reg = &c->u.reg;
+    if (crc_bad) {
+        return reply_error_ext(&req->to, "crc32 not match");
+    }
+    if (rv == NS_ETOOBIG) {
+        ns_metrics_limit(NS_LIMIT_TOPICS);
+        NS_LOG(NS_LOG_WARN, "conn %llu %s: register refused: %s",
+               (unsigned long long)req->conn->id, req->conn->peer, errmsg);
+    }
+    if (rv == NS_EPROTO || rv == NS_ETOOBIG) {
+        return reply_error_ext(&req->to, errmsg[0] ? errmsg
+                                                   : "register body decode "
+                                                     "failed");
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    uint64_t epoch = ns_route_epoch();
+    if (ns_route_is_unchanged_registration(srv->state->route, reg,
+                                           delete_missing)) {
+        rv = reply_unchanged(req, reg);
+        /* A DataVersion without a timestamp takes the decode time: such a
+         * body does not decode the same twice, so it is not remembered. */
+        if (rv == 0 && reg->dv.timestamp != c->leader_time_ms) {
+            ns_register_memo_put(req->cmd, reg, epoch, delete_missing);
+        }
+        return rv;
+    }
+    struct ns_pending *p = NULL;
+    rv = ns_propose(req, c, register_done, &p);
+    if (rv == 0) {
+        p->cluster = ns_strdup(reg->cluster);
+        p->addr = ns_strdup(reg->broker_addr);
+        p->timeout_ms = reg->heartbeat_timeout_ms;
+        if (p->cluster == NULL || p->addr == NULL) {
+            NS_LOG(NS_LOG_WARN,
+                   "register: out of memory for liveness bookkeeping");
+        }
+    } else if (rv != NS_ENOMEM) {
+        rv = ns_reply_write_error(&req->to, rv);
+    }
+    return rv;
+}
+
 int ns_handle_register_broker(struct ns_req *req)
 {
     struct ns_server *srv = req->srv;
@@ -185,57 +237,26 @@ int ns_handle_register_broker(struct ns_req *req)
         }
         ns_register_memo_drop(cmd);
     }
-    if (check_crc(cmd) != 0) {
-        return reply_error_ext(&req->to, "crc32 not match");
+    bool compressed = false;
+    ns_ext_bool(cmd, "compressed", &compressed);
+    if (ns_register_async_wanted(cmd, compressed)) {
+        return ns_register_async_start(req, compressed);
     }
+    bool crc_bad = ns_register_check_crc(cmd) != 0;
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&c.u.reg);
     c.leader_time_ms = ns_wall_ms();
-    struct ns_register *reg = &c.u.reg;
-    int rv = fill_header(cmd, reg);
-    if (rv != 0) {
-        goto out;
-    }
-    bool compressed = false;
-    ns_ext_bool(cmd, "compressed", &compressed);
     char errmsg[256] = "";
-    rv = ns_register_decode_body(reg, cmd->version, compressed, cmd->body,
-                                 cmd->body_len, c.leader_time_ms, errmsg,
-                                 sizeof errmsg);
-    if (rv == NS_EPROTO) {
-        rv = reply_error_ext(
-            &req->to, errmsg[0] ? errmsg : "register body decode failed");
-        goto out;
+    int rv = ns_register_fill_header(cmd, &c.u.reg);
+    if (rv == 0 && !crc_bad) {
+        rv = ns_register_decode_body(&c.u.reg, cmd->version, compressed,
+                                     cmd->body, cmd->body_len, c.leader_time_ms,
+                                     errmsg, sizeof errmsg);
     }
-    if (rv != 0) {
-        goto out;
+    if (rv != NS_ENOMEM) {
+        rv = ns_register_finish(req, &c, crc_bad, rv, errmsg);
     }
-    uint64_t epoch = ns_route_epoch();
-    if (ns_route_is_unchanged_registration(srv->state->route, reg,
-                                           delete_missing)) {
-        rv = reply_unchanged(req, reg);
-        /* A DataVersion without a timestamp takes the decode time: such a
-         * body does not decode the same twice, so it is not remembered. */
-        if (rv == 0 && reg->dv.timestamp != c.leader_time_ms) {
-            ns_register_memo_put(cmd, reg, epoch, delete_missing);
-        }
-        goto out;
-    }
-    struct ns_pending *p = NULL;
-    rv = ns_propose(req, &c, register_done, &p);
-    if (rv == 0) {
-        p->cluster = ns_strdup(reg->cluster);
-        p->addr = ns_strdup(reg->broker_addr);
-        p->timeout_ms = reg->heartbeat_timeout_ms;
-        if (p->cluster == NULL || p->addr == NULL) {
-            NS_LOG(NS_LOG_WARN,
-                   "register: out of memory for liveness bookkeeping");
-        }
-    } else if (rv != NS_ENOMEM) {
-        rv = ns_reply_write_error(&req->to, rv);
-    }
-out:
     ns_command_close(&c);
     return rv;
 }

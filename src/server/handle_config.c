@@ -1,10 +1,13 @@
 /* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG (PROTOCOL.md
- * §5.8, §7). Protected keys are refused with NO_PERMISSION; accepted updates
- * are replicated and never written to any file. */
+ * §5.8, §7). Protected keys are refused with NO_PERMISSION; unknown keys,
+ * start-up settings and values out of type or range refuse the whole update
+ * with SYSTEM_ERROR (ns_config_validate); accepted updates are replicated and
+ * never written to any file. */
 #include <string.h>
 
 #include "raftns/config.h"
 #include "raftns/err.h"
+#include "raftns/log.h"
 #include "server_int.h"
 
 /* The ACL settings are node-local start-up settings: nobody may turn ACL on
@@ -51,6 +54,15 @@ int ns_handle_update_config(struct ns_req *req)
     if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {
         rv = ns_reply_simple(&req->to, 16,
                              "Can not update config in black list.");
+        goto out;
+    }
+    char errmsg[256];
+    if (ns_config_validate(&c.u.config, NS_CONFIG_AT_RUNTIME, errmsg,
+                           sizeof errmsg) != 0) {
+        /* The whole update is refused: nothing is proposed. */
+        NS_LOG(NS_LOG_INFO, "conn %llu %s: 318 refused: %s",
+               (unsigned long long)req->conn->id, req->conn->peer, errmsg);
+        rv = ns_reply_simple(&req->to, 1, errmsg);
         goto out;
     }
     if (c.u.config.n == 0) {

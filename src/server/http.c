@@ -1,6 +1,8 @@
 /* A minimal HTTP/1.1 server on libuv for the observer: GET /status, /metrics
  * and /healthz, one request per connection (Connection: close), requests of at
  * most NS_HTTP_MAX_REQUEST bytes that must arrive within NS_HTTP_TIMEOUT_MS.
+ * With NS_HTTP_MAX_CONNS open, a new connection evicts the oldest one still
+ * waiting for its request, so idle connections never lock a probe out.
  * It is not a general HTTP server: no bodies, no keep-alive, no chunking. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 #include "raftns/tls.h"
 #include "observe.h"
 
-#define BACKLOG 64
+#define BACKLOG 1024
 
 struct ns_http_conn {
     uv_tcp_t tcp; /* first: the handle is the allocation */
@@ -62,6 +64,7 @@ static void conn_close(struct ns_http_conn *c)
         return;
     }
     c->closing = true;
+    c->o->n_http_live--;
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
 }
@@ -278,6 +281,22 @@ static void timeout_cb(uv_timer_t *t)
     }
 }
 
+/* Closes the oldest connection that has not sent its request yet (the list is
+ * newest first). */
+static void evict_oldest_idle(struct ns_observe *o)
+{
+    struct ns_http_conn *oldest = NULL;
+    for (struct ns_http_conn *c = o->conns; c != NULL; c = c->next) {
+        if (!c->closing && !c->answered) {
+            oldest = c;
+        }
+    }
+    if (oldest != NULL) {
+        ns_metrics_limit(NS_LIMIT_HTTP_EVICTED);
+        conn_close(oldest);
+    }
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     struct ns_observe *o = listener->data;
@@ -302,8 +321,8 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     o->conns = c;
     o->n_conns++;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
-        o->n_conns > NS_HTTP_MAX_CONNS) {
+    o->n_http_live++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         conn_close(c);
         return;
     }
@@ -311,6 +330,9 @@ static void on_connection(uv_stream_t *listener, int status)
         ns_tls_create(o->srv->tls.ctx, NULL, &c->tls) != 0) {
         conn_close(c);
         return;
+    }
+    if (o->n_http_live > NS_HTTP_MAX_CONNS) {
+        evict_oldest_idle(o);
     }
     uv_timer_start(&c->timer, timeout_cb, NS_HTTP_TIMEOUT_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) {

@@ -36,7 +36,19 @@ static struct {
         uint64_t n;
     } acl[MAX_ACL_REASONS];
     size_t n_acl;
+    uint64_t limits[NS_LIMIT_N_KINDS];
 } m;
+
+static const char *const limit_names[NS_LIMIT_N_KINDS] = {
+    "client_connections",   "client_connections_per_ip",
+    "client_buffer_budget", "http_connections",
+    "command_size",         "register_topics",
+};
+
+void ns_metrics_limit(enum ns_metrics_limit_kind kind)
+{
+    m.limits[kind]++;
+}
 
 static struct code_stats *find_code(int32_t code)
 {
@@ -186,5 +198,12 @@ void ns_metrics_encode(struct ns_buf *out)
     for (size_t i = 0; i < m.n_acl; i++) {
         ns_buf_printf(out, "raftns_acl_refusals_total{reason=\"%s\"} %llu\n",
                       m.acl[i].reason, (unsigned long long)m.acl[i].n);
+    }
+    ns_buf_printf(out, "# HELP raftns_limit_refusals_total Connections and "
+                       "requests refused or closed by a resource limit.\n"
+                       "# TYPE raftns_limit_refusals_total counter\n");
+    for (int k = 0; k < NS_LIMIT_N_KINDS; k++) {
+        ns_buf_printf(out, "raftns_limit_refusals_total{limit=\"%s\"} %llu\n",
+                      limit_names[k], (unsigned long long)m.limits[k]);
     }
 }

@@ -13,8 +13,8 @@
 #include "server_int.h"
 
 #define NS_HTTP_MAX_REQUEST 8192 /* request line + headers */
-#define NS_HTTP_MAX_CONNS 64     /* more are closed at accept */
-#define NS_HTTP_TIMEOUT_MS 5000  /* a request must arrive within this */
+#define NS_HTTP_MAX_CONNS 1024   /* more evict the oldest unanswered one */
+#define NS_HTTP_TIMEOUT_MS 2000  /* a request must arrive within this */
 #define NS_CKPT_RING 16          /* remembered (index, digest) marks */
 #define NS_CKPT_TICK_MS 200
 
@@ -56,8 +56,9 @@ struct ns_observe {
     bool stopping;
     ns_observe_stop_cb stop_cb;
     void *stop_arg;
-    struct ns_http_conn *conns; /* open HTTP connections */
+    struct ns_http_conn *conns; /* open HTTP connections, newest first */
     size_t n_conns;
+    size_t n_http_live; /* of those, not closing */
     struct ns_checkpoint ckpt;
 };
 

@@ -74,7 +74,6 @@ bool ns_cluster_check_signed(struct ns_req *req);
  * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
 int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
 
-
 /* --- forward.c: the write path and the cluster state of a server --- */
 
 struct ns_cluster;
@@ -95,8 +94,10 @@ void ns_cluster_on_change(struct ns_server *srv);
 /* Replicates len bytes of an encoded command (borrowed): locally on the
  * leader (de-duplicated against identical pending commands), otherwise
  * forwarded to the leader, waiting at most NS_NODE_WRITE_WAIT_MS for one; cb
- * runs once THIS node applied the entry. 0 (cb exactly once, later) or
- * NS_ENOMEM / NS_ESHUTDOWN (cb never runs). */
+ * runs once THIS node applied the entry. A command over NS_COMMAND_MAX bytes
+ * is refused at once; one of BIG_COMMAND bytes or more is resent with a growing
+ * pause. 0 (cb exactly once, later) or NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG
+ * (cb never runs). */
 int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
                       ns_node_index_cb cb, void *arg);
 /* Leader side: proposes with de-duplication; cb gets the index. */

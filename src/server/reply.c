@@ -93,6 +93,11 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status)
     case NS_ENOMEM:
         remark = "out of memory";
         break;
+    case NS_ETOOBIG:
+        return ns_reply_remarkf(to, 1,
+                                "the write is too large to replicate: its "
+                                "command is over %u bytes; it was not applied",
+                                (unsigned)NS_COMMAND_MAX);
     default:
         remark = "the write failed on the raft log (i/o error)";
         break;

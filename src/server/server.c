@@ -41,6 +41,12 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         ns_free(s);
         return NS_ENOMEM;
     }
+    if (ns_conn_limits_init(&s->limits, &cfg->limits) != 0) {
+        ns_conn_limits_close(&s->limits);
+        ns_liveness_close(&s->live);
+        ns_free(s);
+        return NS_ENOMEM;
+    }
     s->loop = loop;
     s->state = state;
     s->node = node;
@@ -60,6 +66,7 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     if (ns_cluster_create(s, cfg) != 0) {
         ns_conn_tls_close(s);
         ns_acl_gate_close(&s->acl);
+        ns_conn_limits_close(&s->limits);
         ns_liveness_close(&s->live);
         ns_free(s);
         return NS_ENOMEM;
@@ -224,7 +231,9 @@ void ns_server_destroy(struct ns_server *s)
     ns_cluster_destroy(s);
     ns_acl_gate_close(&s->acl);
     ns_conn_tls_close(s);
+    ns_register_async_clear(s);
     ns_liveness_close(&s->live);
+    ns_conn_limits_close(&s->limits);
     ns_register_memo_clear();
     ns_free(s);
 }

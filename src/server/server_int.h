@@ -11,6 +11,7 @@
 
 #include "raftns/buf.h"
 #include "raftns/command.h"
+#include "raftns/config.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 #include "raftns/remoting.h"
@@ -26,6 +27,9 @@
     (64u * 1024u * 1024u) /* unflushed output that closes                      \
                            */
 #define NS_READ_CHUNK 65536
+/* The largest command a write may propose: a follower forwards it in one
+ * frame (NS_FRAME_MAX) with room for the request header. */
+#define NS_COMMAND_MAX (NS_FRAME_MAX - 65536u)
 
 struct ns_conn;
 struct ns_live;
@@ -39,6 +43,19 @@ struct ns_server_tls_state {
     char *cert, *key, *trust;    /* owned copies for reloads */
     enum ns_tls_verify client_auth;
     bool http; /* HTTPS on the observer's port (http.c) */
+};
+
+struct ns_ip_count;
+struct ns_reg_work;
+
+/* This node's client-port limits and their bookkeeping (conn_limit.c). */
+struct ns_conn_limits {
+    struct ns_client_limits cfg;
+    struct ns_ip_count **buckets; /* open connections per source address */
+    size_t
+        buffered; /* input and output buffers of all connections (capacity) */
+    uint64_t last_log_ms;
+    uint64_t n_unlogged; /* refusals since the last logged one */
 };
 
 /* Where a reply goes; conn is NULL once the connection closed. */
@@ -78,6 +95,11 @@ struct ns_conn {
     struct ns_conn *dirty_next;
     uint64_t id;
     char peer[64];
+    char ip[48];        /* source address (per-address limit) */
+    bool ip_counted;    /* counted in the server's per-address table */
+    size_t acct;        /* bytes counted in the server's buffer budget */
+    unsigned n_held;    /* requests taken off the loop: reads paused */
+    size_t held_bytes;  /* bytes those requests hold */
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
     uv_write_t wreq;
@@ -152,6 +174,10 @@ struct ns_server {
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     struct ns_acl_gate acl;
     struct ns_server_tls_state tls;
+    struct ns_conn_limits limits;
+    /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
+     * being decoded (register_async.c) */
+    struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -195,6 +221,31 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n);
 /* Encrypts c->out (emptied) and returns every ciphertext byte to send (owned,
  * ns_free) with *len, or NULL when there is none or c was closed. */
 uint8_t *ns_conn_tls_output(struct ns_conn *c, size_t *len);
+/* A request of c that holds bytes (counted in the buffer budget) is handled
+ * off the loop: c dispatches nothing more until ns_conn_unhold (request order
+ * is kept). */
+void ns_conn_hold(struct ns_conn *c, size_t bytes);
+void ns_conn_unhold(struct ns_conn *c, size_t bytes);
+
+/* --- conn_limit.c --- */
+/* Defaults for the zero fields of cfg (borrowed, may be NULL). 0 or
+ * NS_ENOMEM. */
+int ns_conn_limits_init(struct ns_conn_limits *l,
+                        const struct ns_client_limits *cfg);
+void ns_conn_limits_close(struct ns_conn_limits *l);
+/* Counts a connection from ip when n_conns (this one included) and the
+ * address's count allow it: NULL, else the reason (nothing counted, the refusal
+ * counted in /metrics). */
+const char *ns_conn_limits_admit(struct ns_conn_limits *l, size_t n_conns,
+                                 const char *ip);
+/* Uncounts a connection that was admitted from ip. */
+void ns_conn_limits_release(struct ns_conn_limits *l, const char *ip);
+/* Logs a refusal, at most one line a second. */
+void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
+                        const char *peer, const char *reason);
+/* Closes the connections holding the most buffered bytes until the total is
+ * within clientBufferBudgetBytes. */
+void ns_conn_enforce_budget(struct ns_server *srv);
 
 /* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */
@@ -296,6 +347,26 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
                              const uint8_t *body, size_t len);
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
+
+/* --- register_async.c --- */
+/* True when a REGISTER_BROKER body may take long to decode: it is then
+ * decoded off the loop. */
+bool ns_register_async_wanted(const struct ns_cmd *cmd, bool compressed);
+/* Copies the request, pauses its connection and decodes it (CRC check
+ * included) on a pool thread, one at a time; ns_register_finish then runs on
+ * the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
+int ns_register_async_start(struct ns_req *req, bool compressed);
+/* Frees what is still queued (server destroy). */
+void ns_register_async_clear(struct ns_server *srv);
+/* --- handle_broker.c, for register_async.c --- */
+int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg);
+/* 0 when the bodyCrc32 ext field is absent, 0 or matches the body. */
+int ns_register_check_crc(const struct ns_cmd *cmd);
+/* The rest of a registration once its body is decoded (rv, errmsg as
+ * ns_register_decode_body; crc_bad: the CRC did not match): the refusal, the
+ * heartbeat short-cut or the proposal. c is borrowed. Non-zero = close. */
+int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
+                       int rv, const char *errmsg);
 
 /* --- handlers (handle_*.c) --- */
 int ns_handle_put_kv(struct ns_req *req);

@@ -614,7 +614,10 @@ class Config(Base):
 
     def test_45_unknown_key_and_get_config(self):
         before = self.get_config()
-        self.assertEqual(self.update_config(b"key=value").code, 0)
+        # Java ignores unknown keys silently; raftns refuses the whole update, so a typo is
+        # never mistaken for a change (issue 8; test_config_update.py has the full table).
+        r = self.update_config(b"key=value")
+        self.assertEqual((r.code, r.remark), (1, "key: unknown setting"), repr(r))
         self.assertEqual(self.update_config({"orderMessageEnable": "true"}).code, 0)
         r = self.c.request(ns.GET_NAMESRV_CONFIG)
         self.assertEqual(r.code, 0)

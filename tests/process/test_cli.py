@@ -15,7 +15,7 @@ from harness import T  # noqa: E402
 
 
 class Cli(harness.NodeTestCase):
-    node_sets = {"orderMessageEnable": "true", "scanNotActiveBrokerInterval": "500",
+    node_sets = {"orderMessageEnable": "true", "scanNotActiveBrokerInterval": "2500",
                  "enableTopicList": "false"}
 
     def test_set_values_visible(self):

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -235,6 +236,294 @@ static void test_alloc_failure(void **state)
     assert_true(ok);
 }
 
+/* --- validation table (ns_config_validate) --- */
+
+static int validate(const char *text, enum ns_config_origin origin,
+                    char *errmsg, size_t size)
+{
+    struct ns_props p;
+    props_of(&p, text);
+    int rv = ns_config_validate(&p, origin, errmsg, size);
+    ns_props_close(&p);
+    return rv;
+}
+
+static void test_validate_runtime_ok(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {
+        "orderMessageEnable=true",
+        "orderMessageEnable=FALSE",
+        "returnOrderTopicConfigToBroker=false",
+        "supportActingMaster=True",
+        "enableAllTopicList=false",
+        "enableTopicList=true",
+        "needWaitForService=true",
+        "notifyMinBrokerIdChanged=false",
+        "deleteTopicWithBrokerRegistration=true",
+        "waitSecondsForService=0",
+        "waitSecondsForService=3600",
+        "scanNotActiveBrokerInterval=1000",
+        "scanNotActiveBrokerInterval=+600000",
+        "serverChannelMaxIdleTimeSeconds=30",
+        "serverChannelMaxIdleTimeSeconds=86400",
+        "productEnvName=prod-1.a_b",
+        "enableTopicList=false\nwaitSecondsForService=7\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char err[256] = "";
+        assert_int_equal(validate(ok[i], NS_CONFIG_AT_RUNTIME, err, sizeof err),
+                         0);
+        assert_int_equal(validate(ok[i], NS_CONFIG_AT_START, err, sizeof err),
+                         0);
+    }
+}
+
+static void test_validate_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *remark;
+    } bad[] = {
+        {"serverChannelMaxIdleTimeSeconds=1",
+         "serverChannelMaxIdleTimeSeconds=1: must be an integer in [30, "
+         "86400]"},
+        {"serverChannelMaxIdleTimeSeconds=0",
+         "serverChannelMaxIdleTimeSeconds=0: must be an integer in [30, "
+         "86400]"},
+        {"scanNotActiveBrokerInterval=999999999999",
+         "scanNotActiveBrokerInterval=999999999999: must be an integer in "
+         "[1000, 600000]"},
+        {"scanNotActiveBrokerInterval=99999999999999999999999",
+         "scanNotActiveBrokerInterval=99999999999999999999999: must be an "
+         "integer in [1000, 600000]"},
+        {"scanNotActiveBrokerInterval=10s",
+         "scanNotActiveBrokerInterval=10s: must be an integer in [1000, "
+         "600000]"},
+        {"scanNotActiveBrokerInterval= 5000",
+         "scanNotActiveBrokerInterval=5000: must be an integer in [1000, "
+         "600000]"}, /* properties trims the leading blank: this one passes */
+        {"waitSecondsForService=-1",
+         "waitSecondsForService=-1: must be an integer in [0, 3600]"},
+        {"waitSecondsForService=",
+         "waitSecondsForService=: must be an integer in [0, 3600]"},
+        {"waitSecondsForService=5 ",
+         "waitSecondsForService=5 : must be an integer in [0, 3600]"},
+        {"orderMessageEnable=yes",
+         "orderMessageEnable=yes: must be true or false"},
+        {"orderMessageEnable=1", "orderMessageEnable=1: must be true or false"},
+        {"productEnvName=a b",
+         "productEnvName=a b: must be non-empty, at most 64 bytes of "
+         "[A-Za-z0-9._-]"},
+        {"productEnvName=",
+         "productEnvName=: must be non-empty, at most 64 bytes of "
+         "[A-Za-z0-9._-]"},
+        {"enableTopicList=true\nwaitSecondsForService=99999\n",
+         "waitSecondsForService=99999: must be an integer in [0, 3600]"},
+        {"enableTopiclist=true", "enableTopiclist: unknown setting"},
+        {"key=value", "key: unknown setting"},
+        {"listenPort=9877",
+         "listenPort: a start-up setting, read once at start; set it with "
+         "--set or the cluster file's namesrv section and restart"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[256] = "";
+        int rv = validate(bad[i].text, NS_CONFIG_AT_RUNTIME, err, sizeof err);
+        if (i == 5) { /* the leading blank is not part of the value */
+            assert_int_equal(rv, 0);
+            continue;
+        }
+        assert_int_equal(rv, NS_EINVAL);
+        assert_string_equal(err, bad[i].remark);
+        if (strncmp(bad[i].text, "listenPort", 10) != 0) {
+            /* The same values are refused at start, with the same remark. */
+            char err2[256] = "";
+            assert_int_equal(
+                validate(bad[i].text, NS_CONFIG_AT_START, err2, sizeof err2),
+                NS_EINVAL);
+            assert_string_equal(err2, bad[i].remark);
+        }
+    }
+    /* Untrusted text is shown shortened and printable. */
+    char err[256];
+    assert_int_equal(
+        validate("waitSecondsForService=\\u0001"
+                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                 NS_CONFIG_AT_RUNTIME, err, sizeof err),
+        NS_EINVAL);
+    assert_string_equal(err, "waitSecondsForService=?"
+                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: "
+                             "must be an integer in [0, 3600]");
+    assert_int_equal(validate("x=1", NS_CONFIG_AT_RUNTIME, NULL, 0), NS_EINVAL);
+}
+
+/* Every start-up key: accepted at start with its default, refused at run time
+ * whatever the value; the keys are taken from the 319 text. */
+static void test_validate_startup_keys(void **state)
+{
+    (void)state;
+    static const char *const startup[] = {
+        "bindAddress",
+        "clientRequestThreadPoolNums",
+        "clientRequestThreadPoolQueueCapacity",
+        "clusterTest",
+        "configBlackList",
+        "configStorePath",
+        "defaultThreadPoolNums",
+        "defaultThreadPoolQueueCapacity",
+        "enableControllerInNamesrv",
+        "enableShutdownGracefully",
+        "kvConfigPath",
+        "listenPort",
+        "rocketmqHome",
+        "serverAsyncSemaphoreValue",
+        "serverCallbackExecutorThreads",
+        "serverNettyWorkerGroupEnable",
+        "serverOnewaySemaphoreValue",
+        "serverPooledByteBufAllocatorEnable",
+        "serverSelectorThreads",
+        "serverSocketBacklog",
+        "serverSocketRcvBufSize",
+        "serverSocketSndBufSize",
+        "serverWorkerThreads",
+        "shutdownWaitTimeSeconds",
+        "unRegisterBrokerQueueCapacity",
+        "useEpollNativeSelector",
+        "writeBufferHighWaterMark",
+        "writeBufferLowWaterMark",
+        "clientMaxConnections",
+        "clientMaxConnectionsPerIp",
+        "clientBufferBudgetBytes",
+    };
+    struct ns_config *cfg = ns_config_create();
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_config_encode_properties(cfg, &b), 0);
+    struct ns_props all;
+    assert_int_equal(ns_props_parse((const char *)b.data, b.len, &all), 0);
+    /* Every default is valid at start (a 319 text can be fed back). */
+    assert_int_equal(ns_config_validate(&all, NS_CONFIG_AT_START, NULL, 0), 0);
+    size_t n_runtime = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        n_runtime += ns_config_is_runtime_key(all.items[i].key);
+    }
+    assert_int_equal(n_runtime, 12);
+    assert_int_equal(all.n - n_runtime + 3, sizeof startup / sizeof startup[0]);
+    for (size_t i = 0; i < sizeof startup / sizeof startup[0]; i++) {
+        assert_false(ns_config_is_runtime_key(startup[i]));
+        const char *v = ns_config_get(cfg, startup[i]);
+        char text[256], err[256];
+        bool budget = strcmp(startup[i], "clientBufferBudgetBytes") == 0;
+        snprintf(text, sizeof text, "%s=%s", startup[i],
+                 v        ? v
+                 : budget ? "268435456"
+                          : "1000");
+        assert_int_equal(validate(text, NS_CONFIG_AT_START, err, sizeof err),
+                         0);
+        assert_int_equal(validate(text, NS_CONFIG_AT_RUNTIME, err, sizeof err),
+                         NS_EINVAL);
+        assert_non_null(strstr(err, ": a start-up setting"));
+    }
+    ns_props_close(&all);
+    ns_buf_close(&b);
+    ns_config_destroy(cfg);
+}
+
+/* Reads "[lo, hi]" from the refusal of a non-number, then checks both edges
+ * and one step beyond each, for every integer key of the 319 text and the
+ * client limits. */
+static void test_validate_integer_edges(void **state)
+{
+    (void)state;
+    struct ns_config *cfg = ns_config_create();
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_config_encode_properties(cfg, &b), 0);
+    assert_int_equal(ns_buf_append_str(&b, "clientMaxConnections=1\n"
+                                           "clientMaxConnectionsPerIp=1\n"
+                                           "clientBufferBudgetBytes=1\n"),
+                     0);
+    struct ns_props all;
+    assert_int_equal(ns_props_parse((const char *)b.data, b.len, &all), 0);
+    size_t n_int = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        const char *key = all.items[i].key;
+        char text[256], err[256];
+        snprintf(text, sizeof text, "%s=x", key);
+        if (validate(text, NS_CONFIG_AT_START, err, sizeof err) == 0) {
+            continue; /* a string */
+        }
+        const char *range = strstr(err, "must be an integer in [");
+        if (range == NULL) {
+            continue; /* a boolean */
+        }
+        long long lo, hi;
+        assert_int_equal(
+            sscanf(range, "must be an integer in [%lld, %lld]", &lo, &hi), 2);
+        assert_true(lo <= hi);
+        long long probe[4] = {lo, hi, lo - 1, hi + 1};
+        for (int k = 0; k < 4; k++) {
+            snprintf(text, sizeof text, "%s=%lld", key, probe[k]);
+            assert_int_equal(
+                validate(text, NS_CONFIG_AT_START, err, sizeof err),
+                k < 2 ? 0 : NS_EINVAL);
+        }
+        n_int++;
+    }
+    assert_int_equal(n_int, 23);
+    ns_props_close(&all);
+    ns_buf_close(&b);
+    ns_config_destroy(cfg);
+}
+
+/* Apply stays total: a command logged before validation existed still
+ * applies, and the server sees its values within range. */
+static void test_apply_total_and_clamped(void **state)
+{
+    (void)state;
+    struct ns_config *cfg = ns_config_create();
+    update(cfg, "serverChannelMaxIdleTimeSeconds=1\n"
+                "scanNotActiveBrokerInterval=999999999999\n"
+                "waitSecondsForService=-5\nlistenPort=1\nnoSuchKey=1\n"
+                "clientMaxConnections=1\n");
+    assert_string_equal(ns_config_get(cfg, "serverChannelMaxIdleTimeSeconds"),
+                        "1");
+    assert_string_equal(ns_config_get(cfg, "listenPort"), "1");
+    assert_null(ns_config_get(cfg, "noSuchKey"));
+    assert_null(ns_config_get(cfg, "clientMaxConnections"));
+    const struct ns_settings *st = ns_config_settings(cfg);
+    assert_int_equal(st->server_channel_max_idle_time_seconds, 30);
+    assert_int_equal(st->scan_not_active_broker_interval_ms, 600000);
+    assert_int_equal(st->wait_seconds_for_service, 0);
+    /* Client limits never enter the replicated state, also at start. */
+    struct ns_props start;
+    props_of(&start, "clientBufferBudgetBytes=67108864\n");
+    assert_int_equal(ns_config_update(cfg, &start, true), 0);
+    ns_props_close(&start);
+    assert_null(ns_config_get(cfg, "clientBufferBudgetBytes"));
+    ns_config_destroy(cfg);
+}
+
+static void test_client_limits(void **state)
+{
+    (void)state;
+    struct ns_client_limits l;
+    ns_client_limits_init(&l);
+    assert_int_equal(l.max_connections, 10000);
+    assert_int_equal(l.max_connections_per_ip, 1000);
+    assert_int_equal(l.buffer_budget_bytes, 256 * 1024 * 1024);
+    struct ns_props p;
+    props_of(&p, "clientMaxConnections=50\nclientMaxConnectionsPerIp=5\n"
+                 "orderMessageEnable=true\n"
+                 "clientBufferBudgetBytes=1\n");
+    ns_client_limits_update(&l, &p);
+    ns_props_close(&p);
+    assert_int_equal(l.max_connections, 50);
+    assert_int_equal(l.max_connections_per_ip, 5);
+    assert_int_equal(l.buffer_budget_bytes, 32 * 1024 * 1024); /* clamped */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +533,12 @@ int main(void)
         cmocka_unit_test(test_properties_text),
         cmocka_unit_test(test_state_round_trip),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_validate_runtime_ok),
+        cmocka_unit_test(test_validate_refused),
+        cmocka_unit_test(test_validate_startup_keys),
+        cmocka_unit_test(test_validate_integer_edges),
+        cmocka_unit_test(test_apply_total_and_clamped),
+        cmocka_unit_test(test_client_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -298,6 +298,39 @@ static void test_alloc_failure(void **state)
     ns_buf_close(&b);
 }
 
+/* A config command logged before 318 validated values (or by an older node)
+ * still applies: apply is total, stores what it can parse, and the settings
+ * the server reads stay within their validated ranges. */
+static void test_old_config_command_applies(void **state)
+{
+    (void)state;
+    struct ns_state s;
+    assert_int_equal(ns_state_init(&s), 0);
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_UPDATE_CONFIG);
+    static const char *const kv[][2] = {
+        {"serverChannelMaxIdleTimeSeconds", "1"},
+        {"scanNotActiveBrokerInterval", "9999999999"},
+        {"listenPort", "1"},
+        {"unknownKey", "x"},
+        {"orderMessageEnable", "yes"},
+        {"enableTopicList", "false"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        assert_int_equal(ns_props_set(&c.u.config, kv[i][0], kv[i][1]), 0);
+    }
+    assert_int_equal(apply(&s, &c, NULL), 0);
+    const struct ns_settings *st = ns_config_settings(s.config);
+    assert_int_equal(st->server_channel_max_idle_time_seconds, 30);
+    assert_int_equal(st->scan_not_active_broker_interval_ms, 600000);
+    assert_false(st->order_message_enable); /* parseBoolean("yes") */
+    assert_false(st->enable_topic_list);
+    assert_string_equal(ns_config_get(s.config, "listenPort"), "1");
+    assert_null(ns_config_get(s.config, "unknownKey"));
+    assert_int_equal(s.n_applied, 1);
+    ns_state_close(&s);
+}
+
 int main(void)
 {
     ns_json_use_ns_alloc();
@@ -306,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_bad_bytes),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_old_config_command_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -376,6 +376,56 @@ static void test_zlib_bomb(void **state)
     free(out);
 }
 
+/* NS_REGISTER_MAX_TOPICS: one topic over is refused with NS_ETOOBIG (JSON,
+ * duplicates counted, and the compressed count before anything is read). */
+static void json_topics(struct ns_buf *b, size_t n)
+{
+    ns_buf_append_str(b, "{\"topicConfigSerializeWrapper\":{\"dataVersion\":"
+                         "{\"counter\":1,\"timestamp\":1},"
+                         "\"topicConfigTable\":{");
+    for (size_t i = 0; i < n; i++) {
+        ns_buf_printf(b, "%s\"k%zu\":{\"topicName\":\"T%zu\"}", i ? "," : "", i,
+                      i % 1000);
+    }
+    ns_buf_append_str(b, "}}}");
+}
+
+static void test_topic_bound(void **state)
+{
+    (void)state;
+    struct ns_register r;
+    char err[256];
+    struct ns_buf b;
+    ns_buf_init(&b);
+    json_topics(&b, NS_REGISTER_MAX_TOPICS + 1);
+    assert_int_equal(decode(&r, 479, false, b.data, b.len, err), NS_ETOOBIG);
+    assert_string_equal(err, "register broker body: 100001 topics, over the "
+                             "100000 one registration may carry");
+    assert_int_equal(r.n_topics, 0);
+    ns_register_close(&r);
+    ns_buf_reset(&b);
+    json_topics(&b, NS_REGISTER_MAX_TOPICS);
+    assert_int_equal(decode(&r, 479, false, b.data, b.len, err), 0);
+    assert_int_equal(r.n_topics, 1000); /* duplicates dropped after the count */
+    ns_register_close(&r);
+    ns_buf_close(&b);
+
+    struct ns_buf raw;
+    ns_buf_init(&raw);
+    rec(&raw, "{\"counter\":7,\"stateVersion\":0,\"timestamp\":1}");
+    ns_buf_put_u32(&raw, NS_REGISTER_MAX_TOPICS + 1);
+    for (unsigned i = 0; i <= NS_REGISTER_MAX_TOPICS; i++) {
+        rec(&raw, "TopicA 4 4 6 SINGLE_TAG");
+    }
+    size_t zlen;
+    uint8_t *z = zip(&raw, &zlen);
+    assert_int_equal(decode(&r, 479, true, z, zlen, err), NS_ETOOBIG);
+    assert_non_null(strstr(err, "100001 topics"));
+    ns_register_close(&r);
+    free(z);
+    ns_buf_close(&raw);
+}
+
 static void test_data_version_json(void **state)
 {
     (void)state;
@@ -442,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_compressed),
         cmocka_unit_test(test_compressed_bad_lines),
+        cmocka_unit_test(test_topic_bound),
         cmocka_unit_test(test_zlib_bomb),
         cmocka_unit_test(test_data_version_json),
         cmocka_unit_test(test_alloc_failure),
