@@ -11,7 +11,7 @@
  *   HELLO     connector -> listener, 56 + addr_len bytes:
  *             "RNSH" u16 version, u16 addr_len, u64 from_id, u64 to_id,
  *             nonce[32], addr[addr_len] (the connector's raft address)
- *   CHALLENGE listener -> connector, 88 + addr_len bytes:
+ *   CHALLENGE listener -> connector, 80 + addr_len bytes:
  *             "RNSC" u16 version, u16 addr_len, u64 server_id, nonce[32],
  *             mac_server[32], addr[addr_len] (the listener's raft address)
  *   RESPONSE  connector -> listener, 40 bytes:
@@ -35,7 +35,7 @@
 #define NS_WIRE_MAC_SIZE 32
 #define NS_WIRE_ADDR_MAX 64 /* printable ASCII bytes, no NUL */
 #define NS_WIRE_HELLO_FIXED 56
-#define NS_WIRE_CHALLENGE_FIXED 88
+#define NS_WIRE_CHALLENGE_FIXED 80
 #define NS_WIRE_RESPONSE_SIZE 40
 /* Largest handshake message: a buffer of this size holds any of them. */
 #define NS_WIRE_MSG_MAX (NS_WIRE_CHALLENGE_FIXED + NS_WIRE_ADDR_MAX)
