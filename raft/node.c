@@ -5,6 +5,7 @@
 #include "raftns/node.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -524,18 +525,20 @@ static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
     return 0;
 }
 
-/* Whether the peer port admits id: a member of the current configuration, or
- * anyone who proved the secret while this node's configuration is empty (a new
- * member waiting to be added). */
-static bool is_member(void *arg, uint64_t id)
+/* The transport's membership lookup (node_transport.h): a member of the current
+ * configuration, with its address, or anyone while the configuration is empty
+ * (a new member waiting to be added). */
+static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
 {
     const struct ns_node *n = arg;
     const struct raft_configuration *conf = &n->raft.configuration;
+    addr[0] = '\0';
     if (conf->n == 0) {
         return true;
     }
     for (unsigned i = 0; i < conf->n; i++) {
         if (conf->servers[i].id == id) {
+            snprintf(addr, cap, "%s", conf->servers[i].address);
             return true;
         }
     }
@@ -570,7 +573,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     struct node_transport_config tcfg = {
         .secret = cfg->secret,
         .max_message = cfg->max_message,
-        .is_member = is_member,
+        .find_member = find_member,
         .member_arg = n,
     };
     rv = node_transport_init(&n->transport, loop, &tcfg);

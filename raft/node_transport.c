@@ -44,8 +44,9 @@ struct transport {
     uint8_t *key;
     size_t key_len;
     struct ns_wire_limits limits;
-    node_transport_member_fn is_member;
+    node_transport_member_fn find_member;
     void *member_arg;
+    struct sockaddr_in self_sa; /* our raft address; outbound source too */
     uv_tcp_t listener;
     bool listener_inited;
     bool listener_open; /* close callback not yet run */
@@ -507,6 +508,45 @@ static bool fresh_nonce(struct conn *c)
     return RAND_bytes(c->nonce, sizeof c->nonce) == 1;
 }
 
+static bool same_ip(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+    return a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+/* After the peer proved the secret: it must be a member other than us, speak
+ * with the address the configuration has for it, and connect from that
+ * address's IP (peers bind their outbound source to it), so a holder of the
+ * secret elsewhere cannot pose as a member. NULL or the refusal's reason. */
+static const char *check_peer(struct conn *c)
+{
+    struct transport *t = c->t;
+    char conf_addr[NS_WIRE_ADDR_MAX + 1];
+    struct sockaddr_in conf_sa, remote;
+    int len = sizeof remote;
+    if (c->peer_id == t->id) {
+        return "peer claims this node's own id";
+    }
+    if (t->find_member == NULL) {
+        return NULL;
+    }
+    if (!t->find_member(t->member_arg, c->peer_id, conf_addr,
+                        sizeof conf_addr)) {
+        return "id not in the raft configuration";
+    }
+    if (conf_addr[0] == '\0') {
+        return NULL; /* configuration still empty: a joining node */
+    }
+    if (strcmp(conf_addr, c->peer_addr) != 0) {
+        return "address differs from the configured one for this id";
+    }
+    if (parse_addr(conf_addr, &conf_sa) != 0 ||
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&remote, &len) != 0 ||
+        remote.sin_family != AF_INET || !same_ip(&remote, &conf_sa)) {
+        return "source IP differs from the configured address for this id";
+    }
+    return NULL;
+}
+
 /* Listener side: HELLO, then RESPONSE, then the membership check. */
 static void inbound_progress(struct conn *c)
 {
@@ -542,8 +582,9 @@ static void inbound_progress(struct conn *c)
         conn_close(c);
         return;
     }
-    if (t->is_member != NULL && !t->is_member(t->member_arg, c->peer_id)) {
-        refuse(c, "id not in the raft configuration");
+    const char *why = check_peer(c);
+    if (why != NULL) {
+        refuse(c, why);
         return;
     }
     start_relay(c);
@@ -664,6 +705,11 @@ static int tr_init(struct raft_uv_transport *iface, raft_id id,
                  "raft address longer than %d bytes", NS_WIRE_ADDR_MAX);
         return RAFT_INVALID;
     }
+    if (parse_addr(address, &t->self_sa) != 0) {
+        snprintf(iface->errmsg, sizeof iface->errmsg, "bad raft address %s",
+                 address);
+        return RAFT_INVALID;
+    }
     t->id = id;
     snprintf(t->addr, sizeof t->addr, "%s", address);
     uv_tcp_init(t->loop, &t->listener);
@@ -676,15 +722,8 @@ static int tr_init(struct raft_uv_transport *iface, raft_id id,
 static int tr_listen(struct raft_uv_transport *iface, raft_uv_accept_cb cb)
 {
     struct transport *t = iface->impl;
-    struct sockaddr_in sa;
-    int rv = NS_EINVAL;
-    if (parse_addr(t->addr, &sa) != 0) {
-        snprintf(iface->errmsg, sizeof iface->errmsg, "bad raft address %s",
-                 t->addr);
-        return RAFT_INVALID;
-    }
     t->accept_cb = cb;
-    rv = uv_tcp_bind(&t->listener, (const struct sockaddr *)&sa, 0);
+    int rv = uv_tcp_bind(&t->listener, (const struct sockaddr *)&t->self_sa, 0);
     if (rv == 0) {
         rv = uv_listen((uv_stream_t *)&t->listener, 128, listen_cb);
     }
@@ -713,6 +752,14 @@ static int tr_connect(struct raft_uv_transport *iface,
     c->peer_id = id;
     snprintf(c->peer_addr, sizeof c->peer_addr, "%s", address);
     c->connect_req.data = c;
+    /* Connect from our own raft IP: listeners check the source (check_peer).
+     */
+    struct sockaddr_in src = t->self_sa;
+    src.sin_port = 0;
+    if (uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0) != 0) {
+        conn_close(c);
+        return RAFT_NOCONNECTION;
+    }
     if (uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&sa,
                        connect_cb) != 0) {
         conn_close(c); /* no request attached: no callback */
@@ -765,7 +812,7 @@ int node_transport_init(struct raft_uv_transport *iface, uv_loop_t *loop,
     if (cfg->max_message != 0) {
         t->limits.max_payload = cfg->max_message;
     }
-    t->is_member = cfg->is_member;
+    t->find_member = cfg->find_member;
     t->member_arg = cfg->member_arg;
     memset(iface, 0, sizeof *iface);
     iface->impl = t;

@@ -15,14 +15,18 @@
 
 #include "raftns/node.h"
 
-/* Whether id may connect to this node (borrowed arg). Runs on the loop
- * thread, after the peer proved the secret. */
-typedef bool (*node_transport_member_fn)(void *arg, uint64_t id);
+/* Looks id up in the current raft configuration (borrowed arg; loop thread,
+ * after the peer proved the secret). Returns false when id is not a member.
+ * Otherwise writes the member's configured raft address into addr (cap bytes),
+ * or "" when this node's configuration is still empty (a new member waiting
+ * to be added accepts any authenticated peer). */
+typedef bool (*node_transport_member_fn)(void *arg, uint64_t id, char *addr,
+                                         size_t cap);
 
 struct node_transport_config {
     const char *secret;   /* borrowed; copied by init; NULL = "" */
     uint64_t max_message; /* payload bound per raft message; 0 = 1 GiB */
-    node_transport_member_fn is_member;
+    node_transport_member_fn find_member;
     void *member_arg; /* borrowed; must outlive the transport */
 };
 
