@@ -84,8 +84,10 @@ static int free_port(void)
     return ntohs(sa.sin_port);
 }
 
-/* Starts N nodes, all bootstrap voters; node i uses secrets[i]. */
-static struct cluster *cluster_start(const char *const secrets[N])
+/* Creates N nodes, all bootstrap voters (node i with secrets[i]), and starts
+ * the first n_start of them; snapshot_threshold 0 is the default. */
+static struct cluster *cluster_create(const char *const secrets[N], int n_start,
+                                      unsigned snapshot_threshold)
 {
     struct cluster *c = calloc(1, sizeof *c);
     assert_non_null(c);
@@ -115,14 +117,21 @@ static struct cluster *cluster_start(const char *const secrets[N])
             .bootstrap = boot,
             .n_bootstrap = N,
             .secret = secrets[i],
+            .snapshot_threshold = snapshot_threshold,
+            .snapshot_trailing = snapshot_threshold / 4,
         };
         assert_int_equal(
             ns_node_create(&c->loop, &cfg, &c->state[i], &c->node[i]), 0);
     }
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n_start; i++) {
         assert_int_equal(ns_node_start(c->node[i]), 0);
     }
     return c;
+}
+
+static struct cluster *cluster_start(const char *const secrets[N])
+{
+    return cluster_create(secrets, N, 0);
 }
 
 static void node_stopped(void *arg)
@@ -244,6 +253,47 @@ static void test_three_nodes_replicate(void **state)
     cluster_stop(c);
 }
 
+static bool applied_and_same_digest(struct cluster *c)
+{
+    if (!all_applied_equal(c)) {
+        return false;
+    }
+    uint64_t d0 = 0, d = 0;
+    ns_state_digest(&c->state[0], &d0);
+    for (int i = 1; i < N; i++) {
+        ns_state_digest(&c->state[i], &d);
+        if (d != d0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Node 3 starts after the others compacted their log: it can only catch up by
+ * an InstallSnapshot, whose header and configuration pass the checker. */
+static void test_late_node_gets_snapshot(void **state)
+{
+    (void)state;
+    static const char *const secrets[N] = {"cluster-secret-for-tests",
+                                           "cluster-secret-for-tests",
+                                           "cluster-secret-for-tests"};
+    struct cluster *c = cluster_create(secrets, 2, 32);
+    assert_true(run_until(c, has_leader));
+    for (unsigned k = 0; k < N_COMMANDS; k++) {
+        propose_kv(c, c->leader, k);
+    }
+    assert_true(run_until(c, all_answered));
+    assert_int_equal(c->failed, 0);
+    assert_int_equal(ns_node_start(c->node[2]), 0);
+    assert_true(run_until(c, applied_and_same_digest));
+    for (int i = 0; i < N; i++) {
+        struct ns_node_peer_stats st;
+        ns_node_peer_stats(c->node[i], &st);
+        assert_int_equal(st.violations, 0);
+    }
+    cluster_stop(c);
+}
+
 static bool refused_and_committed(struct cluster *c)
 {
     struct ns_node_peer_stats s0, s1, s2;
@@ -286,6 +336,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_three_nodes_replicate, remove_dirs),
         cmocka_unit_test_teardown(test_other_secret_never_joins, remove_dirs),
+        cmocka_unit_test_teardown(test_late_node_gets_snapshot, remove_dirs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
