@@ -419,9 +419,16 @@ class RaftPortAttacks:
                 "the write on node %d" % nd.id)
         self.cluster.wait_converged()
         type(self).baseline = self.state()
+        # Every node counted the attacks it refused or cut.
         for nd in self.cluster.all():
             code, body = nd.http_get("/metrics")
             self.assertEqual(code, 200)
+            m = dict(line.split(" ", 1) for line in body.decode().splitlines()
+                     if line.startswith("raftns_peer_"))
+            self.assertGreater(int(m["raftns_peer_refused_total"]), 5, m)
+            if self.N > 1:
+                self.assertGreater(int(m["raftns_peer_violations_total"]), 3, m)
+                self.assertGreater(int(m["raftns_peer_accepted_total"]), 0, m)
 
 
 class ThreeNodes(RaftPortAttacks, unittest.TestCase):
