@@ -1,8 +1,8 @@
-/* raftns's raft_uv_transport: TCP with the mutual HMAC handshake of
- * raftns/wire.h before a single byte reaches libraft, a refusal of ids not in
- * the raft configuration, then a relay through a socketpair whose one end
- * libraft reads as a uv_pipe_t, with every inbound byte passed through the
- * message checker. It does not judge raft semantics (terms, indexes), and it
+/* raftns's raft_uv_transport: the TCP listener and connects, the mutual HMAC
+ * handshake of raftns/wire.h before a single byte reaches libraft (with a
+ * deadline and a cap on unauthenticated connections), the refusal of ids not
+ * in the raft configuration, and the close order. The relay that follows is
+ * raft/node_relay.c. It does not judge raft semantics (terms, indexes), and it
  * keeps no memory of peers between connections. */
 #include "node_transport.h"
 
@@ -21,81 +21,7 @@
 #include "raftns/log.h"
 #include "raftns/wire.h"
 
-#define HANDSHAKE_MS 2000     /* TCP connect plus handshake */
-#define MAX_HANDSHAKING 32    /* unauthenticated inbound connections */
-#define CHUNK_SIZE 65536      /* relay read size */
-#define HIGH_WATER (4u << 20) /* stop reading a side above this queue */
-#define LOW_WATER (1u << 20)  /* and resume below this */
-#define LOG_INTERVAL_MS 1000  /* refusal/violation warnings, at most one */
-
-enum { DIR_IN = 0, DIR_OUT = 1 }; /* net -> raft, raft -> net */
-enum { PHASE_HANDSHAKE, PHASE_RELAY, PHASE_CLOSING };
-
-struct limiter {
-    uint64_t last_ms;
-    uint64_t suppressed;
-};
-
-struct transport {
-    struct raft_uv_transport *iface;
-    uv_loop_t *loop;
-    uint64_t id;
-    char addr[NS_WIRE_ADDR_MAX + 1];
-    uint8_t *key;
-    size_t key_len;
-    struct ns_wire_limits limits;
-    node_transport_member_fn find_member;
-    void *member_arg;
-    struct sockaddr_in self_sa; /* our raft address; outbound source too */
-    uv_tcp_t listener;
-    bool listener_inited;
-    bool listener_open; /* close callback not yet run */
-    raft_uv_accept_cb accept_cb;
-    struct conn *conns;
-    unsigned n_handshaking;
-    bool closing;
-    raft_uv_transport_close_cb close_cb;
-    struct limiter refusals;
-    struct limiter violations;
-    struct ns_node_peer_stats stats;
-};
-
-struct conn {
-    struct transport *t;
-    struct conn *prev, *next;
-    bool inbound;
-    bool handshaking_counted;
-    bool pipe_inited;
-    bool tcp_paused, pipe_paused;
-    int phase;
-    int n_handles;
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    uv_pipe_t pipe; /* our end of the socketpair */
-    uv_connect_t connect_req;
-    uv_write_t hs_write[2];
-    struct raft_uv_connect *req; /* outbound: until its callback */
-    uint64_t peer_id;
-    char peer_addr[NS_WIRE_ADDR_MAX + 1];
-    char remote[64]; /* ip:port of the socket, for logs */
-    struct ns_wire_auth auth;
-    int hs_step; /* inbound: 0 wants HELLO, 1 wants RESPONSE */
-    uint8_t nonce[NS_WIRE_NONCE_SIZE];
-    uint8_t hs_buf[NS_WIRE_MSG_MAX];
-    size_t hs_len;
-    uint8_t out[2][NS_WIRE_MSG_MAX];
-    struct ns_wire_check check;
-    size_t queued[2];
-};
-
-/* One relay read, then the write that carries it. */
-struct chunk {
-    uv_write_t req;
-    struct conn *c;
-    int dir;
-    size_t len;
-    char data[CHUNK_SIZE];
-};
+#include "node_transport_int.h"
 
 static void warn_limited(struct transport *t, struct limiter *l,
                          const char *fmt, ...)
@@ -195,9 +121,7 @@ static void handle_closed(uv_handle_t *h)
     }
 }
 
-/* Closes every handle of c; it is freed (and an outbound request called back
- * with a failure) once they are all closed. */
-static void conn_close(struct conn *c)
+void node_conn_close(struct conn *c)
 {
     if (c->phase == PHASE_CLOSING) {
         return;
@@ -210,7 +134,7 @@ static void conn_close(struct conn *c)
     }
 }
 
-static void refuse(struct conn *c, const char *reason)
+void node_conn_refuse(struct conn *c, const char *reason)
 {
     struct transport *t = c->t;
     t->stats.refused++;
@@ -227,10 +151,10 @@ static void refuse(struct conn *c, const char *reason)
                      "peer: handshake with %llu at %s failed: %s",
                      (unsigned long long)c->peer_id, c->peer_addr, reason);
     }
-    conn_close(c);
+    node_conn_close(c);
 }
 
-static void violation(struct conn *c, const char *reason)
+void node_conn_violation(struct conn *c, const char *reason)
 {
     struct transport *t = c->t;
     t->stats.violations++;
@@ -238,7 +162,7 @@ static void violation(struct conn *c, const char *reason)
                  "peer: closing connection %s peer %llu (%s, %s): %s",
                  c->inbound ? "from" : "to", (unsigned long long)c->peer_id,
                  c->peer_addr, c->remote, reason);
-    conn_close(c);
+    node_conn_close(c);
 }
 
 static struct conn *conn_create(struct transport *t, bool inbound)
@@ -268,206 +192,7 @@ static void timer_cb(uv_timer_t *timer)
 {
     struct conn *c = timer->data;
     if (c->phase == PHASE_HANDSHAKE) {
-        refuse(c, "handshake timed out");
-    }
-}
-
-/* --- relay --- */
-
-static void relay_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)h;
-    (void)suggested;
-    struct chunk *k = ns_malloc(sizeof *k);
-    buf->base = k != NULL ? k->data : NULL;
-    buf->len = k != NULL ? sizeof k->data : 0;
-}
-
-static struct chunk *chunk_of(const uv_buf_t *buf)
-{
-    return (struct chunk *)(void *)(buf->base - offsetof(struct chunk, data));
-}
-
-static uv_stream_t *source_of(struct conn *c, int dir)
-{
-    return dir == DIR_IN ? (uv_stream_t *)&c->tcp : (uv_stream_t *)&c->pipe;
-}
-
-static void relay_in_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void relay_out_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-
-static void pause_source(struct conn *c, int dir, bool pause)
-{
-    bool *paused = dir == DIR_IN ? &c->tcp_paused : &c->pipe_paused;
-    if (*paused == pause || c->phase != PHASE_RELAY) {
-        return;
-    }
-    *paused = pause;
-    if (pause) {
-        uv_read_stop(source_of(c, dir));
-    } else {
-        uv_read_start(source_of(c, dir), relay_alloc,
-                      dir == DIR_IN ? relay_in_cb : relay_out_cb);
-    }
-}
-
-static void relay_write_cb(uv_write_t *req, int status)
-{
-    struct chunk *k = req->data;
-    struct conn *c = k->c;
-    c->queued[k->dir] -= k->len;
-    int dir = k->dir;
-    ns_free(k);
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->queued[dir] < LOW_WATER) {
-        pause_source(c, dir, false);
-    }
-}
-
-/* Writes k (taken) towards the other side of dir. */
-static void relay_write(struct conn *c, struct chunk *k, int dir, size_t len)
-{
-    uv_stream_t *dst =
-        dir == DIR_IN ? (uv_stream_t *)&c->pipe : (uv_stream_t *)&c->tcp;
-    uv_buf_t b = uv_buf_init(k->data, (unsigned)len);
-    k->req.data = k;
-    k->c = c;
-    k->dir = dir;
-    k->len = len;
-    if (uv_write(&k->req, dst, &b, 1, relay_write_cb) != 0) {
-        ns_free(k);
-        conn_close(c);
-        return;
-    }
-    c->queued[dir] += len;
-    if (c->queued[dir] > HIGH_WATER) {
-        pause_source(c, dir, true);
-    }
-}
-
-/* Checks len inbound bytes in k (taken) and forwards them to libraft. */
-static void forward_in(struct conn *c, struct chunk *k, size_t len)
-{
-    size_t n_ok = 0;
-    if (!c->inbound) {
-        ns_free(k);
-        violation(c, "bytes from the listener on an outbound connection");
-        return;
-    }
-    if (ns_wire_check_feed(&c->check, (const uint8_t *)k->data, len, &n_ok) !=
-        0) {
-        ns_free(k); /* the verdict ends the connection: nothing more passes */
-        violation(c, c->check.reason);
-        return;
-    }
-    relay_write(c, k, DIR_IN, len);
-}
-
-static void relay_read(struct conn *c, int dir, ssize_t nread,
-                       const uv_buf_t *buf)
-{
-    if (nread > 0 && c->phase == PHASE_RELAY) {
-        if (dir == DIR_IN) {
-            forward_in(c, chunk_of(buf), (size_t)nread);
-        } else {
-            relay_write(c, chunk_of(buf), DIR_OUT, (size_t)nread);
-        }
-        return;
-    }
-    if (buf->base != NULL) {
-        ns_free(chunk_of(buf));
-    }
-    if (nread < 0) {
-        /* EOF or an error on either side ends both: libraft reconnects. */
-        conn_close(c);
-    }
-}
-
-static void relay_in_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    relay_read(s->data, DIR_IN, nread, buf);
-}
-
-static void relay_out_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    relay_read(s->data, DIR_OUT, nread, buf);
-}
-
-static void free_raft_pipe(uv_handle_t *h)
-{
-    raft_free(h);
-}
-
-/* The handshake succeeded: the socketpair, libraft's end handed over, and the
- * relay started. */
-static void start_relay(struct conn *c)
-{
-    struct transport *t = c->t;
-    int fds[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-                   fds) != 0) {
-        refuse(c, "socketpair failed");
-        return;
-    }
-    uv_pipe_init(t->loop, &c->pipe, 0);
-    c->pipe_inited = true;
-    c->n_handles++;
-    if (uv_pipe_open(&c->pipe, fds[0]) != 0) {
-        close(fds[0]);
-        close(fds[1]);
-        refuse(c, "uv_pipe_open failed");
-        return;
-    }
-    uv_pipe_t *rp = raft_malloc(sizeof *rp); /* libraft frees it */
-    if (rp == NULL) {
-        close(fds[1]);
-        refuse(c, "out of memory");
-        return;
-    }
-    uv_pipe_init(t->loop, rp, 0);
-    if (uv_pipe_open(rp, fds[1]) != 0) {
-        close(fds[1]);
-        uv_close((uv_handle_t *)rp, free_raft_pipe);
-        refuse(c, "uv_pipe_open failed");
-        return;
-    }
-    uv_timer_stop(&c->timer);
-    if (c->handshaking_counted) {
-        c->handshaking_counted = false;
-        t->n_handshaking--;
-    }
-    c->phase = PHASE_RELAY;
-    ns_wire_check_init(&c->check, &t->limits, c->peer_id);
-    uv_read_start((uv_stream_t *)&c->pipe, relay_alloc, relay_out_cb);
-    /* libuv >= 1.38 refuses uv_read_start on a reading stream (EALREADY). */
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_read_start((uv_stream_t *)&c->tcp, relay_alloc, relay_in_cb);
-    if (c->inbound) {
-        t->stats.accepted++;
-        NS_LOG(NS_LOG_INFO, "peer: accepted %llu (%s) from %s",
-               (unsigned long long)c->peer_id, c->peer_addr, c->remote);
-        t->accept_cb(t->iface, c->peer_id, c->peer_addr, (uv_stream_t *)rp);
-    } else {
-        struct raft_uv_connect *req = c->req;
-        c->req = NULL;
-        t->stats.connected++;
-        NS_LOG(NS_LOG_DEBUG, "peer: connected to %llu (%s)",
-               (unsigned long long)c->peer_id, c->peer_addr);
-        req->cb(req, (uv_stream_t *)rp, 0);
-    }
-    /* Bytes that arrived behind the handshake are raft traffic. */
-    if (c->hs_len > 0 && c->phase == PHASE_RELAY) {
-        struct chunk *k = ns_malloc(sizeof *k);
-        if (k == NULL) {
-            conn_close(c);
-            return;
-        }
-        memcpy(k->data, c->hs_buf, c->hs_len);
-        forward_in(c, k, c->hs_len);
-        c->hs_len = 0;
+        node_conn_refuse(c, "handshake timed out");
     }
 }
 
@@ -485,7 +210,7 @@ static void hs_write_cb(uv_write_t *req, int status)
 {
     struct conn *c = req->data;
     if (status < 0 && c->phase != PHASE_CLOSING) {
-        refuse(c, "handshake write failed");
+        node_conn_refuse(c, "handshake write failed");
     }
 }
 
@@ -561,7 +286,8 @@ static void inbound_progress(struct conn *c)
             return;
         }
         if (rv != 0 || hs_send(c, 0, out_len) != 0) {
-            refuse(c, rv != 0 ? c->auth.reason : "handshake write failed");
+            node_conn_refuse(c, rv != 0 ? c->auth.reason
+                                        : "handshake write failed");
             return;
         }
         consume(c, used);
@@ -572,22 +298,22 @@ static void inbound_progress(struct conn *c)
         return;
     }
     if (rv != 0) {
-        refuse(c, c->auth.reason);
+        node_conn_refuse(c, c->auth.reason);
         return;
     }
     consume(c, used);
     c->peer_id = c->auth.connector_id;
     memcpy(c->peer_addr, c->auth.connector_addr, sizeof c->peer_addr);
     if (t->closing) {
-        conn_close(c);
+        node_conn_close(c);
         return;
     }
     const char *why = check_peer(c);
     if (why != NULL) {
-        refuse(c, why);
+        node_conn_refuse(c, why);
         return;
     }
-    start_relay(c);
+    node_relay_start(c);
 }
 
 /* Connector side: CHALLENGE, then RESPONSE and the relay. */
@@ -600,11 +326,12 @@ static void outbound_progress(struct conn *c)
         return;
     }
     if (rv != 0 || hs_send(c, 1, out_len) != 0) {
-        refuse(c, rv != 0 ? c->auth.reason : "handshake write failed");
+        node_conn_refuse(c,
+                         rv != 0 ? c->auth.reason : "handshake write failed");
         return;
     }
     consume(c, used);
-    start_relay(c);
+    node_relay_start(c);
 }
 
 static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -615,8 +342,8 @@ static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread < 0) {
-        refuse(c, nread == UV_EOF ? "closed during the handshake"
-                                  : uv_strerror((int)nread));
+        node_conn_refuse(c, nread == UV_EOF ? "closed during the handshake"
+                                            : uv_strerror((int)nread));
         return;
     }
     c->hs_len += (size_t)nread;
@@ -626,7 +353,7 @@ static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         outbound_progress(c);
     }
     if (c->phase == PHASE_HANDSHAKE && c->hs_len == sizeof c->hs_buf) {
-        refuse(c, "handshake message too long");
+        node_conn_refuse(c, "handshake message too long");
     }
 }
 
@@ -642,18 +369,18 @@ static void listen_cb(uv_stream_t *server, int status)
         return;
     }
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-        conn_close(c);
+        node_conn_close(c);
         return;
     }
     describe_remote(c);
     if (t->n_handshaking >= MAX_HANDSHAKING) {
-        refuse(c, "too many unauthenticated connections");
+        node_conn_refuse(c, "too many unauthenticated connections");
         return;
     }
     c->handshaking_counted = true;
     t->n_handshaking++;
     if (!fresh_nonce(c)) {
-        refuse(c, "no randomness for a nonce");
+        node_conn_refuse(c, "no randomness for a nonce");
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -674,21 +401,21 @@ static void connect_cb(uv_connect_t *req, int status)
         NS_LOG(NS_LOG_DEBUG, "peer: connect to %llu (%s): %s",
                (unsigned long long)c->peer_id, c->peer_addr,
                uv_strerror(status));
-        conn_close(c);
+        node_conn_close(c);
         return;
     }
     describe_remote(c);
     uv_tcp_nodelay(&c->tcp, 1);
     if (!fresh_nonce(c)) {
-        refuse(c, "no randomness for a nonce");
+        node_conn_refuse(c, "no randomness for a nonce");
         return;
     }
     if (ns_wire_auth_connect(&c->auth, t->key, t->key_len, t->id, t->addr,
                              c->peer_id, c->peer_addr, c->nonce, c->out[0],
                              sizeof c->out[0], &out_len) != 0 ||
         hs_send(c, 0, out_len) != 0) {
-        refuse(c, c->auth.reason != NULL ? c->auth.reason
-                                         : "handshake write failed");
+        node_conn_refuse(c, c->auth.reason != NULL ? c->auth.reason
+                                                   : "handshake write failed");
         return;
     }
     uv_read_start((uv_stream_t *)&c->tcp, hs_alloc, hs_read_cb);
@@ -757,12 +484,12 @@ static int tr_connect(struct raft_uv_transport *iface,
     struct sockaddr_in src = t->self_sa;
     src.sin_port = 0;
     if (uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0) != 0) {
-        conn_close(c);
+        node_conn_close(c);
         return RAFT_NOCONNECTION;
     }
     if (uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&sa,
                        connect_cb) != 0) {
-        conn_close(c); /* no request attached: no callback */
+        node_conn_close(c); /* no request attached: no callback */
         return RAFT_NOCONNECTION;
     }
     req->cb = cb;
@@ -785,7 +512,7 @@ static void tr_close(struct raft_uv_transport *iface,
     t->closing = true;
     t->close_cb = cb;
     for (struct conn *c = t->conns; c != NULL; c = c->next) {
-        conn_close(c);
+        node_conn_close(c);
     }
     /* tr_init always opened the listener, so cb runs later, never inside. */
     uv_close((uv_handle_t *)&t->listener, listener_closed);
