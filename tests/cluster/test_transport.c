@@ -26,6 +26,7 @@
 
 #define N 3
 #define N_COMMANDS 300
+#define N_BIG 24 /* of them with 1 MiB values (snapshot test) */
 #define DEADLINE_MS 30000
 
 struct cluster {
@@ -187,7 +188,9 @@ static void apply_cb(void *arg, int status, const struct ns_apply_result *res)
     }
 }
 
-static void propose_kv(struct cluster *c, int node, unsigned k)
+/* Proposes KV put k with a value of value_len bytes (0: a short one). */
+static void propose_kv_sized(struct cluster *c, int node, unsigned k,
+                             size_t value_len)
 {
     struct ns_command cmd;
     struct ns_buf b;
@@ -196,13 +199,25 @@ static void propose_kv(struct cluster *c, int node, unsigned k)
     ns_command_init(&cmd, NS_CMD_KV_PUT);
     cmd.u.kv.ns = ns_strdup("transport");
     cmd.u.kv.key = ns_strdup(key);
-    cmd.u.kv.value = ns_strdup("value-value-value");
+    if (value_len == 0) {
+        cmd.u.kv.value = ns_strdup("value-value-value");
+    } else {
+        cmd.u.kv.value = ns_malloc(value_len + 1);
+        assert_non_null(cmd.u.kv.value);
+        memset(cmd.u.kv.value, 'a' + (int)(k % 26), value_len);
+        cmd.u.kv.value[value_len] = '\0';
+    }
     ns_buf_init(&b);
     assert_int_equal(ns_command_encode(&cmd, &b), 0);
     assert_int_equal(ns_node_propose(c->node[node], b.data, b.len, apply_cb, c),
                      0);
     ns_buf_close(&b);
     ns_command_close(&cmd);
+}
+
+static void propose_kv(struct cluster *c, int node, unsigned k)
+{
+    propose_kv_sized(c, node, k, 0);
 }
 
 static bool all_answered(struct cluster *c)
@@ -270,7 +285,8 @@ static bool applied_and_same_digest(struct cluster *c)
 }
 
 /* Node 3 starts after the others compacted their log: it can only catch up by
- * an InstallSnapshot, whose header and configuration pass the checker. */
+ * an InstallSnapshot (of over 24 MiB), whose header, configuration and
+ * streamed payload pass the checker. */
 static void test_late_node_gets_snapshot(void **state)
 {
     (void)state;
@@ -279,8 +295,10 @@ static void test_late_node_gets_snapshot(void **state)
                                            "cluster-secret-for-tests"};
     struct cluster *c = cluster_create(secrets, 2, 32);
     assert_true(run_until(c, has_leader));
+    /* 24 MiB of 1 MiB values: AppendEntries and a snapshot far over the
+     * relay's 4 MiB write queue bound, so backpressure pauses and resumes. */
     for (unsigned k = 0; k < N_COMMANDS; k++) {
-        propose_kv(c, c->leader, k);
+        propose_kv_sized(c, c->leader, k, k < N_BIG ? 1u << 20 : 0);
     }
     assert_true(run_until(c, all_answered));
     assert_int_equal(c->failed, 0);
