@@ -64,7 +64,7 @@ static void relay_write_cb(uv_write_t *req, int status)
 {
     struct chunk *k = req->data;
     struct conn *c = k->c;
-    c->queued[k->dir] -= k->len;
+    c->queued[k->dir] -= sizeof *k;
     int dir = k->dir;
     ns_free(k);
     if (status < 0) {
@@ -91,7 +91,9 @@ static void relay_write(struct conn *c, struct chunk *k, int dir, size_t len)
         node_conn_close(c);
         return;
     }
-    c->queued[dir] += len;
+    /* Count the memory held, not the bytes: many small reads cost a chunk
+     * each, so this bounds a connection's buffers at HIGH_WATER per side. */
+    c->queued[dir] += sizeof *k;
     if (c->queued[dir] > HIGH_WATER) {
         pause_source(c, dir, true);
     }

@@ -21,7 +21,7 @@
 #define HANDSHAKE_MS 2000     /* TCP connect plus handshake */
 #define MAX_HANDSHAKING 32    /* unauthenticated inbound connections */
 #define CHUNK_SIZE 65536      /* relay read size */
-#define HIGH_WATER (4u << 20) /* stop reading a side above this queue */
+#define HIGH_WATER (4u << 20) /* stop reading a side above this memory */
 #define LOW_WATER (1u << 20)  /* and resume below this */
 #define LOG_INTERVAL_MS 1000  /* refusal/violation warnings, at most one */
 
