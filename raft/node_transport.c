@@ -74,6 +74,7 @@ static void describe_remote(struct conn *c)
         ss.ss_family == AF_INET) {
         struct sockaddr_in *in = (struct sockaddr_in *)&ss;
         uv_ip4_name(in, ip, sizeof ip);
+        c->remote_ip = in->sin_addr.s_addr;
         port = ntohs(in->sin_port);
     }
     snprintf(c->remote, sizeof c->remote, "%s:%d", ip, port);
@@ -357,6 +358,17 @@ static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+/* Unauthenticated inbound connections from ip: one source cannot take every
+ * slot and lock out a member that reconnects. */
+static unsigned handshaking_from(const struct transport *t, uint32_t ip)
+{
+    unsigned n = 0;
+    for (const struct conn *c = t->conns; c != NULL; c = c->next) {
+        n += c->handshaking_counted && c->remote_ip == ip;
+    }
+    return n;
+}
+
 static void listen_cb(uv_stream_t *server, int status)
 {
     struct transport *t = server->data;
@@ -373,7 +385,8 @@ static void listen_cb(uv_stream_t *server, int status)
         return;
     }
     describe_remote(c);
-    if (t->n_handshaking >= MAX_HANDSHAKING) {
+    if (t->n_handshaking >= MAX_HANDSHAKING ||
+        handshaking_from(t, c->remote_ip) >= MAX_HANDSHAKING_PER_IP) {
         node_conn_refuse(c, "too many unauthenticated connections");
         return;
     }

@@ -18,12 +18,13 @@
 
 #include "node_transport.h"
 
-#define HANDSHAKE_MS 2000     /* TCP connect plus handshake */
-#define MAX_HANDSHAKING 32    /* unauthenticated inbound connections */
-#define CHUNK_SIZE 65536      /* relay read size */
-#define HIGH_WATER (4u << 20) /* stop reading a side above this memory */
-#define LOW_WATER (1u << 20)  /* and resume below this */
-#define LOG_INTERVAL_MS 1000  /* refusal/violation warnings, at most one */
+#define HANDSHAKE_MS 2000  /* TCP connect plus handshake */
+#define MAX_HANDSHAKING 64 /* unauthenticated inbound connections, in all */
+#define MAX_HANDSHAKING_PER_IP 8 /* ... and from one source IP */
+#define CHUNK_SIZE 65536         /* relay read size */
+#define HIGH_WATER (4u << 20)    /* stop reading a side above this memory */
+#define LOW_WATER (1u << 20)     /* and resume below this */
+#define LOG_INTERVAL_MS 1000     /* refusal/violation warnings, at most one */
 
 enum { DIR_IN = 0, DIR_OUT = 1 }; /* net -> raft, raft -> net */
 enum { PHASE_HANDSHAKE, PHASE_RELAY, PHASE_CLOSING };
@@ -74,7 +75,8 @@ struct conn {
     struct raft_uv_connect *req; /* outbound: until its callback */
     uint64_t peer_id;
     char peer_addr[NS_WIRE_ADDR_MAX + 1];
-    char remote[64]; /* ip:port of the socket, for logs */
+    char remote[64];    /* ip:port of the socket, for logs */
+    uint32_t remote_ip; /* network order; 0 when unknown */
     struct ns_wire_auth auth;
     int hs_step; /* inbound: 0 wants HELLO, 1 wants RESPONSE */
     uint8_t nonce[NS_WIRE_NONCE_SIZE];

@@ -300,6 +300,23 @@ class RaftPortAttacks:
             self.assert_closed(s, "a silent connection", timeout=T(6.0))
         self.attack_each("a silent connection", fn)
 
+    def test_unauthenticated_flood_from_one_ip(self):
+        """40 silent connections from one address: all but a few are closed at once (the cap
+        per source IP), and a member from another address still gets its CHALLENGE."""
+        def fn(nd):
+            flood = [dial(nd, "127.0.0.3") for _ in range(40)]
+            try:
+                cut = sum(closed_within(s, 0.3) for s in flood)
+                self.assertGreaterEqual(cut, 30, "only %d of 40 cut at once" % cut)
+                peer = self.other(nd)
+                s, _, _ = handshake(nd, SECRET, 99 if peer.id == nd.id else peer.id,
+                                    raft_addr(peer))
+                s.close()
+            finally:
+                for s in flood:
+                    s.close()
+        self.attack_each("a flood of unauthenticated connections", fn)
+
     def test_wrong_mac(self):
         def fn(nd):
             peer = self.other(nd)
