@@ -53,6 +53,7 @@ static void pause_source(struct conn *c, int dir, bool pause)
     }
     *paused = pause;
     if (pause) {
+        c->t->stats.pauses++;
         uv_read_stop(source_of(c, dir));
     } else {
         uv_read_start(source_of(c, dir), relay_alloc,

@@ -49,6 +49,7 @@ struct ns_node_peer_stats {
     uint64_t refused;    /* handshakes that failed or timed out, non-members,
                             over the cap of unauthenticated connections */
     uint64_t violations; /* connections closed by the message checker */
+    uint64_t pauses;     /* relay reads paused by backpressure */
 };
 
 /* A member of the raft configuration. */

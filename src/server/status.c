@@ -350,8 +350,13 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "# HELP raftns_peer_violations_total Raft peer connections "
                   "closed by the message checker.\n"
                   "# TYPE raftns_peer_violations_total counter\n"
-                  "raftns_peer_violations_total %" PRIu64 "\n",
-                  ps.accepted, ps.connected, ps.refused, ps.violations);
+                  "raftns_peer_violations_total %" PRIu64 "\n"
+                  "# HELP raftns_peer_backpressure_total Raft peer relay "
+                  "reads paused for a full write queue.\n"
+                  "# TYPE raftns_peer_backpressure_total counter\n"
+                  "raftns_peer_backpressure_total %" PRIu64 "\n",
+                  ps.accepted, ps.connected, ps.refused, ps.violations,
+                  ps.pauses);
 }
 
 /* NS_CODE_STATUS on the client port: the same document as /status. */
