@@ -5,6 +5,7 @@
 #include "raftns/node.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include "raftns/log.h"
 
 #include "node_int.h"
+#include "node_transport.h"
 
 static const char *role_name(int role)
 {
@@ -523,6 +525,26 @@ static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
     return 0;
 }
 
+/* The transport's membership lookup (node_transport.h): a member of the current
+ * configuration, with its address, or anyone while the configuration is empty
+ * (a new member waiting to be added). */
+static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
+{
+    const struct ns_node *n = arg;
+    const struct raft_configuration *conf = &n->raft.configuration;
+    addr[0] = '\0';
+    if (conf->n == 0) {
+        return true;
+    }
+    for (unsigned i = 0; i < conf->n; i++) {
+        if (conf->servers[i].id == id) {
+            snprintf(addr, cap, "%s", conf->servers[i].address);
+            return true;
+        }
+    }
+    return false;
+}
+
 int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
                    struct ns_state *state, struct ns_node **out)
 {
@@ -548,14 +570,20 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     if (rv != 0) {
         goto err_after_node;
     }
-    rv = NS_EIO;
-    int rrv = raft_uv_tcp_init(&n->transport, loop);
-    if (rrv != 0) {
+    struct node_transport_config tcfg = {
+        .secret = cfg->secret,
+        .max_message = cfg->max_message,
+        .find_member = find_member,
+        .member_arg = n,
+    };
+    rv = node_transport_init(&n->transport, loop, &tcfg);
+    if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: transport init failed: %s",
-               raft_strerror(rrv));
+               ns_strerror(rv));
         goto err_after_node;
     }
-    rrv = raft_uv_init(&n->io, loop, n->dir, &n->transport);
+    rv = NS_EIO;
+    int rrv = raft_uv_init(&n->io, loop, n->dir, &n->transport);
     if (rrv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: raft_uv_init(%s) failed: %s", n->dir,
                raft_strerror(rrv));
@@ -612,7 +640,7 @@ err_after_io:
     }
     raft_uv_close(&n->io);
 err_after_transport:
-    raft_uv_tcp_close(&n->transport);
+    node_transport_free(&n->transport);
 err_after_node:
     if (n->lock_fd >= 0) {
         close(n->lock_fd);
@@ -783,7 +811,7 @@ void ns_node_destroy(struct ns_node *n)
                    n->late_close_callbacks);
         }
         raft_uv_close(&n->io);
-        raft_uv_tcp_close(&n->transport);
+        node_transport_free(&n->transport);
     }
     if (n->lock_fd >= 0) {
         close(n->lock_fd); /* releases the flock */
@@ -791,6 +819,11 @@ void ns_node_destroy(struct ns_node *n)
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
+}
+
+void ns_node_peer_stats(const struct ns_node *n, struct ns_node_peer_stats *out)
+{
+    node_transport_stats(&n->transport, out);
 }
 
 uint64_t ns_node_id(const struct ns_node *n)

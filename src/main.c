@@ -519,6 +519,7 @@ static int run(struct app *app, const struct options *o)
         .bootstrap = n_boot > 0 ? boot : NULL,
         .n_bootstrap = n_boot,
         .remote_ready = o->cluster.n_nodes > 1,
+        .secret = o->secret,
     };
     struct ns_server_config scfg = {
         .client_addr = o->client_addr,

@@ -34,6 +34,22 @@ struct ns_node_config {
     /* Cluster mode: readiness also needs ns_node_set_ready_index (the
      * leader's read index at join) unless this node is the leader. */
     bool remote_ready;
+    /* Cluster secret keying the peer handshake (borrowed; copied). NULL is
+     * the empty secret. Every member must have the same one. */
+    const char *secret;
+    /* Largest payload of one raft message a peer may send (an AppendEntries'
+     * entries, a snapshot); 0 = 1 GiB. */
+    uint64_t max_message;
+};
+
+/* Counters of the raft peer port since the node was created. */
+struct ns_node_peer_stats {
+    uint64_t accepted;   /* inbound connections authenticated and relayed */
+    uint64_t connected;  /* outbound connections authenticated */
+    uint64_t refused;    /* handshakes that failed or timed out, non-members,
+                            over the cap of unauthenticated connections */
+    uint64_t violations; /* connections closed by the message checker */
+    uint64_t pauses;     /* relay reads paused by backpressure */
 };
 
 /* A member of the raft configuration. */
@@ -138,6 +154,10 @@ int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
  * nothing else: raft_addr points into the same allocation). 0 or NS_ENOMEM. */
 int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
                     size_t *n_out);
+
+/* Copies the peer port counters into *out. */
+void ns_node_peer_stats(const struct ns_node *n,
+                        struct ns_node_peer_stats *out);
 
 uint64_t ns_node_id(const struct ns_node *n);
 int ns_node_role(const struct ns_node *n); /* enum ns_node_role */

@@ -334,6 +334,29 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         o->ckpt.last.index, o->srv->n_conns,
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
+    struct ns_node_peer_stats ps;
+    ns_node_peer_stats(o->node, &ps);
+    ns_buf_printf(out,
+                  "# HELP raftns_peer_accepted_total Raft peer connections "
+                  "authenticated (inbound).\n"
+                  "# TYPE raftns_peer_accepted_total counter\n"
+                  "raftns_peer_accepted_total %" PRIu64 "\n"
+                  "# TYPE raftns_peer_connected_total counter\n"
+                  "raftns_peer_connected_total %" PRIu64 "\n"
+                  "# HELP raftns_peer_refused_total Raft peer handshakes "
+                  "refused (bad MAC, non-member, timeout, cap).\n"
+                  "# TYPE raftns_peer_refused_total counter\n"
+                  "raftns_peer_refused_total %" PRIu64 "\n"
+                  "# HELP raftns_peer_violations_total Raft peer connections "
+                  "closed by the message checker.\n"
+                  "# TYPE raftns_peer_violations_total counter\n"
+                  "raftns_peer_violations_total %" PRIu64 "\n"
+                  "# HELP raftns_peer_backpressure_total Raft peer relay "
+                  "reads paused for a full write queue.\n"
+                  "# TYPE raftns_peer_backpressure_total counter\n"
+                  "raftns_peer_backpressure_total %" PRIu64 "\n",
+                  ps.accepted, ps.connected, ps.refused, ps.violations,
+                  ps.pauses);
 }
 
 /* NS_CODE_STATUS on the client port: the same document as /status. */
