@@ -8,7 +8,8 @@
 # Usage: scripts/bench.sh [SCENARIO...]   (default: all of route register
 #   heartbeat cluster3 scale catchup failover; name some to run only those;
 #   "tls" -- route reads plain vs TLS on one permissive node, interleaved --
-#   runs only when named)
+#   and "security" -- route reads plain / ACL / TLS against redis, replicated
+#   writes of this build against BASE_RAFTNS=<older raftns> -- run only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -98,7 +99,8 @@ def stop(p, sig=signal.SIGTERM, timeout=30):
 class Cluster:
     """n raftns nodes from one cluster file (1 node = the single-node setup)."""
 
-    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None):
+    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None, binary=None):
+        self.binary = binary or RAFTNS
         self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
         TMPDIRS.append(self.dir)
         self.nodes = []
@@ -121,7 +123,7 @@ class Cluster:
     def start_node(self, i, level="warn"):
         d = os.path.join(self.dir, "n%d" % i)
         os.makedirs(d, exist_ok=True)
-        self.procs[i] = start([RAFTNS, "--config", self.cfg, "--id", str(i), "--data-dir", d,
+        self.procs[i] = start([self.binary, "--config", self.cfg, "--id", str(i), "--data-dir", d,
                                "--log-level", level], self.log_path(i))
         return self.procs[i]
 
@@ -548,6 +550,96 @@ def run_tls():
         one.close()
 
 
+def run_security(rport):
+    """Issue 8: what authentication and TLS cost. Route reads (code 105, stock-shaped
+    registration) on three one-node servers -- plain, ACL on with anonymous reads, TLS
+    (permissive, verified against the test CA) -- interleaved with redis GET at each point,
+    REPEATS rounds; then replicated writes (changed 100-topic registrations) on a 3-node
+    cluster through the leader and through a follower, with this build (signed node-to-node
+    requests, authenticated raft transport) and, when BASE_RAFTNS names an older raftns
+    binary, with that one in the same run."""
+    certs = tempfile.mkdtemp(prefix="raftns-bench-certs-")
+    TMPDIRS.append(certs)
+    subprocess.run([os.path.join(ROOT, "tests", "security", "gen_certs.sh"), certs], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = {
+        "plain": Cluster(1),
+        "acl": Cluster(1, namesrv={"aclEnable": "true", "aclAnonymousRead": "true",
+                                   "aclBrokerNetworks": "127.0.0.1/32"}),
+        "tls": Cluster(1, namesrv={"tlsServerCertPath": os.path.join(certs, "server.pem"),
+                                   "tlsServerKeyPath": os.path.join(certs, "server.key")}),
+    }
+    out = RESULTS.setdefault("security", {"reads": [], "writes": []})
+    try:
+        for cl in servers.values():
+            cl.leader()
+        for conns, depth in ((1, 1), (16, 1), (16, 16)):
+            runs = {k: [] for k in list(servers) + ["redis"]}
+            for _ in range(REPEATS):
+                for mode, cl in servers.items():
+                    extra = route_shape(conns, depth) + ["--setup-conns", "1"]
+                    if mode == "tls":
+                        extra += ["--tls", "--tls-ca", os.path.join(certs, "ca.pem")]
+                    runs[mode].append(bench(cl.client(1), "route %s c%d d%d" % (
+                        mode, conns, depth), conns, depth, pid=cl.procs[1].pid, extra=extra))
+                n = int(max(50000, (runs["plain"][-1] or {}).get("throughput", 50000) *
+                            DURATION))
+                runs["redis"].append(redis_get(rport, conns, depth, n))
+            rrps = median_of(runs["redis"], lambda r: r["rps"])
+            point = {"conns": conns, "depth": depth, "redis_rps": rrps,
+                     "redis_runs_rps": [r and r["rps"] for r in runs["redis"]]}
+            for mode in servers:
+                rec = summarize("security route %s c%d d%d" % (mode, conns, depth), runs[mode],
+                                {"conns": conns, "depth": depth, "mode": mode})
+                point[mode + "_rps"] = rec["throughput_median"]
+                point[mode + "_runs_rps"] = [r and r["throughput"] for r in runs[mode]]
+                point[mode + "_p99_us"] = rec.get("p99_us_median")
+                point[mode + "_vs_redis"] = (rec["throughput_median"] / rrps
+                                             if rrps and rec["throughput_median"] else None)
+            for mode in ("acl", "tls"):
+                if point["plain_rps"] and point[mode + "_rps"]:
+                    point[mode + "_cost"] = 1 - point[mode + "_rps"] / point["plain_rps"]
+            out["reads"].append(point)
+            log("   security c%d d%d: plain %.0f, acl %.0f, tls %.0f, redis %.0f req/s" % (
+                conns, depth, point["plain_rps"] or 0, point["acl_rps"] or 0,
+                point["tls_rps"] or 0, rrps or 0))
+    finally:
+        for cl in servers.values():
+            cl.close()
+    builds = [("this", RAFTNS)]
+    if os.environ.get("BASE_RAFTNS"):
+        builds.append(("base", os.environ["BASE_RAFTNS"]))
+    clusters = {tag: Cluster(3, binary=binary) for tag, binary in builds}
+    try:
+        leaders = {tag: cl.leader() for tag, cl in clusters.items()}
+        for conns in (1, 64):
+            for via in ("leader", "follower"):
+                runs = {tag: [] for tag in clusters}
+                for _ in range(REPEATS):
+                    for tag, cl in clusters.items():
+                        lid = leaders[tag]
+                        target = lid if via == "leader" else next(
+                            nd["id"] for nd in cl.nodes if nd["id"] != lid)
+                        runs[tag].append(bench(cl.client(target), "register %s %s c%d" % (
+                            tag, via, conns), conns, 1, mix="register=100",
+                            pid=cl.procs[lid].pid))
+                point = {"conns": conns, "via": via}
+                for tag in clusters:
+                    rec = summarize("security 3-node register %s via %s c%d" % (
+                        tag, via, conns), runs[tag], {"conns": conns, "via": via,
+                                                      "build": tag})
+                    point[tag + "_rps"] = rec["throughput_median"]
+                    point[tag + "_runs_rps"] = [r and r["throughput"] for r in runs[tag]]
+                    point[tag + "_p50_us"] = rec.get("p50_us_median")
+                    point[tag + "_p99_us"] = rec.get("p99_us_median")
+                out["writes"].append(point)
+                log("   security register via %s c%d: %s" % (via, conns, ", ".join(
+                    "%s %.0f req/s" % (t, point[t + "_rps"] or 0) for t in clusters)))
+    finally:
+        for cl in clusters.values():
+            cl.close()
+
+
 def main():
     RESULTS["machine"] = machine()
     RESULTS["config"] = {"repeats": REPEATS, "duration_s": DURATION}
@@ -564,6 +656,8 @@ def main():
                    stdout=subprocess.DEVNULL)
     if "tls" in ONLY:
         run_tls()
+    if "security" in ONLY:
+        run_security(rport)
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()
