@@ -37,42 +37,41 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     if (s == NULL) {
         return NS_ENOMEM;
     }
-    if (ns_liveness_init(&s->live) != 0) {
-        ns_free(s);
-        return NS_ENOMEM;
-    }
-    if (ns_conn_limits_init(&s->limits, &cfg->limits) != 0) {
-        ns_conn_limits_close(&s->limits);
-        ns_liveness_close(&s->live);
-        ns_free(s);
-        return NS_ENOMEM;
-    }
     s->loop = loop;
     s->state = state;
     s->node = node;
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
+    int rv = NS_ENOMEM;
+    if (ns_liveness_init(&s->live) != 0) {
+        goto err_after_server;
+    }
+    if (ns_conn_limits_init(&s->limits, &cfg->limits) != 0) {
+        goto err_after_limits; /* it may hold part of its tables */
+    }
     if (ns_acl_gate_init(&s->acl, cfg) != 0) {
-        ns_liveness_close(&s->live);
-        ns_free(s);
-        return NS_ENOMEM;
+        goto err_after_limits;
     }
-    int rv = ns_conn_tls_init(s, cfg->tls);
+    rv = ns_conn_tls_init(s, cfg->tls);
     if (rv != 0) {
-        ns_acl_gate_close(&s->acl);
-        ns_liveness_close(&s->live);
-        ns_free(s);
-        return rv;
+        goto err_after_acl;
     }
-    if (ns_cluster_create(s, cfg) != 0) {
-        ns_conn_tls_close(s);
-        ns_acl_gate_close(&s->acl);
-        ns_conn_limits_close(&s->limits);
-        ns_liveness_close(&s->live);
-        ns_free(s);
-        return NS_ENOMEM;
+    rv = ns_cluster_create(s, cfg);
+    if (rv != 0) {
+        goto err_after_tls;
     }
     *out = s;
     return 0;
+
+err_after_tls:
+    ns_conn_tls_close(s);
+err_after_acl:
+    ns_acl_gate_close(&s->acl);
+err_after_limits:
+    ns_conn_limits_close(&s->limits);
+    ns_liveness_close(&s->live);
+err_after_server:
+    ns_free(s);
+    return rv;
 }
 
 static void on_connection(uv_stream_t *listener, int status)
