@@ -42,6 +42,11 @@ fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
 
+if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+    echo "== mutants (each deliberately broken security check must fail the security tier)"
+    scripts/mutants.sh
+fi
+
 if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
     echo "== fuzz (libFuzzer, short runs)"
     CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON >/dev/null
