@@ -4,6 +4,8 @@
 #ifndef RAFTNS_ERR_H
 #define RAFTNS_ERR_H
 
+#include <stddef.h>
+
 #define NS_ERR_TABLE(X)                                                        \
     X(NS_ENOMEM, -1, "out of memory")                                          \
     X(NS_EINVAL, -2, "invalid argument")                                       \
@@ -27,5 +29,10 @@ enum {
 
 /* Static text for an NS_E* code (or "unknown error"). */
 const char *ns_strerror(int rv);
+
+/* Formats a reason into a caller's buffer (the errmsg/errlen parameters of the
+ * parsers and loaders); does nothing when err is NULL or errlen 0. */
+void ns_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -1,5 +1,9 @@
-/* Text for the NS_E* codes of err.h; nothing else. */
+/* Text for the NS_E* codes of err.h, and formatting a reason into a caller's
+ * buffer; nothing else. */
 #include "raftns/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *ns_strerror(int rv)
 {
@@ -14,4 +18,15 @@ const char *ns_strerror(int rv)
     default:
         return "unknown error";
     }
+}
+
+void ns_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -13,6 +14,7 @@
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 
 static const char *const ROLE_NAMES[] = {
     [NS_ACL_ROLE_READER] = "reader",
@@ -465,22 +467,9 @@ int ns_acl_account_validate(const struct ns_acl_account *a, const char **why)
 /* Index of access_key (found) or its insertion point. */
 static size_t search(const struct ns_acl *acl, const char *key, bool *found)
 {
-    size_t lo = 0, hi = acl->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(acl->items[mid].access_key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search(acl->items, acl->n, sizeof acl->items[0],
+                            offsetof(struct ns_acl_account, access_key), key,
+                            found);
 }
 
 const struct ns_acl_account *ns_acl_find(const struct ns_acl *acl,

@@ -38,20 +38,6 @@ void ns_cluster_config_close(struct ns_cluster_config *c)
     ns_cluster_config_init(c);
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 bool ns_cluster_addr_is_ipv4(const char *text)
 {
     unsigned a, b, c, d, port;
@@ -83,7 +69,7 @@ static int get_uint(const cJSON *obj, const char *key, unsigned max,
     }
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > max ||
         v->valuedouble != (double)(unsigned)v->valuedouble) {
-        set_err(err, errlen, "\"%s\" must be an integer 0..%u", key, max);
+        ns_errf(err, errlen, "\"%s\" must be an integer 0..%u", key, max);
         return NS_EPROTO;
     }
     *out = (unsigned)v->valuedouble;
@@ -98,11 +84,11 @@ static int dup_addr(const cJSON *node, const char *key, bool required,
         return 0;
     }
     if (!cJSON_IsString(v)) {
-        set_err(err, errlen, "nodes[%zu]: missing string \"%s\"", idx, key);
+        ns_errf(err, errlen, "nodes[%zu]: missing string \"%s\"", idx, key);
         return NS_EPROTO;
     }
     if (!ns_cluster_addr_is_ipv4(v->valuestring)) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "nodes[%zu]: \"%s\" is \"%s\", want an IPv4 a.b.c.d:port", idx,
                 key, v->valuestring);
         return NS_EPROTO;
@@ -115,14 +101,14 @@ static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
                       char *err, size_t errlen)
 {
     if (!cJSON_IsObject(item)) {
-        set_err(err, errlen, "nodes[%zu] is not an object", idx);
+        ns_errf(err, errlen, "nodes[%zu] is not an object", idx);
         return NS_EPROTO;
     }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
     if (!cJSON_IsNumber(id) || id->valuedouble < 1 ||
         id->valuedouble > 9007199254740991.0 ||
         id->valuedouble != (double)(uint64_t)id->valuedouble) {
-        set_err(err, errlen, "nodes[%zu]: \"id\" must be an integer >= 1", idx);
+        ns_errf(err, errlen, "nodes[%zu]: \"id\" must be an integer >= 1", idx);
         return NS_EPROTO;
     }
     nd->id = (uint64_t)id->valuedouble;
@@ -135,7 +121,7 @@ static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
     }
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(item, "bootstrap");
     if (rv == 0 && b != NULL && !cJSON_IsBool(b)) {
-        set_err(err, errlen, "nodes[%zu]: \"bootstrap\" must be true or false",
+        ns_errf(err, errlen, "nodes[%zu]: \"bootstrap\" must be true or false",
                 idx);
         rv = NS_EPROTO;
     }
@@ -162,12 +148,12 @@ static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c, char *err,
                        size_t errlen)
 {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1) {
-        set_err(err, errlen, "\"nodes\" must be a non-empty array");
+        ns_errf(err, errlen, "\"nodes\" must be a non-empty array");
         return NS_EPROTO;
     }
     int count = cJSON_GetArraySize(arr);
     if (count > NS_CLUSTER_MAX_NODES) {
-        set_err(err, errlen, "more than %d nodes", NS_CLUSTER_MAX_NODES);
+        ns_errf(err, errlen, "more than %d nodes", NS_CLUSTER_MAX_NODES);
         return NS_EPROTO;
     }
     c->nodes = ns_calloc((size_t)count, sizeof *c->nodes);
@@ -185,12 +171,12 @@ static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c, char *err,
         }
         for (size_t j = 0; j < i; j++) {
             if (c->nodes[j].id == c->nodes[i].id) {
-                set_err(err, errlen, "duplicate node id %llu",
+                ns_errf(err, errlen, "duplicate node id %llu",
                         (unsigned long long)c->nodes[i].id);
                 return NS_EPROTO;
             }
             if (same_addr_used(&c->nodes[j], &c->nodes[i])) {
-                set_err(err, errlen, "nodes %llu and %llu share an address",
+                ns_errf(err, errlen, "nodes %llu and %llu share an address",
                         (unsigned long long)c->nodes[j].id,
                         (unsigned long long)c->nodes[i].id);
                 return NS_EPROTO;
@@ -199,7 +185,7 @@ static int parse_nodes(const cJSON *arr, struct ns_cluster_config *c, char *err,
         n_boot += c->nodes[i].bootstrap ? 1 : 0;
     }
     if (n_boot == 0) {
-        set_err(err, errlen, "no node has \"bootstrap\": true");
+        ns_errf(err, errlen, "no node has \"bootstrap\": true");
         return NS_EPROTO;
     }
     return 0;
@@ -212,7 +198,7 @@ static int parse_namesrv(const cJSON *obj, struct ns_cluster_config *c,
         return 0;
     }
     if (!cJSON_IsObject(obj)) {
-        set_err(err, errlen, "\"namesrv\" must be an object");
+        ns_errf(err, errlen, "\"namesrv\" must be an object");
         return NS_EPROTO;
     }
     const cJSON *kv;
@@ -228,7 +214,7 @@ static int parse_namesrv(const cJSON *obj, struct ns_cluster_config *c,
             snprintf(num, sizeof num, "%.0f", kv->valuedouble);
             value = num;
         } else {
-            set_err(err, errlen,
+            ns_errf(err, errlen,
                     "namesrv.%s must be a string, number or boolean",
                     kv->string);
             return NS_EPROTO;
@@ -248,7 +234,7 @@ static int parse_networks(const cJSON *arr, struct ns_acl_account *a,
     }
     int n = cJSON_GetArraySize(arr);
     if (!cJSON_IsArray(arr) || n > NS_ACL_MAX_NETS) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "acl.accounts[%zu].networks must be an array of "
                 "at most %d CIDR strings",
                 idx, NS_ACL_MAX_NETS);
@@ -265,7 +251,7 @@ static int parse_networks(const cJSON *arr, struct ns_acl_account *a,
     {
         if (!cJSON_IsString(it) ||
             ns_acl_net_parse(it->valuestring, &a->nets[a->n_nets]) != 0) {
-            set_err(err, errlen,
+            ns_errf(err, errlen,
                     "acl.accounts[%zu].networks: not an IPv4 "
                     "CIDR (a.b.c.d/p)",
                     idx);
@@ -284,14 +270,14 @@ static int parse_account(const cJSON *obj, struct ns_acl_account *a, size_t idx,
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(obj, "role");
     if (!cJSON_IsObject(obj) || !cJSON_IsString(ak) || !cJSON_IsString(sk) ||
         !cJSON_IsString(role)) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "acl.accounts[%zu] needs string accessKey, "
                 "secretKey and role",
                 idx);
         return NS_EPROTO;
     }
     if (ns_acl_role_parse(role->valuestring, &a->role) != 0) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "acl.accounts[%zu].role must be admin, broker "
                 "or reader",
                 idx);
@@ -306,7 +292,7 @@ static int parse_account(const cJSON *obj, struct ns_acl_account *a, size_t idx,
                             a, idx, err, errlen);
     const char *why = NULL;
     if (rv == 0 && ns_acl_account_validate(a, &why) != 0) {
-        set_err(err, errlen, "acl.accounts[%zu]: %s", idx, why);
+        ns_errf(err, errlen, "acl.accounts[%zu]: %s", idx, why);
         rv = NS_EPROTO;
     }
     return rv;
@@ -322,7 +308,7 @@ static int parse_acl(const cJSON *obj, struct ns_cluster_config *c, char *err,
     int n = cJSON_GetArraySize(arr);
     if (!cJSON_IsObject(obj) || (arr != NULL && !cJSON_IsArray(arr)) ||
         n > NS_ACL_MAX_ACCOUNTS) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "\"acl\" must be {\"accounts\": [...]} with at "
                 "most %d accounts",
                 NS_ACL_MAX_ACCOUNTS);
@@ -346,7 +332,7 @@ static int parse_acl(const cJSON *obj, struct ns_cluster_config *c, char *err,
         for (size_t j = 0; j < i; j++) {
             if (strcmp(c->acl_accounts[j].access_key,
                        c->acl_accounts[i].access_key) == 0) {
-                set_err(err, errlen, "acl.accounts[%zu]: duplicate accessKey",
+                ns_errf(err, errlen, "acl.accounts[%zu]: duplicate accessKey",
                         i);
                 return NS_EPROTO;
             }
@@ -360,34 +346,34 @@ int ns_cluster_config_parse(const char *text, size_t len,
                             size_t errlen)
 {
     int rv = NS_EPROTO;
-    set_err(err, errlen, "ok");
+    ns_errf(err, errlen, "ok");
     if (len > NS_CLUSTER_FILE_MAX) {
-        set_err(err, errlen, "file larger than %u bytes", NS_CLUSTER_FILE_MAX);
+        ns_errf(err, errlen, "file larger than %u bytes", NS_CLUSTER_FILE_MAX);
         return NS_EPROTO;
     }
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (root == NULL) {
-        set_err(err, errlen, "not valid JSON");
+        ns_errf(err, errlen, "not valid JSON");
         return NS_EPROTO;
     }
     if (!cJSON_IsObject(root)) {
-        set_err(err, errlen, "top level must be an object");
+        ns_errf(err, errlen, "top level must be an object");
         goto err_after_root;
     }
     const cJSON *secret = cJSON_GetObjectItemCaseSensitive(root, "secret");
     if (secret != NULL && !cJSON_IsString(secret)) {
-        set_err(err, errlen, "\"secret\" must be a string");
+        ns_errf(err, errlen, "\"secret\" must be a string");
         goto err_after_root;
     }
     const cJSON *secret_file =
         cJSON_GetObjectItemCaseSensitive(root, "secretFile");
     if (secret_file != NULL &&
         (!cJSON_IsString(secret_file) || secret_file->valuestring[0] == '\0')) {
-        set_err(err, errlen, "\"secretFile\" must be a non-empty path");
+        ns_errf(err, errlen, "\"secretFile\" must be a non-empty path");
         goto err_after_root;
     }
     if (secret_file != NULL && secret != NULL) {
-        set_err(err, errlen, "give \"secret\" or \"secretFile\", not both");
+        ns_errf(err, errlen, "give \"secret\" or \"secretFile\", not both");
         goto err_after_root;
     }
     c->secret = ns_strdup(secret != NULL ? secret->valuestring : "");
@@ -432,7 +418,7 @@ int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        ns_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return NS_EIO;
     }
     int rv = NS_ENOMEM;
@@ -442,7 +428,7 @@ int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
     }
     size_t len = fread(text, 1, NS_CLUSTER_FILE_MAX + 1, f);
     if (ferror(f)) {
-        set_err(err, errlen, "cannot read %s", path);
+        ns_errf(err, errlen, "cannot read %s", path);
         rv = NS_EIO;
     } else {
         rv = ns_cluster_config_parse(text, len, c, err, errlen);

@@ -16,20 +16,6 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Values shipped in cluster-configs/ and its README: known to everyone. */
 static const char *const placeholders[] = {
     "change-me-local-secret",
@@ -41,12 +27,12 @@ int ns_secret_check(const char *secret, char *why, size_t whylen)
 {
     size_t len = strlen(secret);
     if (len == 0) {
-        set_err(why, whylen, "the cluster secret is empty");
+        ns_errf(why, whylen, "the cluster secret is empty");
         return NS_EINVAL;
     }
     for (size_t i = 0; i < sizeof placeholders / sizeof placeholders[0]; i++) {
         if (strcmp(secret, placeholders[i]) == 0) {
-            set_err(why, whylen,
+            ns_errf(why, whylen,
                     "the cluster secret is the placeholder \"%s\" shipped "
                     "with raftns",
                     secret);
@@ -54,7 +40,7 @@ int ns_secret_check(const char *secret, char *why, size_t whylen)
         }
     }
     if (len < NS_SECRET_MIN_LEN) {
-        set_err(why, whylen,
+        ns_errf(why, whylen,
                 "the cluster secret has %zu bytes; at least %d are needed", len,
                 NS_SECRET_MIN_LEN);
         return NS_EINVAL;
@@ -66,7 +52,7 @@ int ns_secret_read_file(const char *path, char **out, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errlen, "cannot open secret file %s: %s", path,
+        ns_errf(err, errlen, "cannot open secret file %s: %s", path,
                 strerror(errno));
         return NS_EIO;
     }
@@ -84,7 +70,7 @@ int ns_secret_read_file(const char *path, char **out, char *err, size_t errlen)
             continue;
         }
         if (got < 0) {
-            set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            ns_errf(err, errlen, "cannot read %s: %s", path, strerror(errno));
             goto out;
         }
         if (got == 0) {
@@ -94,7 +80,7 @@ int ns_secret_read_file(const char *path, char **out, char *err, size_t errlen)
     }
     rv = NS_EPROTO;
     if (len > NS_SECRET_FILE_MAX) {
-        set_err(err, errlen, "secret file %s is larger than %d bytes", path,
+        ns_errf(err, errlen, "secret file %s is larger than %d bytes", path,
                 NS_SECRET_FILE_MAX);
         goto out;
     }
@@ -103,12 +89,12 @@ int ns_secret_read_file(const char *path, char **out, char *err, size_t errlen)
     }
     text[len] = '\0';
     if (strlen(text) != len) {
-        set_err(err, errlen, "secret file %s contains a NUL byte", path);
+        ns_errf(err, errlen, "secret file %s contains a NUL byte", path);
         goto out;
     }
-    set_err(err, errlen, "%s", "");
+    ns_errf(err, errlen, "%s", "");
     if (fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "secret file %s may be read by others (mode %03o): chmod 600",
                 path, (unsigned)(st.st_mode & 0777));
     }
@@ -125,7 +111,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
-        set_err(err, errlen, "data dir path too long");
+        ns_errf(err, errlen, "data dir path too long");
         return NS_EIO;
     }
     for (char *p = tmp + 1;; p++) {
@@ -133,7 +119,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
             char c = *p;
             *p = '\0';
             if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                set_err(err, errlen, "cannot create %s: %s", tmp,
+                ns_errf(err, errlen, "cannot create %s: %s", tmp,
                         strerror(errno));
                 return NS_EIO;
             }
@@ -150,7 +136,7 @@ static int create_secret(const char *path, char *err, size_t errlen)
     uint8_t raw[32];
     char hex[2 * sizeof raw + 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
-        set_err(err, errlen, "no random bytes: %s", strerror(errno));
+        ns_errf(err, errlen, "no random bytes: %s", strerror(errno));
         return NS_EIO;
     }
     for (size_t i = 0; i < sizeof raw; i++) {
@@ -163,13 +149,13 @@ static int create_secret(const char *path, char *err, size_t errlen)
         if (errno == EEXIST) {
             return 0;
         }
-        set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        ns_errf(err, errlen, "cannot create %s: %s", path, strerror(errno));
         return NS_EIO;
     }
     size_t len = strlen(hex);
     int rv = write(fd, hex, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : NS_EIO;
     if (rv != 0) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        ns_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         unlink(path);
     }
     close(fd);
@@ -182,7 +168,7 @@ int ns_secret_load_or_create(const char *dir, char **out, int *created,
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, NS_SECRET_DATA_FILE) >=
         (int)sizeof path) {
-        set_err(err, errlen, "data dir path too long");
+        ns_errf(err, errlen, "data dir path too long");
         return NS_EIO;
     }
     *created = 0;

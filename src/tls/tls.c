@@ -37,20 +37,6 @@ struct ns_tls {
     char err[NS_TLS_ERR_LEN];
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* The reason of the queued OpenSSL errors: a system error (errno) when there is
  * one, else the most recent. Clears the queue. */
 static const char *ssl_reason(char *buf, size_t len)
@@ -168,19 +154,19 @@ static int load_identity(SSL_CTX *ssl, const char *cert, const char *key,
 {
     char why[128];
     if (SSL_CTX_use_certificate_chain_file(ssl, cert) != 1) {
-        set_err(err, errlen, "cannot load certificate %s: %s", cert,
+        ns_errf(err, errlen, "cannot load certificate %s: %s", cert,
                 ssl_reason(why, sizeof why));
         return NS_EIO;
     }
     if (key == NULL ||
         SSL_CTX_use_PrivateKey_file(ssl, key, SSL_FILETYPE_PEM) != 1) {
-        set_err(err, errlen, "cannot load private key %s: %s",
+        ns_errf(err, errlen, "cannot load private key %s: %s",
                 key != NULL ? key : "(none given)",
                 key != NULL ? ssl_reason(why, sizeof why) : "needed");
         return NS_EIO;
     }
     if (SSL_CTX_check_private_key(ssl) != 1) {
-        set_err(err, errlen, "private key %s does not match certificate %s",
+        ns_errf(err, errlen, "private key %s does not match certificate %s",
                 key, cert);
         ERR_clear_error();
         return NS_EIO;
@@ -193,14 +179,14 @@ static int load_ca(SSL_CTX *ssl, const char *ca, bool client_list, char *err,
 {
     char why[128];
     if (SSL_CTX_load_verify_locations(ssl, ca, NULL) != 1) {
-        set_err(err, errlen, "cannot load CA %s: %s", ca,
+        ns_errf(err, errlen, "cannot load CA %s: %s", ca,
                 ssl_reason(why, sizeof why));
         return NS_EIO;
     }
     if (client_list) {
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca);
         if (names == NULL) {
-            set_err(err, errlen, "no CA certificate in %s", ca);
+            ns_errf(err, errlen, "no CA certificate in %s", ca);
             ERR_clear_error();
             return NS_EIO;
         }
@@ -213,12 +199,12 @@ int ns_tls_ctx_create_server(const struct ns_tls_server_opts *o,
                              struct ns_tls_ctx **out, char *err, size_t errlen)
 {
     if (o->cert_path == NULL || o->cert_path[0] == '\0') {
-        set_err(err, errlen, "no certificate configured");
+        ns_errf(err, errlen, "no certificate configured");
         return NS_EIO;
     }
     if (o->verify != NS_TLS_VERIFY_NONE &&
         (o->ca_path == NULL || o->ca_path[0] == '\0')) {
-        set_err(err, errlen,
+        ns_errf(err, errlen,
                 "client certificates are verified but no CA is configured");
         return NS_EIO;
     }
@@ -262,7 +248,7 @@ int ns_tls_ctx_create_client(const struct ns_tls_client_opts *o,
         if (o->ca_path != NULL && o->ca_path[0] != '\0') {
             rv = load_ca(ctx->ssl, o->ca_path, false, err, errlen);
         } else if (SSL_CTX_set_default_verify_paths(ctx->ssl) != 1) {
-            set_err(err, errlen, "cannot load the system CAs");
+            ns_errf(err, errlen, "cannot load the system CAs");
             ERR_clear_error();
             rv = NS_EIO;
         }
@@ -297,7 +283,7 @@ void ns_tls_ctx_describe(const struct ns_tls_ctx *ctx, char *buf, size_t len)
 {
     X509 *x = SSL_CTX_get0_certificate(ctx->ssl);
     if (x == NULL) {
-        set_err(buf, len, "no certificate");
+        ns_errf(buf, len, "no certificate");
         return;
     }
     char subject[256];
@@ -310,7 +296,7 @@ void ns_tls_ctx_describe(const struct ns_tls_ctx *ctx, char *buf, size_t len)
         int n = BIO_read(mem, until, (int)sizeof until - 1);
         until[n > 0 ? n : 0] = '\0';
     }
-    set_err(buf, len, "%s, serial %s, not after %s", subject,
+    ns_errf(buf, len, "%s, serial %s, not after %s", subject,
             serial != NULL ? serial : "?", until);
     BIO_free(mem);
     OPENSSL_free(serial);
@@ -393,13 +379,13 @@ static int fail(struct ns_tls *t, int ssl_err)
     long vr = SSL_get_verify_result(t->ssl);
     char why[128];
     if (vr != X509_V_OK) {
-        set_err(t->err, sizeof t->err, "certificate verify failed: %s",
+        ns_errf(t->err, sizeof t->err, "certificate verify failed: %s",
                 X509_verify_cert_error_string(vr));
         ERR_clear_error();
     } else if (ssl_err == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0) {
-        set_err(t->err, sizeof t->err, "unexpected end of stream");
+        ns_errf(t->err, sizeof t->err, "unexpected end of stream");
     } else {
-        set_err(t->err, sizeof t->err, "%s", ssl_reason(why, sizeof why));
+        ns_errf(t->err, sizeof t->err, "%s", ssl_reason(why, sizeof why));
     }
     return NS_EPROTO;
 }
