@@ -52,6 +52,7 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->node = node;
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
     if (ns_acl_gate_init(&s->acl, cfg) != 0) {
+        ns_conn_limits_close(&s->limits);
         ns_liveness_close(&s->live);
         ns_free(s);
         return NS_ENOMEM;
@@ -59,6 +60,7 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     int rv = ns_conn_tls_init(s, cfg->tls);
     if (rv != 0) {
         ns_acl_gate_close(&s->acl);
+        ns_conn_limits_close(&s->limits);
         ns_liveness_close(&s->live);
         ns_free(s);
         return rv;
