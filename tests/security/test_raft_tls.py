@@ -6,13 +6,15 @@ certificate of another CA and one without a certificate are refused, and a TLS c
 valid certificate meets the HMAC handshake inside TLS (and is refused as a non-member). Term,
 leader, commit index and state are unchanged after all of it and each refusal is counted in
 raftns_peer_refused_total. `openssl s_client` sees TLSv1.3 on the raft port and cannot get
-TLS 1.2. A node with raftTls but no CA (or an unreadable certificate) exits with status 2, and
-UPDATE_NAMESRV_CONFIG cannot turn raftTls off. Certificates come from gen_certs.sh in a temp dir
+TLS 1.2. A node with raftTls but no CA (or an unreadable certificate) exits with status 2,
+UPDATE_NAMESRV_CONFIG cannot turn raftTls off, and SIGHUP gives new raft connections the reloaded
+certificate (a broken file keeps the old one). Certificates come from gen_certs.sh in a temp dir
 removed at the end; the attacks' wire helpers are test_raft_port.py's."""
 
 import os
 import re
 import shutil
+import signal
 import ssl
 import struct
 import subprocess
@@ -270,7 +272,35 @@ class RaftTlsCluster(unittest.TestCase):
         self.assert_unchanged("318 raftTls=disabled")
 
 
-class RaftTlsStartUp(unittest.TestCase):
+class RaftTlsNode(unittest.TestCase):
+    def test_sighup_reloads_for_new_raft_connections(self):
+        live = tempfile.mkdtemp(prefix="raftns-raft-tls-live-")
+        self.addCleanup(shutil.rmtree, live, True)
+        pem, key = os.path.join(live, "live.pem"), os.path.join(live, "live.key")
+        shutil.copy(cert("server.pem"), pem)
+        shutil.copy(cert("server.key"), key)
+        nd = harness.Node(dict(raft_tls_sets(), tlsServerCertPath=pem, tlsServerKeyPath=key))
+        self.addCleanup(nd.cleanup)
+        nd.start()
+
+        def raft_cn():
+            with tls_dial(nd, tls_ctx("client")) as s:
+                return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
+        self.assertEqual(raft_cn(), "raftns test server")
+        for src, dst in ((cert("server2.pem"), pem), (cert("server2.key"), key)):
+            shutil.copy(src, dst + ".new")
+            os.replace(dst + ".new", dst)
+        os.kill(nd.pid, signal.SIGHUP)
+        wait_until(lambda: raft_cn() == "raftns test server 2", T(10.0),
+                   "new raft connections to show the new certificate")
+        with open(pem, "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n")
+        os.kill(nd.pid, signal.SIGHUP)
+        wait_until(lambda: "raftTls reload failed" in nd.log_text(), T(10.0),
+                   "the failed reload logged")
+        self.assertTrue(nd.alive())
+        self.assertEqual(raft_cn(), "raftns test server 2")
+
     def test_bad_settings_exit_2(self):
         for sets, needle in (
                 (raft_tls_sets(ca=None), "tlsServerTrustCertPath"),
