@@ -8,7 +8,8 @@ leader, commit index and state are unchanged after all of it and each refusal is
 raftns_peer_refused_total. `openssl s_client` sees TLSv1.3 on the raft port and cannot get
 TLS 1.2. A node with raftTls but no CA (or an unreadable certificate) exits with status 2,
 UPDATE_NAMESRV_CONFIG cannot turn raftTls off, and SIGHUP gives new raft connections the reloaded
-certificate (a broken file keeps the old one). Certificates come from gen_certs.sh in a temp dir
+certificate (a broken file keeps the old one). The relay's backpressure test runs under raftTls
+too. Certificates come from gen_certs.sh in a temp dir
 removed at the end; the attacks' wire helpers are test_raft_port.py's."""
 
 import os
@@ -28,6 +29,7 @@ sys.path.insert(0, HERE)
 import clusterh  # noqa: E402
 import harness  # noqa: E402
 import nsclient as ns  # noqa: E402
+import test_cluster_backpressure as bp  # noqa: E402
 import test_raft_port as rp  # noqa: E402
 from harness import T, wait_until  # noqa: E402
 
@@ -270,6 +272,21 @@ class RaftTlsCluster(unittest.TestCase):
             self.assertEqual(r.code, 0)
             self.assertNotIn(b"raftTls", r.body)
         self.assert_unchanged("318 raftTls=disabled")
+
+
+class RaftTlsBackpressure(bp.Backpressure):
+    """tests/process/test_cluster_backpressure.py under raftTls: the leader's relay to a paused
+    follower stops reading libraft's pipe once the ciphertext queued towards it (with what the
+    TLS session holds) passes the bound, and the follower catches up after SIGCONT."""
+
+    @property
+    def NAMESRV(self):
+        return raft_tls_sets()
+
+    def test_paused_follower_catches_up(self):
+        super().test_paused_follower_catches_up()
+        for nd in self.cluster.all():
+            self.assertIn("peer: raftTls enforcing", nd.log_text())
 
 
 class RaftTlsNode(unittest.TestCase):
