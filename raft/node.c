@@ -575,6 +575,9 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
         .max_message = cfg->max_message,
         .find_member = find_member,
         .member_arg = n,
+        .tls_cert = cfg->tls_cert_path,
+        .tls_key = cfg->tls_key_path,
+        .tls_ca = cfg->tls_ca_path,
     };
     rv = node_transport_init(&n->transport, loop, &tcfg);
     if (rv != 0) {
@@ -819,6 +822,11 @@ void ns_node_destroy(struct ns_node *n)
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
+}
+
+int ns_node_reload_tls(struct ns_node *n)
+{
+    return node_transport_reload_tls(&n->transport);
 }
 
 void ns_node_peer_stats(const struct ns_node *n, struct ns_node_peer_stats *out)

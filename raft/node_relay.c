@@ -1,8 +1,9 @@
 /* The relay of an authenticated raft peer connection: a socketpair whose one
  * end libraft reads as a uv_pipe_t, every inbound TCP byte passed through the
  * message checker (raftns/wire.h) before it is written to the pipe, outbound
- * pipe bytes written to TCP, with backpressure both ways. It does no
- * handshake and judges nothing the checker does not. */
+ * pipe bytes written to TCP (through the TLS session with raftTls,
+ * node_tls.c), with backpressure both ways. It does no handshake and judges
+ * nothing the checker does not. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,15 +14,6 @@
 #include "raftns/wire.h"
 
 #include "node_transport_int.h"
-
-/* One relay read, then the write that carries it. */
-struct chunk {
-    uv_write_t req;
-    struct conn *c;
-    int dir;
-    size_t len;
-    char data[CHUNK_SIZE];
-};
 
 static void relay_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -45,7 +37,7 @@ static uv_stream_t *source_of(struct conn *c, int dir)
 static void relay_in_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void relay_out_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-static void pause_source(struct conn *c, int dir, bool pause)
+void node_relay_pause(struct conn *c, int dir, bool pause)
 {
     bool *paused = dir == DIR_IN ? &c->tcp_paused : &c->pipe_paused;
     if (*paused == pause || c->phase != PHASE_RELAY) {
@@ -55,6 +47,8 @@ static void pause_source(struct conn *c, int dir, bool pause)
     if (pause) {
         c->t->stats.pauses++;
         uv_read_stop(source_of(c, dir));
+    } else if (dir == DIR_IN && c->tls != NULL) {
+        node_tls_read_start(c);
     } else {
         uv_read_start(source_of(c, dir), relay_alloc,
                       dir == DIR_IN ? relay_in_cb : relay_out_cb);
@@ -73,7 +67,7 @@ static void relay_write_cb(uv_write_t *req, int status)
         return;
     }
     if (c->queued[dir] < LOW_WATER) {
-        pause_source(c, dir, false);
+        node_relay_pause(c, dir, false);
     }
 }
 
@@ -96,12 +90,11 @@ static void relay_write(struct conn *c, struct chunk *k, int dir, size_t len)
      * each, so this bounds a connection's buffers at HIGH_WATER per side. */
     c->queued[dir] += sizeof *k;
     if (c->queued[dir] > HIGH_WATER) {
-        pause_source(c, dir, true);
+        node_relay_pause(c, dir, true);
     }
 }
 
-/* Checks len inbound bytes in k (taken) and forwards them to libraft. */
-static void forward_in(struct conn *c, struct chunk *k, size_t len)
+void node_relay_forward_in(struct conn *c, struct chunk *k, size_t len)
 {
     size_t n_ok = 0;
     if (!c->inbound) {
@@ -128,7 +121,11 @@ static void relay_read(struct conn *c, int dir, ssize_t nread,
 {
     if (nread > 0 && c->phase == PHASE_RELAY) {
         if (dir == DIR_IN) {
-            forward_in(c, chunk_of(buf), (size_t)nread);
+            node_relay_forward_in(c, chunk_of(buf), (size_t)nread);
+        } else if (c->tls != NULL) {
+            /* The session copies (and counts) what it encrypts. */
+            node_tls_send(c, (const uint8_t *)buf->base, (size_t)nread);
+            ns_free(chunk_of(buf));
         } else {
             relay_write(c, chunk_of(buf), DIR_OUT, (size_t)nread);
         }
@@ -197,9 +194,11 @@ void node_relay_start(struct conn *c)
     c->phase = PHASE_RELAY;
     ns_wire_check_init(&c->check, &t->limits, c->peer_id);
     uv_read_start((uv_stream_t *)&c->pipe, relay_alloc, relay_out_cb);
-    /* libuv >= 1.38 refuses uv_read_start on a reading stream (EALREADY). */
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_read_start((uv_stream_t *)&c->tcp, relay_alloc, relay_in_cb);
+    if (c->tls == NULL) { /* a TLS socket goes on reading through the session */
+        /* libuv >= 1.38 refuses uv_read_start on a reading stream. */
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        uv_read_start((uv_stream_t *)&c->tcp, relay_alloc, relay_in_cb);
+    }
     if (c->inbound) {
         t->stats.accepted++;
         NS_LOG(NS_LOG_INFO, "peer: accepted %llu (%s) from %s",
@@ -221,7 +220,7 @@ void node_relay_start(struct conn *c)
             return;
         }
         memcpy(k->data, c->hs_buf, c->hs_len);
-        forward_in(c, k, c->hs_len);
+        node_relay_forward_in(c, k, c->hs_len);
         c->hs_len = 0;
     }
 }

@@ -2,8 +2,9 @@
  * handshake of raftns/wire.h before a single byte reaches libraft (with a
  * deadline and a cap on unauthenticated connections), the refusal of ids not
  * in the raft configuration, and the close order. The relay that follows is
- * raft/node_relay.c. It does not judge raft semantics (terms, indexes), and it
- * keeps no memory of peers between connections. */
+ * raft/node_relay.c; with raftTls both run inside TLS (raft/node_tls.c). It
+ * does not judge raft semantics (terms, indexes), and it keeps no memory of
+ * peers between connections. */
 #include "node_transport.h"
 
 #include <stdarg.h>
@@ -107,6 +108,7 @@ static void conn_free(struct conn *c)
         t->n_handshaking--;
     }
     struct raft_uv_connect *req = c->req;
+    ns_tls_destroy(c->tls);
     ns_free(c);
     if (req != NULL) {
         req->cb(req, NULL, t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
@@ -138,6 +140,9 @@ void node_conn_close(struct conn *c)
 void node_conn_refuse(struct conn *c, const char *reason)
 {
     struct transport *t = c->t;
+    if (c->phase == PHASE_CLOSING) {
+        return; /* ended (and counted) already */
+    }
     t->stats.refused++;
     if (c->inbound) {
         warn_limited(t, &t->refusals,
@@ -158,6 +163,9 @@ void node_conn_refuse(struct conn *c, const char *reason)
 void node_conn_violation(struct conn *c, const char *reason)
 {
     struct transport *t = c->t;
+    if (c->phase == PHASE_CLOSING) {
+        return;
+    }
     t->stats.violations++;
     warn_limited(t, &t->violations,
                  "peer: closing connection %s peer %llu (%s, %s): %s",
@@ -217,6 +225,9 @@ static void hs_write_cb(uv_write_t *req, int status)
 
 static int hs_send(struct conn *c, int slot, size_t len)
 {
+    if (c->tls != NULL) {
+        return node_tls_send(c, c->out[slot], len);
+    }
     uv_buf_t b = uv_buf_init((char *)c->out[slot], (unsigned)len);
     c->hs_write[slot].data = c;
     return uv_write(&c->hs_write[slot], (uv_stream_t *)&c->tcp, &b, 1,
@@ -335,6 +346,19 @@ static void outbound_progress(struct conn *c)
     node_relay_start(c);
 }
 
+void node_conn_hs_input(struct conn *c, size_t n)
+{
+    c->hs_len += n;
+    if (c->inbound) {
+        inbound_progress(c);
+    } else {
+        outbound_progress(c);
+    }
+    if (c->phase == PHASE_HANDSHAKE && c->hs_len == sizeof c->hs_buf) {
+        node_conn_refuse(c, "handshake message too long");
+    }
+}
+
 static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct conn *c = s->data;
@@ -347,15 +371,7 @@ static void hs_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                                             : uv_strerror((int)nread));
         return;
     }
-    c->hs_len += (size_t)nread;
-    if (c->inbound) {
-        inbound_progress(c);
-    } else {
-        outbound_progress(c);
-    }
-    if (c->phase == PHASE_HANDSHAKE && c->hs_len == sizeof c->hs_buf) {
-        node_conn_refuse(c, "handshake message too long");
-    }
+    node_conn_hs_input(c, (size_t)nread);
 }
 
 /* Unauthenticated inbound connections from ip: one source cannot take every
@@ -398,7 +414,12 @@ static void listen_cb(uv_stream_t *server, int status)
     }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_start(&c->timer, timer_cb, HANDSHAKE_MS, 0);
-    uv_read_start((uv_stream_t *)&c->tcp, hs_alloc, hs_read_cb);
+    /* The deadline covers a stalled TLS handshake as well. */
+    if (t->tls_server != NULL) {
+        node_tls_start(c);
+    } else {
+        uv_read_start((uv_stream_t *)&c->tcp, hs_alloc, hs_read_cb);
+    }
 }
 
 static void connect_cb(uv_connect_t *req, int status)
@@ -423,6 +444,11 @@ static void connect_cb(uv_connect_t *req, int status)
         node_conn_refuse(c, "no randomness for a nonce");
         return;
     }
+    /* Under TLS the HELLO waits in the session until its handshake is done.
+     */
+    if (t->tls_client != NULL && node_tls_start(c) != 0) {
+        return;
+    }
     if (ns_wire_auth_connect(&c->auth, t->key, t->key_len, t->id, t->addr,
                              c->peer_id, c->peer_addr, c->nonce, c->out[0],
                              sizeof c->out[0], &out_len) != 0 ||
@@ -431,7 +457,9 @@ static void connect_cb(uv_connect_t *req, int status)
                                                    : "handshake write failed");
         return;
     }
-    uv_read_start((uv_stream_t *)&c->tcp, hs_alloc, hs_read_cb);
+    if (c->tls == NULL) {
+        uv_read_start((uv_stream_t *)&c->tcp, hs_alloc, hs_read_cb);
+    }
 }
 
 /* --- the raft_uv_transport vtable --- */
@@ -531,6 +559,73 @@ static void tr_close(struct raft_uv_transport *iface,
     uv_close((uv_handle_t *)&t->listener, listener_closed);
 }
 
+/* Loads the TLS files into new contexts and swaps them in; connections keep
+ * the contexts they started with. 0, NS_EINVAL (logged) or NS_ENOMEM. */
+static int load_tls(struct transport *t)
+{
+    char err[512];
+    struct ns_tls_ctx *server = NULL, *client = NULL;
+    int rv = node_tls_load(t->tls_files, &server, &client, err, sizeof err);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "peer: raftTls: %s",
+               rv == NS_ENOMEM ? "out of memory loading certificates" : err);
+        return rv == NS_ENOMEM ? rv : NS_EINVAL;
+    }
+    ns_tls_ctx_unref(t->tls_server);
+    ns_tls_ctx_unref(t->tls_client);
+    t->tls_server = server;
+    t->tls_client = client;
+    ns_tls_ctx_describe(server, err, sizeof err);
+    NS_LOG(NS_LOG_INFO, "peer: raftTls enforcing (TLS 1.3, mutual), %s", err);
+    return 0;
+}
+
+static void free_tls(struct transport *t)
+{
+    ns_tls_ctx_unref(t->tls_server);
+    ns_tls_ctx_unref(t->tls_client);
+    for (int i = 0; i < 3; i++) {
+        ns_free(t->tls_files[i]);
+    }
+}
+
+/* Copies the TLS file names and loads them. 0 (also without TLS), NS_EINVAL
+ * (logged) or NS_ENOMEM. */
+static int init_tls(struct transport *t,
+                    const struct node_transport_config *cfg)
+{
+    const char *files[3] = {cfg->tls_cert, cfg->tls_key, cfg->tls_ca};
+    if (files[0] == NULL && files[1] == NULL && files[2] == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (files[i] == NULL || files[i][0] == '\0') {
+            NS_LOG(NS_LOG_ERROR, "peer: raftTls needs a certificate, a key "
+                                 "and a CA");
+            return NS_EINVAL;
+        }
+        t->tls_files[i] = ns_strdup(files[i]);
+        if (t->tls_files[i] == NULL) {
+            return NS_ENOMEM;
+        }
+    }
+    return load_tls(t);
+}
+
+int node_transport_reload_tls(struct raft_uv_transport *iface)
+{
+    struct transport *t = iface->impl;
+    if (t == NULL || t->tls_server == NULL) {
+        return 0;
+    }
+    int rv = load_tls(t);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "peer: raftTls reload failed; keeping the old "
+                            "certificate");
+    }
+    return rv;
+}
+
 int node_transport_init(struct raft_uv_transport *iface, uv_loop_t *loop,
                         const struct node_transport_config *cfg)
 {
@@ -546,6 +641,14 @@ int node_transport_init(struct raft_uv_transport *iface, uv_loop_t *loop,
         return NS_ENOMEM;
     }
     memcpy(t->key, secret, t->key_len + 1);
+    int rv = init_tls(t, cfg);
+    if (rv != 0) {
+        free_tls(t);
+        OPENSSL_cleanse(t->key, t->key_len);
+        ns_free(t->key);
+        ns_free(t);
+        return rv;
+    }
     t->iface = iface;
     t->loop = loop;
     ns_wire_limits_default(&t->limits);
@@ -575,6 +678,7 @@ void node_transport_free(struct raft_uv_transport *iface)
         NS_LOG(NS_LOG_ERROR, "peer: transport freed while open; leaking it");
         return;
     }
+    free_tls(t);
     OPENSSL_cleanse(t->key, t->key_len);
     ns_free(t->key);
     ns_free(t);

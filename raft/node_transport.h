@@ -28,15 +28,22 @@ struct node_transport_config {
     uint64_t max_message; /* payload bound per raft message; 0 = 1 GiB */
     node_transport_member_fn find_member;
     void *member_arg; /* borrowed; must outlive the transport */
+    /* raftTls: PEM certificate, key and CA (borrowed; copied). All NULL =
+     * plain TCP; otherwise all three are needed. */
+    const char *tls_cert, *tls_key, *tls_ca;
 };
 
-/* Fills t's vtable (init/listen/connect/close) for raft_uv_init. Returns 0 or
- * NS_ENOMEM. After 0, node_transport_free(t) releases it: either before
- * raft_uv_init used it, or after libraft closed it and the loop ran until
- * nothing was left (its close callback fires when every handle is closed). */
+/* Fills t's vtable (init/listen/connect/close) for raft_uv_init. Returns 0,
+ * NS_EINVAL (a TLS file could not be loaded: logged) or NS_ENOMEM. After 0,
+ * node_transport_free(t) releases it: either before raft_uv_init used it, or
+ * after libraft closed it and the loop ran until nothing was left (its close
+ * callback fires when every handle is closed). */
 int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
                         const struct node_transport_config *cfg);
 void node_transport_free(struct raft_uv_transport *t);
+/* Reloads the TLS files for new connections; on failure (logged) the old
+ * contexts stay. 0 (also without TLS), NS_EINVAL or NS_ENOMEM. */
+int node_transport_reload_tls(struct raft_uv_transport *t);
 void node_transport_stats(const struct raft_uv_transport *t,
                           struct ns_node_peer_stats *out);
 

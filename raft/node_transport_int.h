@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "raftns/node.h"
+#include "raftns/tls.h"
 #include "raftns/wire.h"
 
 #include "node_transport.h"
@@ -32,6 +33,15 @@ enum { PHASE_HANDSHAKE, PHASE_RELAY, PHASE_CLOSING };
 struct limiter {
     uint64_t last_ms;
     uint64_t suppressed;
+};
+
+/* One relay read, then the write that carries it. */
+struct chunk {
+    uv_write_t req;
+    struct conn *c;
+    int dir;
+    size_t len;
+    char data[CHUNK_SIZE];
 };
 
 struct transport {
@@ -56,6 +66,11 @@ struct transport {
     struct limiter refusals;
     struct limiter violations;
     struct ns_node_peer_stats stats;
+    /* raftTls: both NULL for plain TCP. One reference each; sessions hold
+     * their own, so a reload only affects new connections. */
+    struct ns_tls_ctx *tls_server, *tls_client;
+    char *tls_files[3];          /* owned: certificate, key, CA, for reloads */
+    uint8_t scratch[CHUNK_SIZE]; /* ciphertext of one TCP read (copied) */
 };
 
 struct conn {
@@ -84,7 +99,8 @@ struct conn {
     size_t hs_len;
     uint8_t out[2][NS_WIRE_MSG_MAX];
     struct ns_wire_check check;
-    size_t queued[2];
+    size_t queued[2];   /* bytes held by writes towards the pipe / the TCP */
+    struct ns_tls *tls; /* owned; NULL without raftTls */
 };
 
 /* Closes every handle of c; it is freed (and an outbound request called back
@@ -97,5 +113,33 @@ void node_conn_violation(struct conn *c, const char *reason);
 /* The handshake succeeded: makes the socketpair, hands libraft its end (accept
  * or connect callback) and starts relaying (node_relay.c). */
 void node_relay_start(struct conn *c);
+/* Checks len inbound plaintext bytes in k (taken) and forwards them to
+ * libraft (node_relay.c). */
+void node_relay_forward_in(struct conn *c, struct chunk *k, size_t len);
+/* Pauses or resumes reading the source of dir (node_relay.c; relay only). */
+void node_relay_pause(struct conn *c, int dir, bool pause);
+/* Appends n plaintext bytes, just put at hs_buf + hs_len, to the handshake
+ * and advances it (node_transport.c). */
+void node_conn_hs_input(struct conn *c, size_t n);
+
+/* --- raftTls (node_tls.c): TLS 1.3 between the TCP socket and the rest --- */
+
+/* Loads the peer contexts from files[] (certificate, key, CA; borrowed):
+ * a server asking for and verifying client certificates, and a client that
+ * presents one and verifies the listener; both TLS 1.3 only. 0 (*server and
+ * *client owned) or NS_EIO / NS_ENOMEM with err set. */
+int node_tls_load(char *const files[3], struct ns_tls_ctx **server,
+                  struct ns_tls_ctx **client, char *err, size_t errlen);
+/* Starts c's session once TCP is up and reads the socket through it from now
+ * on; an outbound one verifies the certificate names the IP it dialed. 0, or
+ * c was refused (closing). */
+int node_tls_start(struct conn *c);
+/* (Re)starts reading c's socket through its session (after a pause). */
+void node_tls_read_start(struct conn *c);
+/* Encrypts len plaintext bytes (borrowed) and writes them to the socket,
+ * counted in queued[DIR_OUT]. 0, or c was closed. */
+int node_tls_send(struct conn *c, const uint8_t *p, size_t len);
+/* Bytes the session holds on the way out (not yet handed to a write). */
+size_t node_tls_buffered(const struct conn *c);
 
 #endif

@@ -8,9 +8,10 @@
 # Usage: scripts/bench.sh [SCENARIO...]   (default: all of route register
 #   heartbeat cluster3 scale catchup failover; name some to run only those;
 #   "tls" -- route reads plain vs TLS on one permissive node, interleaved --
-#   and "security" -- route reads plain / ACL / TLS against redis, replicated
+#   "security" -- route reads plain / ACL / TLS against redis, replicated
 #   writes of this build against BASE_RAFTNS=<older raftns>; SECURITY_PARTS=reads|writes
-#   runs one half -- run only when named)
+#   runs one half -- and "raft-tls" -- replicated registrations through the leader of a
+#   plain and of a raftTls 3-node cluster, interleaved -- run only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -643,6 +644,42 @@ def run_security(rport):
                 out["writes"].append(point)
                 log("   security register via %s c%d: %s" % (via, conns, ", ".join(
                     "%s %.0f req/s" % (t, point[t + "_rps"] or 0) for t in clusters)))
+
+
+def run_raft_tls():
+    """Replicated writes (register, through the leader) on two 3-node clusters running side by
+    side, one plain and one with raftTls=enforcing (the client port plain on both, so only the
+    raft traffic differs), REPEATS runs each, interleaved; medians and the cost."""
+    certs = tempfile.mkdtemp(prefix="raftns-bench-certs-")
+    TMPDIRS.append(certs)
+    subprocess.run([os.path.join(ROOT, "tests", "security", "gen_certs.sh"), certs], check=True)
+    tls_sets = {"raftTls": "enforcing", "tlsMode": "disabled",
+                "tlsServerCertPath": os.path.join(certs, "server.pem"),
+                "tlsServerKeyPath": os.path.join(certs, "server.key"),
+                "tlsServerTrustCertPath": os.path.join(certs, "ca.pem")}
+    clusters = {"plain": Cluster(3), "raft-tls": Cluster(3, namesrv=tls_sets)}
+    try:
+        leaders = {k: cl.leader() for k, cl in clusters.items()}
+        for conns in (1, 64):
+            runs = {k: [] for k in clusters}
+            for _ in range(REPEATS):
+                for k, cl in clusters.items():
+                    lid = leaders[k]
+                    runs[k].append(bench(cl.client(lid), "3-node register %s c%d" % (k, conns),
+                                         conns, 1, mix="register=100", pid=cl.procs[lid].pid))
+            p = summarize("3-node register plain c%d" % conns, runs["plain"],
+                          {"conns": conns, "depth": 1, "raft_tls": False})
+            t = summarize("3-node register raftTls c%d" % conns, runs["raft-tls"],
+                          {"conns": conns, "depth": 1, "raft_tls": True})
+            if p["throughput_median"] and t["throughput_median"]:
+                cost = 1 - t["throughput_median"] / p["throughput_median"]
+                RESULTS.setdefault("raft_tls", []).append({
+                    "conns": conns, "plain_wps": p["throughput_median"],
+                    "raft_tls_wps": t["throughput_median"], "cost": cost,
+                    "plain_runs": [r and r["throughput"] for r in runs["plain"]],
+                    "raft_tls_runs": [r and r["throughput"] for r in runs["raft-tls"]]})
+                log("   raftTls cost c%d: %.1f %% of replicated write throughput" %
+                    (conns, 100 * cost))
     finally:
         for cl in clusters.values():
             cl.close()
@@ -666,6 +703,8 @@ def main():
         run_tls()
     if "security" in ONLY:
         run_security(rport)
+    if "raft-tls" in ONLY:
+        run_raft_tls()
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()

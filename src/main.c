@@ -30,7 +30,7 @@ struct app {
     struct ns_server *server;
     struct ns_observe *observe; /* HTTP port and checkpoints */
     int n_signals_open;
-    bool bad_config; /* exit 2: a TLS file could not be loaded */
+    bool bad_config; /* exit 2: a TLS file could not be loaded, a bad path */
     bool stopping;
     bool node_stopped;
 };
@@ -86,7 +86,10 @@ static void usage(FILE *out)
         "                         tlsMode, tlsServerCertPath, "
         "tlsServerKeyPath,\n"
         "                         tlsServerTrustCertPath, "
-        "tlsServerNeedClientAuth\n"
+        "tlsServerNeedClientAuth,\n"
+        "                         httpTls, raftTls (disabled|enforcing: TLS "
+        "1.3\n"
+        "                         with mutual certificates between members)\n"
         "                         (or Java's tls.server.*), read at start;\n"
         "                         SIGHUP reloads the certificate files\n"
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
@@ -490,6 +493,7 @@ static void on_sighup(uv_signal_t *h, int signum)
     if (app->server != NULL && !app->stopping) {
         NS_LOG(NS_LOG_INFO, "received SIGHUP: reloading TLS certificates");
         ns_server_reload_tls(app->server);
+        ns_node_reload_tls(app->node);
     }
 }
 
@@ -520,6 +524,9 @@ static int run(struct app *app, const struct options *o)
         .n_bootstrap = n_boot,
         .remote_ready = o->cluster.n_nodes > 1,
         .secret = o->secret,
+        .tls_cert_path = o->tls.raft ? o->tls.cert_path : NULL,
+        .tls_key_path = o->tls.raft ? o->tls.key_path : NULL,
+        .tls_ca_path = o->tls.raft ? o->tls.trust_path : NULL,
     };
     struct ns_server_config scfg = {
         .client_addr = o->client_addr,
@@ -531,6 +538,7 @@ static int run(struct app *app, const struct options *o)
         .limits = o->limits,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
+    app->bad_config = rv == NS_EINVAL;
     if (rv == 0) {
         rv = ns_server_create(&app->loop, &scfg, &app->state, app->node,
                               &app->server);

@@ -40,6 +40,10 @@ struct ns_node_config {
     /* Largest payload of one raft message a peer may send (an AppendEntries'
      * entries, a snapshot); 0 = 1 GiB. */
     uint64_t max_message;
+    /* raftTls: TLS 1.3 between members, each presenting its certificate and
+     * verifying the other's against the CA (and the dialed IP). PEM paths,
+     * borrowed; all NULL = plain TCP, otherwise all three are needed. */
+    const char *tls_cert_path, *tls_key_path, *tls_ca_path;
 };
 
 /* Counters of the raft peer port since the node was created. */
@@ -91,8 +95,9 @@ typedef void (*ns_node_stop_cb)(void *arg);
 /* Creates the node over state (borrowed; must outlive the node): data dir,
  * transport, raft_init, bootstrap as the only voter on a pristine dir. Logs the
  * reason on failure. Returns 0 (*out owned: ns_node_stop then ns_node_destroy),
- * NS_EIO or NS_ENOMEM. On an error *out is NULL, or non-NULL when raft was
- * initialised: stop and destroy it then. */
+ * NS_EINVAL (a bad setting: a raftTls file that does not load, a data dir path
+ * too long), NS_EIO or NS_ENOMEM. On an error *out is NULL, or non-NULL when
+ * raft was initialised: stop and destroy it then. */
 int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
                    struct ns_state *state, struct ns_node **out);
 /* raft_start and the role watcher. 0 or NS_EIO (logged). */
@@ -154,6 +159,11 @@ int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
  * nothing else: raft_addr points into the same allocation). 0 or NS_ENOMEM. */
 int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
                     size_t *n_out);
+
+/* Reloads the raftTls files (SIGHUP) for connections made from now on; on
+ * failure (logged) the old certificate stays. 0 (also without raftTls),
+ * NS_EINVAL or NS_ENOMEM. */
+int ns_node_reload_tls(struct ns_node *n);
 
 /* Copies the peer port counters into *out. */
 void ns_node_peer_stats(const struct ns_node *n,

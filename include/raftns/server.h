@@ -47,6 +47,10 @@ struct ns_server_tls {
     const char *trust_path; /* tlsServerTrustCertPath (CA), may be NULL */
     enum ns_tls_verify client_auth; /* tlsServerNeedClientAuth */
     bool http; /* httpTls: the HTTP port serves HTTPS with the same files */
+    /* raftTls enforcing: TLS 1.3 with mutual certificates on the raft peer
+     * port, with the same certificate, key and (required) CA; the node's
+     * transport uses it (ns_node_config), the client port does not. */
+    bool raft;
 };
 
 struct ns_server_config {
@@ -63,12 +67,13 @@ struct ns_server_config {
 };
 
 /* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,
- * tls.server.mode, ...). They are start-up settings, kept out of the
- * replicated NamesrvConfig. */
+ * tls.server.mode, ..., httpTls, raftTls). They are start-up settings, kept out
+ * of the replicated NamesrvConfig. */
 bool ns_server_tls_is_key(const char *key);
 /* Reads the TLS keys of props (borrowed; out borrows its strings). raftns's
  * spelling wins over Java's; the mode defaults to permissive when a
- * certificate is configured, else disabled. 0, or NS_EINVAL with err
+ * certificate is configured, else disabled; raftTls enforcing needs the
+ * certificate, key and trust CA. 0, or NS_EINVAL with err
  * (NUL-terminated in errlen bytes) naming the key and what it accepts. */
 int ns_server_tls_parse(const struct ns_props *props, struct ns_server_tls *out,
                         char *err, size_t errlen);

@@ -32,6 +32,7 @@ struct ns_tls_server_opts {
     const char *key_path;      /* borrowed; PEM private key of the leaf */
     const char *ca_path;       /* borrowed, may be NULL: CA for client certs */
     enum ns_tls_verify verify; /* OPTIONAL and REQUIRE need ca_path */
+    bool tls13_only;           /* TLS 1.3 minimum (the raft peer port) */
 };
 
 struct ns_tls_client_opts {
@@ -39,16 +40,17 @@ struct ns_tls_client_opts {
     const char *cert_path; /* borrowed, may be NULL: presented when asked */
     const char *key_path;  /* borrowed; needed with cert_path */
     bool insecure;         /* no server verification at all */
+    bool tls13_only;       /* TLS 1.3 minimum (the raft peer port) */
 };
 
 struct ns_tls_ctx;
 struct ns_tls;
 
-/* Loads a server context: TLS 1.2 minimum, 1.3 preferred, no session
- * tickets. Returns 0 (*out owned: ns_tls_ctx_unref), NS_EIO (a file is
- * missing, unreadable or not PEM, the key does not match the certificate, or
- * the CA is needed and absent: err says which, NUL-terminated in errlen bytes)
- * or NS_ENOMEM. */
+/* Loads a server context: TLS 1.2 minimum (1.3 with tls13_only), 1.3
+ * preferred, no session tickets. Returns 0 (*out owned: ns_tls_ctx_unref),
+ * NS_EIO (a file is missing, unreadable or not PEM, the key does not match the
+ * certificate, or the CA is needed and absent: err says which, NUL-terminated
+ * in errlen bytes) or NS_ENOMEM. */
 int ns_tls_ctx_create_server(const struct ns_tls_server_opts *o,
                              struct ns_tls_ctx **out, char *err, size_t errlen);
 /* Loads a client context; as ns_tls_ctx_create_server. */

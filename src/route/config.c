@@ -140,6 +140,7 @@ static const struct known_setting LOCAL[] = {
     {"tlsServerTrustCertPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
     {"tlsServerNeedClientAuth", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"httpTls", T_BOOL, "false", 0, 0, CS_NONE, F_LOCAL},
+    {"raftTls", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL}, /* raft peer port */
     {"tls.server.mode", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"tls.server.certPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
     {"tls.server.keyPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},

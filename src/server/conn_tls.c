@@ -22,8 +22,9 @@ static const char *const KEYS[][2] = {
     {"tlsServerTrustCertPath", "tls.server.trustCertPath"},
     {"tlsServerNeedClientAuth", "tls.server.need.client.auth"},
     {"httpTls", "httpTls"},
+    {"raftTls", "raftTls"}, /* read here, used by the node's transport */
 };
-enum { K_MODE, K_CERT, K_KEY, K_TRUST, K_AUTH, K_HTTP, N_KEYS };
+enum { K_MODE, K_CERT, K_KEY, K_TRUST, K_AUTH, K_HTTP, K_RAFT, N_KEYS };
 
 bool ns_server_tls_is_key(const char *key)
 {
@@ -97,6 +98,23 @@ int ns_server_tls_parse(const struct ns_props *props, struct ns_server_tls *out,
         snprintf(err, errlen,
                  "httpTls needs tlsServerCertPath and "
                  "tlsServerKeyPath (and tlsMode not disabled)");
+        return NS_EINVAL;
+    }
+    const char *raft = lookup(props, K_RAFT, &from);
+    if (raft != NULL && strcasecmp(raft, "enforcing") != 0 &&
+        strcasecmp(raft, "disabled") != 0) {
+        snprintf(err, errlen, "raftTls is \"%s\": want disabled or enforcing",
+                 raft);
+        return NS_EINVAL;
+    }
+    out->raft = raft != NULL && strcasecmp(raft, "enforcing") == 0;
+    if (out->raft && (out->cert_path == NULL || out->cert_path[0] == '\0' ||
+                      out->key_path == NULL || out->key_path[0] == '\0' ||
+                      out->trust_path == NULL || out->trust_path[0] == '\0')) {
+        snprintf(err, errlen,
+                 "raftTls enforcing needs tlsServerCertPath, tlsServerKeyPath "
+                 "and tlsServerTrustCertPath (the CA of the members' "
+                 "certificates)");
         return NS_EINVAL;
     }
     if (out->mode != NS_TLS_MODE_DISABLED &&

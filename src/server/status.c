@@ -344,7 +344,7 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "# TYPE raftns_peer_connected_total counter\n"
                   "raftns_peer_connected_total %" PRIu64 "\n"
                   "# HELP raftns_peer_refused_total Raft peer handshakes "
-                  "refused (bad MAC, non-member, timeout, cap).\n"
+                  "refused (bad MAC, non-member, timeout, cap, TLS).\n"
                   "# TYPE raftns_peer_refused_total counter\n"
                   "raftns_peer_refused_total %" PRIu64 "\n"
                   "# HELP raftns_peer_violations_total Raft peer connections "

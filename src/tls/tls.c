@@ -109,7 +109,7 @@ static int wire_create(BIO *b)
     return 1;
 }
 
-static int ctx_new(bool server, struct ns_tls_ctx **out)
+static int ctx_new(bool server, bool tls13_only, struct ns_tls_ctx **out)
 {
     struct ns_tls_ctx *ctx = ns_calloc(1, sizeof *ctx);
     if (ctx == NULL) {
@@ -131,7 +131,8 @@ static int ctx_new(bool server, struct ns_tls_ctx **out)
     }
     ctx->refs = 1;
     ctx->server = server;
-    SSL_CTX_set_min_proto_version(ctx->ssl, TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(ctx->ssl,
+                                  tls13_only ? TLS1_3_VERSION : TLS1_2_VERSION);
     SSL_CTX_set_options(ctx->ssl, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_session_cache_mode(ctx->ssl, SSL_SESS_CACHE_OFF);
     /* AES-128-GCM first: as safe here and the cheapest with AES-NI. */
@@ -209,7 +210,7 @@ int ns_tls_ctx_create_server(const struct ns_tls_server_opts *o,
         return NS_EIO;
     }
     struct ns_tls_ctx *ctx = NULL;
-    int rv = ctx_new(true, &ctx);
+    int rv = ctx_new(true, o->tls13_only, &ctx);
     if (rv != 0) {
         return rv;
     }
@@ -237,7 +238,7 @@ int ns_tls_ctx_create_client(const struct ns_tls_client_opts *o,
                              struct ns_tls_ctx **out, char *err, size_t errlen)
 {
     struct ns_tls_ctx *ctx = NULL;
-    int rv = ctx_new(false, &ctx);
+    int rv = ctx_new(false, o->tls13_only, &ctx);
     if (rv != 0) {
         return rv;
     }

@@ -3,7 +3,10 @@
  * data dirs, elect a leader, replicate a few hundred commands through the
  * authenticating, checking relay, reach equal applied indexes and digests, and
  * stop cleanly with uv_loop_close() == 0. A node with another secret never
- * joins. It is not a protocol attack suite (tests/security does that). */
+ * joins. The same runs again under raftTls (TLS 1.3, mutual certificates of
+ * tests/security/gen_certs.sh), where a node with a certificate of another CA
+ * and one without TLS never join. It is not a protocol attack suite
+ * (tests/security does that). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +31,16 @@
 #define N_COMMANDS 300
 #define N_BIG 24 /* of them with 1 MiB values (snapshot test) */
 #define DEADLINE_MS 30000
+
+/* A node's raft peer TLS: none, a certificate of the cluster's CA, or one of
+ * another CA (which also trusts only that CA). */
+enum tls_id { TLS_NONE, TLS_GOOD, TLS_ROGUE };
+static const enum tls_id NO_TLS[N] = {TLS_NONE, TLS_NONE, TLS_NONE};
+static const enum tls_id ALL_TLS[N] = {TLS_GOOD, TLS_GOOD, TLS_GOOD};
+static const char *const SECRETS[N] = {"cluster-secret-for-tests",
+                                       "cluster-secret-for-tests",
+                                       "cluster-secret-for-tests"};
+static char cert_dir[64]; /* made by the group setup */
 
 struct cluster {
     uv_loop_t loop;
@@ -59,6 +72,26 @@ static int remove_dirs(void **state)
     return 0;
 }
 
+static int make_certs(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cert_dir, sizeof cert_dir, "/tmp/raftns-transport-certs-XXXXXX");
+    if (mkdtemp(cert_dir) == NULL) {
+        return -1;
+    }
+    snprintf(cmd, sizeof cmd, "%s %s", NS_GEN_CERTS, cert_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int remove_certs(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cert_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 static bool run_until(struct cluster *c, bool (*pred)(struct cluster *))
 {
     uint64_t end = uv_now(&c->loop) + DEADLINE_MS;
@@ -85,11 +118,14 @@ static int free_port(void)
     return ntohs(sa.sin_port);
 }
 
-/* Creates N nodes, all bootstrap voters (node i with secrets[i]), and starts
- * the first n_start of them; snapshot_threshold 0 is the default. */
-static struct cluster *cluster_create(const char *const secrets[N], int n_start,
+/* Creates N nodes, all bootstrap voters (node i with secrets[i] and TLS
+ * tls[i]), and starts the first n_start of them; snapshot_threshold 0 is the
+ * default. */
+static struct cluster *cluster_create(const char *const secrets[N],
+                                      const enum tls_id tls[N], int n_start,
                                       unsigned snapshot_threshold)
 {
+    char files[N][3][96];
     struct cluster *c = calloc(1, sizeof *c);
     assert_non_null(c);
     ns_json_use_ns_alloc();
@@ -108,6 +144,12 @@ static struct cluster *cluster_create(const char *const secrets[N], int n_start,
                                           .raft_addr = c->addr[i]};
     }
     for (int i = 0; i < N; i++) {
+        const char *who = tls[i] == TLS_ROGUE ? "rogue-node" : "server";
+        snprintf(files[i][0], sizeof files[i][0], "%s/%s.pem", cert_dir, who);
+        snprintf(files[i][1], sizeof files[i][1], "%s/%s.key", cert_dir, who);
+        snprintf(files[i][2], sizeof files[i][2], "%s/%s.pem", cert_dir,
+                 tls[i] == TLS_ROGUE ? "rogue-ca" : "ca");
+        bool on = tls[i] != TLS_NONE;
         assert_int_equal(ns_state_init(&c->state[i]), 0);
         struct ns_node_config cfg = {
             .id = (uint64_t)i + 1,
@@ -120,6 +162,9 @@ static struct cluster *cluster_create(const char *const secrets[N], int n_start,
             .secret = secrets[i],
             .snapshot_threshold = snapshot_threshold,
             .snapshot_trailing = snapshot_threshold / 4,
+            .tls_cert_path = on ? files[i][0] : NULL,
+            .tls_key_path = on ? files[i][1] : NULL,
+            .tls_ca_path = on ? files[i][2] : NULL,
         };
         assert_int_equal(
             ns_node_create(&c->loop, &cfg, &c->state[i], &c->node[i]), 0);
@@ -130,9 +175,10 @@ static struct cluster *cluster_create(const char *const secrets[N], int n_start,
     return c;
 }
 
-static struct cluster *cluster_start(const char *const secrets[N])
+static struct cluster *cluster_start(const char *const secrets[N],
+                                     const enum tls_id tls[N])
 {
-    return cluster_create(secrets, N, 0);
+    return cluster_create(secrets, tls, N, 0);
 }
 
 static void node_stopped(void *arg)
@@ -236,13 +282,9 @@ static bool all_applied_equal(struct cluster *c)
     return want >= N_COMMANDS;
 }
 
-static void test_three_nodes_replicate(void **state)
+static void three_nodes_replicate(const enum tls_id tls[N])
 {
-    (void)state;
-    static const char *const secrets[N] = {"cluster-secret-for-tests",
-                                           "cluster-secret-for-tests",
-                                           "cluster-secret-for-tests"};
-    struct cluster *c = cluster_start(secrets);
+    struct cluster *c = cluster_start(SECRETS, tls);
     assert_true(run_until(c, has_leader));
     for (unsigned k = 0; k < N_COMMANDS; k++) {
         propose_kv(c, c->leader, k);
@@ -268,6 +310,18 @@ static void test_three_nodes_replicate(void **state)
     cluster_stop(c);
 }
 
+static void test_three_nodes_replicate(void **state)
+{
+    (void)state;
+    three_nodes_replicate(NO_TLS);
+}
+
+static void test_tls_three_nodes_replicate(void **state)
+{
+    (void)state;
+    three_nodes_replicate(ALL_TLS);
+}
+
 static bool applied_and_same_digest(struct cluster *c)
 {
     if (!all_applied_equal(c)) {
@@ -287,13 +341,9 @@ static bool applied_and_same_digest(struct cluster *c)
 /* Node 3 starts after the others compacted their log: it can only catch up by
  * an InstallSnapshot (of over 24 MiB), whose header, configuration and
  * streamed payload pass the checker. */
-static void test_late_node_gets_snapshot(void **state)
+static void late_node_gets_snapshot(const enum tls_id tls[N])
 {
-    (void)state;
-    static const char *const secrets[N] = {"cluster-secret-for-tests",
-                                           "cluster-secret-for-tests",
-                                           "cluster-secret-for-tests"};
-    struct cluster *c = cluster_create(secrets, 2, 32);
+    struct cluster *c = cluster_create(SECRETS, tls, 2, 32);
     assert_true(run_until(c, has_leader));
     /* 24 MiB of 1 MiB values: AppendEntries and a snapshot far over the
      * relay's 4 MiB write queue bound, so backpressure pauses and resumes. */
@@ -312,6 +362,20 @@ static void test_late_node_gets_snapshot(void **state)
     cluster_stop(c);
 }
 
+static void test_late_node_gets_snapshot(void **state)
+{
+    (void)state;
+    late_node_gets_snapshot(NO_TLS);
+}
+
+/* Under TLS the 24 MiB go through the session both ways, paused and resumed
+ * with its buffers counted. */
+static void test_tls_late_node_gets_snapshot(void **state)
+{
+    (void)state;
+    late_node_gets_snapshot(ALL_TLS);
+}
+
 static bool refused_and_committed(struct cluster *c)
 {
     struct ns_node_peer_stats s0, s1, s2;
@@ -323,13 +387,11 @@ static bool refused_and_committed(struct cluster *c)
            ns_node_last_applied(c->node[0]) == ns_node_last_applied(c->node[1]);
 }
 
-static void test_other_secret_never_joins(void **state)
+/* Node 3 (secrets[2], tls[2]) must never join the other two. */
+static void outsider_never_joins(const char *const secrets[N],
+                                 const enum tls_id tls[N])
 {
-    (void)state;
-    static const char *const secrets[N] = {"cluster-secret-for-tests",
-                                           "cluster-secret-for-tests",
-                                           "a-different-secret"};
-    struct cluster *c = cluster_start(secrets);
+    struct cluster *c = cluster_start(secrets, tls);
     assert_true(run_until(c, has_leader));
     assert_true(c->leader != 2);
     for (unsigned k = 0; k < 10; k++) {
@@ -349,12 +411,44 @@ static void test_other_secret_never_joins(void **state)
     cluster_stop(c);
 }
 
+static void test_other_secret_never_joins(void **state)
+{
+    (void)state;
+    static const char *const secrets[N] = {"cluster-secret-for-tests",
+                                           "cluster-secret-for-tests",
+                                           "a-different-secret"};
+    outsider_never_joins(secrets, NO_TLS);
+}
+
+/* The right secret but a certificate of another CA: refused both ways by the
+ * TLS handshake, before the HMAC one. */
+static void test_tls_other_ca_never_joins(void **state)
+{
+    (void)state;
+    static const enum tls_id tls[N] = {TLS_GOOD, TLS_GOOD, TLS_ROGUE};
+    outsider_never_joins(SECRETS, tls);
+}
+
+/* The right secret and no TLS at all: its HELLO is no ClientHello, and the
+ * others' ClientHello is no HELLO. */
+static void test_tls_plain_node_never_joins(void **state)
+{
+    (void)state;
+    static const enum tls_id tls[N] = {TLS_GOOD, TLS_GOOD, TLS_NONE};
+    outsider_never_joins(SECRETS, tls);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_three_nodes_replicate, remove_dirs),
         cmocka_unit_test_teardown(test_other_secret_never_joins, remove_dirs),
         cmocka_unit_test_teardown(test_late_node_gets_snapshot, remove_dirs),
+        cmocka_unit_test_teardown(test_tls_three_nodes_replicate, remove_dirs),
+        cmocka_unit_test_teardown(test_tls_other_ca_never_joins, remove_dirs),
+        cmocka_unit_test_teardown(test_tls_plain_node_never_joins, remove_dirs),
+        cmocka_unit_test_teardown(test_tls_late_node_gets_snapshot,
+                                  remove_dirs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, make_certs, remove_certs);
 }

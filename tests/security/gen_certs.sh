@@ -5,6 +5,7 @@
 #   server2.pem server2.key       same, another key and serial (reload tests)
 #   client.pem client.key         a client certificate signed by ca
 #   rogue-ca.pem rogue.pem rogue.key   a client certificate of another CA
+#   rogue-node.pem rogue-node.key      a node certificate (as server) of it
 # EC P-256 keys, valid 2 days. Used by tests/unit/test_tls.c and tests/security.
 set -euo pipefail
 d=$1
@@ -37,4 +38,5 @@ cli_ext='extendedKeyUsage=clientAuth
 basicConstraints=CA:FALSE'
 leaf client "raftns test client" ca "$cli_ext"
 leaf rogue "rogue client" rogue-ca "$cli_ext"
+leaf rogue-node "rogue node" rogue-ca "$srv_ext"
 rm -f ./*.srl

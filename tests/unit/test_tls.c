@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
@@ -315,6 +317,81 @@ static void test_bad_files(void **state)
 }
 
 /* One exchange that tolerates failures: true when "ping" arrived. */
+/* A ClientHello offering TLS 1.2 at most, made by OpenSSL itself. */
+static void tls12_client_hello(struct ns_buf *out)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    assert_non_null(ctx);
+    assert_int_equal(SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION), 1);
+    SSL *ssl = SSL_new(ctx);
+    assert_non_null(ssl);
+    BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl, rb, wb);
+    SSL_set_connect_state(ssl);
+    assert_int_equal(SSL_do_handshake(ssl), -1); /* waits for the server */
+    char *p = NULL;
+    long n = BIO_get_mem_data(wb, &p);
+    assert_true(n > 0);
+    assert_int_equal(ns_buf_append(out, p, (size_t)n), 0);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+}
+
+/* tls13_only (the raft peer port): a TLS 1.2 client is refused, which the
+ * default server accepts; two tls13_only ends speak TLS 1.3. */
+static void test_tls13_only(void **state)
+{
+    (void)state;
+    struct ns_buf hello;
+    ns_buf_init(&hello);
+    tls12_client_hello(&hello);
+    for (int only = 0; only < 2; only++) {
+        struct ns_tls_server_opts o = {.cert_path = path("server.pem"),
+                                       .key_path = path("server.key"),
+                                       .tls13_only = only == 1};
+        struct ns_tls_ctx *ctx = NULL;
+        struct ns_tls *t = NULL;
+        char err[256];
+        uint8_t buf[256];
+        size_t n = 0;
+        assert_int_equal(ns_tls_ctx_create_server(&o, &ctx, err, sizeof err),
+                         0);
+        assert_int_equal(ns_tls_create(ctx, NULL, &t), 0);
+        ns_tls_ctx_unref(ctx);
+        assert_int_equal(ns_tls_feed(t, hello.data, hello.len), 0);
+        int rv = ns_tls_read(t, buf, sizeof buf, &n);
+        if (only) {
+            assert_int_equal(rv, NS_EPROTO);
+            assert_non_null(strstr(ns_tls_error(t), "protocol"));
+        } else {
+            assert_int_equal(rv, 0);
+            assert_true(ns_tls_pending(t) > 0); /* its ServerHello */
+        }
+        ns_tls_destroy(t);
+    }
+    ns_buf_close(&hello);
+    struct ns_tls_server_opts so = {.cert_path = path("server.pem"),
+                                    .key_path = path("server.key"),
+                                    .ca_path = path("ca.pem"),
+                                    .verify = NS_TLS_VERIFY_REQUIRE,
+                                    .tls13_only = true};
+    struct ns_tls_client_opts co = {.ca_path = path("ca.pem"),
+                                    .cert_path = path("server.pem"),
+                                    .key_path = path("server.key"),
+                                    .tls13_only = true};
+    struct ns_tls_ctx *sctx = NULL, *cctx = NULL;
+    char err[256];
+    assert_int_equal(ns_tls_ctx_create_server(&so, &sctx, err, sizeof err), 0);
+    assert_int_equal(ns_tls_ctx_create_client(&co, &cctx, err, sizeof err), 0);
+    struct side c, s;
+    open_pair(&c, &s, cctx, sctx, "127.0.0.1");
+    pump(&c, &s);
+    assert_true(ns_tls_is_established(c.t));
+    assert_true(ns_tls_peer_verified(s.t));
+    assert_string_equal(ns_tls_version(s.t), "TLSv1.3");
+    close_pair(&c, &s);
+}
+
 static bool try_exchange(struct ns_tls_ctx *cctx, struct ns_tls_ctx *sctx)
 {
     struct ns_tls *c = NULL, *s = NULL;
@@ -388,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_server_name_mismatch),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_tls13_only),
     };
     return cmocka_run_group_tests(tests, setup_certs, remove_certs);
 }
