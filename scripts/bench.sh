@@ -644,6 +644,9 @@ def run_security(rport):
                 out["writes"].append(point)
                 log("   security register via %s c%d: %s" % (via, conns, ", ".join(
                     "%s %.0f req/s" % (t, point[t + "_rps"] or 0) for t in clusters)))
+    finally:
+        for cl in clusters.values():
+            cl.close()
 
 
 def run_raft_tls():

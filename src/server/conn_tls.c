@@ -242,7 +242,30 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
         ns_conn_close(c, "out of memory starting TLS");
         return -1;
     }
+    if (hello) {
+        c->tls_deadline = uv_now(c->srv->loop) + NS_TLS_HANDSHAKE_MS;
+    }
     return 0;
+}
+
+void ns_conn_tls_sweep_handshakes(struct ns_server *srv)
+{
+    if (srv->tls.mode == NS_TLS_MODE_DISABLED) {
+        return;
+    }
+    uint64_t now = uv_now(srv->loop);
+    struct ns_conn *c = srv->conn_head;
+    while (c != NULL) {
+        struct ns_conn *next = c->next; /* closing unlinks c */
+        if (c->tls != NULL && !c->closing && c->tls_deadline != 0 &&
+            now >= c->tls_deadline && !ns_tls_is_established(c->tls)) {
+            NS_LOG(NS_LOG_WARN,
+                   "conn %llu %s: TLS handshake not done within %d ms",
+                   (unsigned long long)c->id, c->peer, NS_TLS_HANDSHAKE_MS);
+            ns_conn_close(c, NULL);
+        }
+        c = next;
+    }
 }
 
 /* Sends what the failed session still holds (its alert) if the socket takes it

@@ -106,6 +106,7 @@ static void idle_cb(uv_timer_t *t)
     if (secs > 0) {
         ns_conn_sweep_idle(s, (uint64_t)secs * 1000u);
     }
+    ns_conn_tls_sweep_handshakes(s);
     ns_liveness_tick(s); /* reports and fast-path expiry, once a second */
 }
 

@@ -35,6 +35,10 @@ struct ns_conn;
 struct ns_live;
 struct ns_tls;
 
+/* A TLS handshake on the client port must finish this long after its first
+ * byte. */
+#define NS_TLS_HANDSHAKE_MS 10000
+
 /* TLS of the client port and of node-to-node requests (conn_tls.c). */
 struct ns_server_tls_state {
     enum ns_tls_mode mode;
@@ -113,7 +117,8 @@ struct ns_conn {
     bool paused;
     bool resume; /* un-pause at the next flush */
     bool got_bytes;
-    struct ns_tls *tls; /* owned, NULL for a plain connection (conn_tls.c) */
+    struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
+    uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
     struct ns_pending *pending; /* replies waiting for apply */
     struct ns_live *brokers; /* brokers that registered over this connection */
 };
@@ -221,6 +226,10 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n);
 /* Encrypts c->out (emptied) and returns every ciphertext byte to send (owned,
  * ns_free) with *len, or NULL when there is none or c was closed. */
 uint8_t *ns_conn_tls_output(struct ns_conn *c, size_t *len);
+/* Closes the connections whose TLS handshake did not finish within
+ * NS_TLS_HANDSHAKE_MS (logged), so a stalled handshake holds no session for
+ * the whole idle time. Walks the connections only when TLS is on. */
+void ns_conn_tls_sweep_handshakes(struct ns_server *srv);
 /* A request of c that holds bytes (counted in the buffer budget) is handled
  * off the loop: c dispatches nothing more until ns_conn_unhold (request order
  * is kept). */

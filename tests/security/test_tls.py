@@ -219,6 +219,23 @@ class NodeTLS(harness.NodeTestCase):
         self.assertEqual(plain.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5.0)).code, 0)
         self.assertEqual(tls.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5.0)).code, 0)
 
+    def test_stalled_handshake_is_closed(self):
+        """A client that starts a handshake and stops must not hold its session until the
+        idle sweep (120 s): the handshake deadline (NS_TLS_HANDSHAKE_MS, 10 s) closes it,
+        while a client that finished its handshake and stays quiet keeps its connection."""
+        nd = self.tls_node(tls_sets())
+        quiet = ns.Conn(nd.addr, timeout=T(5.0), tls=client_ctx())
+        self.addCleanup(quiet.close)
+        self.assertEqual(quiet.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5.0)).code, 0)
+        t0 = time.monotonic()
+        with ns.Conn(nd.addr, timeout=T(5.0)) as stalled:
+            stalled.send_raw(b"\x16\x03\x01\x02\x00")  # a record header, then nothing
+            self.assertTrue(stalled.wait_closed(T(30.0)), "stalled handshake still open")
+        waited = time.monotonic() - t0
+        self.assertGreater(waited, 8.0, "closed before the handshake deadline")
+        self.assertIn("TLS handshake not done within", nd.log_text())
+        self.assertEqual(quiet.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5.0)).code, 0)
+
     def test_sighup_reloads_certificate_without_dropping(self):
         live = tempfile.mkdtemp(prefix="raftns-tls-live-")
         self.addCleanup(shutil.rmtree, live, True)
