@@ -114,13 +114,19 @@ bool ns_acl_gate_allows(struct ns_req *req, enum ns_acl_role need)
     if (!g->enable || need == NS_ACL_ROLE_NONE) {
         return true;
     }
+    bool signed_request =
+        ns_cmd_ext_find(req->cmd, NS_ACL_EXT_ACCESS_KEY) != NULL;
+    if (!signed_request && need == NS_ACL_ROLE_READER && g->anonymous_read) {
+        return true; /* the anonymous read: no address to parse, nothing to
+                        verify */
+    }
     uint32_t ip = 0;
     bool known = source_ip(req->conn, &ip);
     bool broker_net =
         known && ns_acl_nets_allow(g->broker_nets, g->n_broker_nets, ip, false);
     enum ns_acl_role role = broker_net ? NS_ACL_ROLE_BROKER : NS_ACL_ROLE_NONE;
     enum ns_acl_verdict v = NS_ACL_NO_ACCESS_KEY;
-    if (ns_cmd_ext_find(req->cmd, NS_ACL_EXT_ACCESS_KEY) != NULL) {
+    if (signed_request) {
         const struct ns_acl_account *who = NULL;
         int rv = ns_acl_verify(&req->srv->state->acl, req->cmd, known ? ip : 0,
                                &who, &v);
