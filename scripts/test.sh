@@ -42,6 +42,19 @@ fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
 
+if [ "$labels" = . ]; then
+    echo "== every build type compiles warning-free with GCC and Clang"
+    for cc in gcc clang; do
+        for type in Debug RelWithDebInfo Release MinSizeRel; do
+            dir=$top/build-types/$cc-$type
+            CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=$type >/dev/null
+            cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
+                { cat "$dir.log"; echo "build $cc $type failed"; exit 1; }
+            echo "   $cc $type: ok"
+        done
+    done
+fi
+
 if [ "$labels" = . ] || [[ security =~ $labels ]]; then
     echo "== mutants (each deliberately broken security check must fail the security tier)"
     scripts/mutants.sh
