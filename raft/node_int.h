@@ -126,6 +126,8 @@ struct ns_node {
     void *stop_arg;
 };
 
+/* Sets n->fsm to the FSM callbacks over n->state, version 1 (node_fsm.c). */
+void node_fsm_init(struct ns_node *n);
 /* Submits queued proposals when a leader can take them (node.c). */
 void node_flush_queue(struct ns_node *n);
 /* Calls the waiters whose index is applied (all: every waiter, with status)

@@ -1,0 +1,126 @@
+/* The raft FSM callbacks of a node over its struct ns_state: apply (with the
+ * in-flight proposal's result), snapshot and restore. The state changes only
+ * through ns_fsm_apply_bytes and ns_snapshot_decode; nothing here proposes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <raft.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+
+#include "node_int.h"
+
+/* The in-flight proposal whose entry sits at index, or NULL (a follower, an
+ * entry proposed by an earlier leader, a barrier). */
+static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
+{
+    for (struct proposal *p = n->inflight; p != NULL; p = p->in_next) {
+        if (p->req.index == index) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+                     void **result)
+{
+    struct ns_node *n = fsm->data;
+    /* raft 0.15 sets last_applied after apply returns: this entry is +1. */
+    uint64_t index = raft_last_applied(&n->raft) + 1;
+    struct proposal *owner = find_inflight(n, index);
+    struct ns_apply_result local;
+    struct ns_apply_result *res = owner != NULL ? &owner->res : &local;
+    memset(&local, 0, sizeof local);
+    *result = NULL;
+    const uint8_t *p = buf->base;
+    int rv = NS_EPROTO;
+    if (buf->len >= ENTRY_PREFIX && ns_load_u32(p) <= buf->len - ENTRY_PREFIX) {
+        rv =
+            ns_fsm_apply_bytes(n->state, p + ENTRY_PREFIX, ns_load_u32(p), res);
+    }
+    if (rv == NS_ENOMEM) {
+        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
+        abort();
+    }
+    if (rv != 0) {
+        /* Returning non-zero would stall raft forever: skip the entry, stop
+         * serving. */
+        NS_LOG(NS_LOG_ERROR,
+               "fsm: undecodable entry (%zu bytes): %s; node diverged",
+               buf->len, ns_strerror(rv));
+        n->diverged = true;
+        ns_apply_result_close(res);
+        return 0;
+    }
+    if (n->apply_hook != NULL &&
+        n->apply_hook(n->apply_hook_arg, index, p + ENTRY_PREFIX,
+                      ns_load_u32(p), res)) {
+        n->diverged = true;
+    }
+    if (owner != NULL) {
+        owner->has_res = true; /* apply_cb reads and closes it */
+    } else {
+        ns_apply_result_close(&local);
+    }
+    return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+                        unsigned *n_bufs)
+{
+    struct ns_node *n = fsm->data;
+    struct ns_buf b;
+    int rv = RAFT_NOMEM;
+    uint64_t t0 = uv_hrtime();
+    ns_buf_init(&b);
+    if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
+        goto err_after_buf;
+    }
+    *bufs = raft_malloc(sizeof **bufs);
+    if (*bufs == NULL) {
+        goto err_after_buf;
+    }
+    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
+    if ((*bufs)[0].base == NULL) {
+        raft_free(*bufs);
+        goto err_after_buf;
+    }
+    memcpy((*bufs)[0].base, b.data, b.len);
+    (*bufs)[0].len = b.len;
+    *n_bufs = 1;
+    rv = 0;
+    NS_LOG(NS_LOG_INFO, "fsm: took a snapshot of %zu bytes in %.1f ms", b.len,
+           (double)(uv_hrtime() - t0) / 1e6);
+err_after_buf:
+    ns_buf_close(&b);
+    return rv;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    struct ns_node *n = fsm->data;
+    uint64_t t0 = uv_hrtime();
+    int rv = ns_snapshot_decode(n->state, buf->base, buf->len);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",
+               ns_strerror(rv));
+        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
+    }
+    raft_free(buf->base);
+    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes in %.1f ms",
+           buf->len, (double)(uv_hrtime() - t0) / 1e6);
+    return 0;
+}
+
+void node_fsm_init(struct ns_node *n)
+{
+    n->fsm.version = 1;
+    n->fsm.data = n;
+    n->fsm.apply = fsm_apply;
+    n->fsm.snapshot = fsm_snapshot;
+    n->fsm.restore = fsm_restore;
+}
