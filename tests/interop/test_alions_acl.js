@@ -12,7 +12,6 @@ const childProcess = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 
@@ -30,8 +29,6 @@ try {
 const RAFTNS_BIN = process.env.RAFTNS_BIN ||
   path.join(__dirname, '..', '..', 'build', 'raftns');
 const CODE = { REGISTER_BROKER: 103, GET_ROUTEINFO_BY_TOPIC: 105, GET_BROKER_CLUSTER_INFO: 106 };
-const FLAG_RESPONSE = 1;
-const FLAG_ONEWAY = 2;
 const NO_PERMISSION = 16;
 const ACCOUNTS = [
   { accessKey: 'ons-reader', secretKey: 'reader-secret-1', role: 'reader' },
@@ -40,192 +37,7 @@ const ACCOUNTS = [
 
 // ---------------------------------------------------------------- helpers
 
-// CRC-32 (IEEE 802.3, as zlib's crc32); older node has no zlib.crc32.
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-function crc32(buf) {
-  let c = 0xFFFFFFFF;
-  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >>> 8);
-  return (c ^ 0xFFFFFFFF) >>> 0;
-}
-
-function sleep(ms) {
-  return new Promise(resolve => setTimeout(resolve, ms));
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = srv.address().port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-// Polls fn() until it returns a truthy value; throws with the last result after timeoutMs.
-async function waitFor(what, timeoutMs, fn) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last})`);
-    }
-    await sleep(50);
-  }
-}
-
-function encodeFrame(header, body) {
-  const h = Buffer.from(JSON.stringify(header), 'utf8');
-  const b = body || Buffer.alloc(0);
-  const prefix = Buffer.alloc(8);
-  prefix.writeUInt32BE(4 + h.length + b.length, 0);
-  prefix.writeUInt32BE(h.length, 4); // serialize type 0 (JSON) in the top byte
-  return Buffer.concat([ prefix, h, b ]);
-}
-
-let nextOpaque = 1;
-
-function request(code, extFields, body, oneway) {
-  const opaque = nextOpaque++;
-  const header = {
-    code,
-    extFields,
-    flag: oneway ? FLAG_ONEWAY : 0,
-    language: 'JAVA',
-    opaque,
-    serializeTypeCurrentRPC: 'JSON',
-    version: 479,
-  };
-  return { opaque, frame: encodeFrame(header, body) };
-}
-
-// A raw remoting connection that stays open (a broker's registration lives as long as its
-// connection) and matches replies by opaque.
-class RawConn {
-  constructor(port) {
-    this.port = port;
-    this.buf = Buffer.alloc(0);
-    this.waiters = new Map();
-    this.closed = false;
-  }
-
-  open() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect(this.port, '127.0.0.1', resolve);
-      this.sock.once('error', reject);
-      this.sock.on('data', data => this.onData(data));
-      this.sock.on('close', () => {
-        this.closed = true;
-        for (const w of this.waiters.values()) w.reject(new Error('connection closed'));
-        this.waiters.clear();
-      });
-    });
-  }
-
-  onData(data) {
-    this.buf = Buffer.concat([ this.buf, data ]);
-    while (this.buf.length >= 4) {
-      const len = this.buf.readUInt32BE(0);
-      if (this.buf.length < 4 + len) return;
-      const info = this.buf.readUInt32BE(4);
-      const hlen = info & 0xFFFFFF;
-      assert.strictEqual(info >>> 24, 0, 'reply to a JSON request must have a JSON header');
-      const header = JSON.parse(this.buf.slice(8, 8 + hlen).toString('utf8'));
-      const body = this.buf.slice(8 + hlen, 4 + len);
-      this.buf = this.buf.slice(4 + len);
-      const w = this.waiters.get(header.opaque);
-      if (w && (header.flag & FLAG_RESPONSE)) {
-        this.waiters.delete(header.opaque);
-        w.resolve({ header, body });
-      }
-    }
-  }
-
-  send(code, extFields, body, timeoutMs = 5000) {
-    const { opaque, frame } = request(code, extFields, body, false);
-    const p = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(opaque);
-        reject(new Error(`no reply to code ${code} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.waiters.set(opaque, {
-        resolve: v => { clearTimeout(timer); resolve(v); },
-        reject: e => { clearTimeout(timer); reject(e); },
-      });
-    });
-    this.sock.write(frame);
-    return p;
-  }
-
-  sendOneway(code, extFields, body) {
-    this.sock.write(request(code, extFields, body, true).frame);
-  }
-
-  close() {
-    if (this.sock) this.sock.destroy();
-  }
-}
-
-async function requestOnce(port, code, extFields, body) {
-  const c = new RawConn(port);
-  try {
-    await c.open();
-    return await c.send(code, extFields, body, 1000);
-  } finally {
-    c.close();
-  }
-}
-
-function topicConfig(name) {
-  return {
-    attributes: {}, order: false, perm: 6, readQueueNums: 4, topicFilterType: 'SINGLE_TAG',
-    topicName: name, topicSysFlag: 0, writeQueueNums: 4,
-  };
-}
-
-// REGISTER_BROKER ext fields and RegisterBrokerBody (PROTOCOL.md 4.4) for one master.
-function registration(brokerName, brokerAddr, topics) {
-  const table = {};
-  for (const t of topics) table[t] = topicConfig(t);
-  const dv = { counter: 1, stateVersion: 0, timestamp: 1700000000000 };
-  const body = Buffer.from(JSON.stringify({
-    filterServerList: [],
-    topicConfigSerializeWrapper: {
-      dataVersion: dv,
-      mappingDataVersion: { counter: 0, stateVersion: 0, timestamp: dv.timestamp },
-      topicConfigTable: table,
-      topicQueueMappingDetailMap: {},
-      topicQueueMappingInfoMap: {},
-    },
-  }), 'utf8');
-  const ext = {
-    brokerAddr,
-    brokerId: '0',
-    brokerName,
-    bodyCrc32: String(crc32(body) & 0x7FFFFFFF),
-    clusterName: 'DefaultCluster',
-    compressed: 'false',
-    enableActingMaster: 'false',
-    haServerAddr: brokerAddr.replace(/:\d+$/, ':10912'),
-  };
-  return { ext, body };
-}
+const { sleep, freePort, waitFor, RawConn, requestOnce, registration } = require('./remoting');
 
 
 // The stock signature: values of every ext field but Signature, sorted by key (UTF-16 code
