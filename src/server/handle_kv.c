@@ -2,6 +2,7 @@
  * LIST (PROTOCOL.md §3.2, §5.8). Reads answer from the local state; writes are
  * proposed. */
 #include "raftns/alloc.h"
+#include "raftns/buf.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "server_int.h"
@@ -48,6 +49,12 @@ int ns_handle_put_kv(struct ns_req *req)
 
 int ns_handle_delete_kv(struct ns_req *req)
 {
+    /* Java removes a null key from its table, which changes nothing, and
+     * answers 0: so does raftns, without writing to the log. */
+    if (ns_cmd_ext_find(req->cmd, "namespace") == NULL ||
+        ns_cmd_ext_find(req->cmd, "key") == NULL) {
+        return ns_reply_simple(&req->to, 0, NULL);
+    }
     return propose_kv(req, NS_CMD_KV_DELETE, false);
 }
 
@@ -59,12 +66,27 @@ int ns_handle_get_kv(struct ns_req *req)
     if (ns != NULL && key != NULL) {
         value = ns_kv_find(req->srv->state->kv, ns, key);
     }
-    if (value == NULL) {
-        return ns_reply_remarkf(&req->to, 22,
-                                "No config item, Namespace: %s Key: %s",
-                                or_null(ns), or_null(key));
-    }
     struct ns_cmd reply;
+    if (value == NULL) {
+        struct ns_buf remark;
+        ns_buf_init(&remark);
+        ns_buf_printf(&remark, "No config item, Namespace: %s Key: %s",
+                      or_null(ns), or_null(key));
+        ns_buf_put_u8(&remark, 0);
+        ns_reply_init(&reply, &req->to, 22);
+        /* Java's miss reply carries its (empty) response header: extFields {}
+         */
+        reply.has_ext = true;
+        int rv = remark.err != 0
+                     ? remark.err
+                     : ns_cmd_set_remark(&reply, (char *)remark.data);
+        ns_buf_close(&remark);
+        if (rv != 0) {
+            ns_cmd_close(&reply);
+            return rv;
+        }
+        return ns_reply_send(&req->to, &reply);
+    }
     ns_reply_init(&reply, &req->to, 0);
     if (ns_cmd_ext_set(&reply, "value", value) != 0) {
         ns_cmd_close(&reply);
