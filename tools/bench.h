@@ -124,4 +124,33 @@ struct bench_result {
 void bench_report_json(FILE *f, const struct bench_result *r);
 void bench_report_table(FILE *f, const struct bench_result *r);
 
+/* Command-line options of raftns-bench (bench_args.c). */
+struct opts {
+    char host[64];
+    int port;
+    int conns;
+    int depth;
+    double duration;
+    uint64_t count;
+    unsigned weight[BK_COUNT];
+    unsigned weight_sum;
+    const char *mix_text;
+    uint64_t brokers, topics, pool, split;
+    int setup_conns;
+    int reg_topics;
+    int pid;
+    bool json;
+    bool ser_json;
+    double grace;
+    double hold;
+    const char *label;
+    const char *cluster;
+    bool tls;
+    const char *tls_ca; /* NULL with --tls: no verification */
+};
+
+/* Parses argv into o (zeroed by the caller): 0, or non-zero after printing a
+ * usage error. --help prints the usage and exits 0. */
+int bench_parse_args(struct opts *o, int argc, char **argv);
+
 #endif
