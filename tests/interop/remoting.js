@@ -26,7 +26,9 @@ function crc32(buf) {
   return (c ^ 0xFFFFFFFF) >>> 0;
 }
 
-function sleep(ms) {
+// A promise that resolves after ms: the bound of a Promise.race, or the pause between two
+// polls of waitFor's deadline loop.
+function timeoutAfter(ms) {
   return new Promise(resolve => setTimeout(resolve, ms));
 }
 
@@ -55,7 +57,7 @@ async function waitFor(what, timeoutMs, fn) {
     if (Date.now() >= deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last})`);
     }
-    await sleep(50);
+    await timeoutAfter(50);
   }
 }
 
@@ -197,6 +199,6 @@ function registration(brokerName, brokerAddr, topics) {
 }
 
 module.exports = {
-  FLAG_RESPONSE, FLAG_ONEWAY, crc32, sleep, freePort, waitFor, encodeFrame, request, RawConn,
+  FLAG_RESPONSE, FLAG_ONEWAY, crc32, timeoutAfter, freePort, waitFor, encodeFrame, request, RawConn,
   requestOnce, topicConfig, registration,
 };

@@ -37,7 +37,7 @@ const ACCOUNTS = [
 
 // ---------------------------------------------------------------- helpers
 
-const { sleep, freePort, waitFor, RawConn, requestOnce, registration } = require('./remoting');
+const { timeoutAfter, freePort, waitFor, RawConn, requestOnce, registration } = require('./remoting');
 
 
 // The stock signature: values of every ext field but Signature, sorted by key (UTF-16 code
@@ -127,7 +127,7 @@ class Raftns {
     if (this.exitCode !== undefined || this.exitSignal) return this.exitCode;
     this.proc.kill('SIGTERM');
     const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10000);
-    await Promise.race([ this.exited, sleep(15000) ]);
+    await Promise.race([ this.exited, timeoutAfter(15000) ]);
     clearTimeout(timer);
     return this.exitCode === undefined ? null : this.exitCode;
   }
@@ -253,7 +253,7 @@ async function run() {
   }
   for (const fn of cleanups.reverse()) {
     try {
-      await Promise.race([ Promise.resolve(fn()), sleep(3000) ]);
+      await Promise.race([ Promise.resolve(fn()), timeoutAfter(3000) ]);
     } catch (err) {
       // closing is best effort
     }
