@@ -56,7 +56,7 @@ static void reset_fetch(struct ns_recovery *r)
     r->fetching = false;
     r->at = 0;
     r->total = 0;
-    ns_buf_reset(&r->got);
+    ns_buf_close(&r->got); /* a copy can be large: keep no capacity */
 }
 
 static void fetch_failed(struct ns_observe *o, const char *why)
@@ -101,6 +101,14 @@ static void fetch_next(struct ns_observe *o)
 static void install(struct ns_observe *o)
 {
     struct ns_recovery *r = &o->recovery;
+    if (ns_node_diverge(o->node)->health != NS_DIVERGE_DIVERGED ||
+        ns_node_role(o->node) == NS_ROLE_LEADER) {
+        /* A later verdict agreed meanwhile, or this node was elected: the
+         * copy is not needed, or skipping would fail its own proposals. */
+        NS_LOG(NS_LOG_INFO, "recover: copy no longer needed; dropped");
+        reset_fetch(r);
+        return;
+    }
     int rv = ns_node_install_state(o->node, r->got.data, r->got.len, r->at);
     uint64_t at = r->at;
     reset_fetch(r);
