@@ -139,9 +139,15 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     if (!ns_diverge_may_snapshot(&n->dv, raft_last_applied(&n->raft))) {
         /* raft would label an installed state with an older index, or keep
          * a diverged one; RAFT_BUSY makes it retry later. */
-        NS_LOG(NS_LOG_INFO, "fsm: snapshot postponed (divergence recovery)");
+        if (!n->snapshot_postponed) {
+            NS_LOG(NS_LOG_INFO,
+                   "fsm: snapshots postponed while this node is diverged or "
+                   "ahead of raft's applied index");
+        }
+        n->snapshot_postponed = true;
         return RAFT_BUSY;
     }
+    n->snapshot_postponed = false;
     ns_buf_init(&b);
     if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
         goto err_after_buf;
