@@ -241,6 +241,10 @@ static void test_corrupted_follower_marked_by_majority(void **state)
     (void)state;
     uint64_t st = fx_seed("diverge_follower");
     setup_cluster(&st);
+    for (unsigned i = 0; i < N_SERVERS; i++) {
+        raft_set_snapshot_threshold(fx_raft(&x, i), 16);
+        raft_set_snapshot_trailing(fx_raft(&x, i), 4);
+    }
     unsigned l = fx_wait_leader(&x, 10000);
     unsigned bad = (l + 1) % N_SERVERS;
     corrupt(bad);
@@ -248,7 +252,19 @@ static void test_corrupted_follower_marked_by_majority(void **state)
     assert_true(checkpoint_round());
     assert_health(bad);
     assert_int_equal(fx_wait_leader(&x, 10000), l); /* the leader stays */
+    /* While diverged it keeps no snapshot of its wrong state; the others
+     * go on taking theirs. */
+    unsigned bad_snaps = x.s[bad].n_snapshots, l_snaps = x.s[l].n_snapshots;
+    write_random(&st, 40);
+    assert_int_equal(x.s[bad].n_snapshots, bad_snaps);
+    assert_true(x.s[l].n_snapshots > l_snaps);
     recover_and_check(bad, &st);
+    /* Recovered, it snapshots again. */
+    write_random(&st, 40);
+    assert_true(x.s[bad].n_snapshots > bad_snaps);
+    struct ns_buf all;
+    fx_assert_converged(&x, &all);
+    ns_buf_close(&all);
     fx_teardown(&x);
 }
 
