@@ -27,7 +27,7 @@ static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
     return NULL;
 }
 
-static const char *hex(uint64_t v, char *out, size_t size)
+static const char *format_hex(uint64_t v, char *out, size_t size)
 {
     snprintf(out, size, "%016" PRIx64, v);
     return out;
@@ -45,14 +45,14 @@ static void log_divergence(const struct ns_node *n, uint64_t index,
                "diverge: STATE DIVERGED at index %" PRIu64
                ": the majority of voters holds digest %s, ours is %s "
                "(verdict entry %" PRIu64 "); this node stops serving",
-               d->judged.index, hex(d->judged.digest, a, sizeof a),
-               hex(d->judged_local, b, sizeof b), index);
+               d->judged.index, format_hex(d->judged.digest, a, sizeof a),
+               format_hex(d->judged_local, b, sizeof b), index);
         break;
     case NS_DIVERGE_EV_RECOVERED:
         NS_LOG(NS_LOG_WARN,
                "diverge: digest at index %" PRIu64
                " agrees with the majority again (%s): this node serves again",
-               d->verdict.index, hex(d->verdict.digest, a, sizeof a));
+               d->verdict.index, format_hex(d->verdict.digest, a, sizeof a));
         break;
     case NS_DIVERGE_EV_AGREE:
         NS_LOG(NS_LOG_DEBUG, "diverge: digest at index %" PRIu64 " agrees",
