@@ -1,5 +1,5 @@
 /* Private structures of the observer (status.c, http.c, checkpoint.c,
- * verdict.c, recover.c): the HTTP listener and its connections, checkpoint
+ * verdict.c, recovery.c): the HTTP listener and its connections, checkpoint
  * proposals, digest reports and verdicts, and state recovery. Not a public
  * interface: only those files include it. */
 #ifndef RAFTNS_OBSERVE_H
@@ -48,7 +48,7 @@ struct ns_verdicts {
     uint64_t n_reports_sent, n_reports_received, n_proposed;
 };
 
-/* Copying a healthy state (recover.c): the diverged node's fetch and the
+/* Copying a healthy state (recovery.c): the diverged node's fetch and the
  * leader's cached encoding. */
 struct ns_recovery {
     bool fetching;
@@ -119,7 +119,7 @@ void ns_checkpoint_tick(struct ns_observe *o);
  * hands leadership over while it is itself diverged. */
 void ns_verdict_tick(struct ns_observe *o);
 
-/* --- recover.c --- */
+/* --- recovery.c --- */
 /* Timer tick: a diverged follower copies the leader's state; the leader drops
  * an encoding nobody fetched for a while. */
 void ns_recovery_tick(struct ns_observe *o);

@@ -4,7 +4,7 @@
  * a VERDICT once a majority of voters holds one digest, and a leader that is
  * itself diverged hands leadership to a healthy voter. The majority rule and
  * the judgement are pure (raft/diverge.c); copying a healthy state is
- * recover.c. */
+ * recovery.c. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
