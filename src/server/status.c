@@ -291,6 +291,10 @@ static void put_divergence(struct ns_jw *w, const struct ns_observe *o)
     put_ids(w, "verdict_healthy", dv->healthy, dv->n_healthy);
     ns_jw_key(w, "verdicts");
     ns_jw_int(w, (int64_t)dv->n_verdicts);
+    /* Own digests no verdict judged yet: they stay when no majority agreed. */
+    struct ns_diverge_mark marks[NS_DIVERGE_RING];
+    ns_jw_key(w, "unjudged");
+    ns_jw_int(w, (int64_t)ns_diverge_unjudged(dv, marks, NS_DIVERGE_RING));
     ns_jw_key(w, "times_diverged");
     ns_jw_int(w, (int64_t)dv->n_diverged);
     ns_jw_key(w, "times_recovered");
