@@ -220,20 +220,25 @@ static void recover_and_check(unsigned bad, uint64_t *st)
     }
 }
 
-static void setup_cluster(uint64_t *st)
+static void setup_n(uint64_t *st, unsigned n)
 {
-    fx_setup(&x, N_SERVERS, true);
+    fx_setup(&x, n, true);
     tally_leader = FX_MAX;
-    for (unsigned i = 0; i < N_SERVERS; i++) {
+    for (unsigned i = 0; i < n; i++) {
         raft_fixture_set_network_latency(&x.f, i, 5 + fx_rand_below(st, 20));
         ns_diverge_init(&x.s[i].dv);
     }
-    assert_true(fx_wait_leader(&x, 10000) < N_SERVERS);
+    assert_true(fx_wait_leader(&x, 10000) < n);
     write_random(st, N_CMDS);
     assert_true(checkpoint_round());
     for (unsigned i = 0; i < x.n; i++) {
         assert_int_equal(x.s[i].dv.health, NS_DIVERGE_HEALTHY);
     }
+}
+
+static void setup_cluster(uint64_t *st)
+{
+    setup_n(st, N_SERVERS);
 }
 
 static void test_corrupted_follower_marked_by_majority(void **state)
@@ -286,6 +291,42 @@ static void test_corrupted_leader_marked_and_steps_down(void **state)
     fx_teardown(&x);
 }
 
+/* Five voters, the leader and one follower corrupted alike: two equal wrong
+ * digests are still a minority; both are marked, both recover. */
+static void test_five_two_corrupted_alike(void **state)
+{
+    (void)state;
+    uint64_t st = fx_seed("diverge_five");
+    setup_n(&st, 5);
+    unsigned l = fx_wait_leader(&x, 10000);
+    unsigned f = (l + 2) % 5;
+    corrupt(l);
+    corrupt(f);
+    write_random(&st, 5);
+    assert_true(checkpoint_round());
+    for (unsigned i = 0; i < 5; i++) {
+        bool bad = i == l || i == f;
+        assert_int_equal(ns_diverge_is_diverged(&x.s[i].dv), bad);
+    }
+    assert_int_equal(x.s[(l + 1) % 5].dv.n_healthy, 3);
+    unsigned nl = step_down(l);
+    assert_true(nl != l && nl != f);
+    recover(l);
+    recover(f);
+    write_random(&st, 5);
+    assert_true(checkpoint_round());
+    for (unsigned i = 0; i < 5; i++) {
+        assert_int_equal(x.s[i].dv.health, NS_DIVERGE_HEALTHY);
+        assert_int_equal(x.s[i].n_out_of_order, 0);
+    }
+    assert_int_equal(x.s[l].dv.n_recovered, 1);
+    assert_int_equal(x.s[f].dv.n_recovered, 1);
+    struct ns_buf all;
+    fx_assert_converged(&x, &all);
+    ns_buf_close(&all);
+    fx_teardown(&x);
+}
+
 /* Three different digests: no verdict, nobody is judged. */
 static void test_no_majority_no_verdict(void **state)
 {
@@ -310,6 +351,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corrupted_follower_marked_by_majority),
         cmocka_unit_test(test_corrupted_leader_marked_and_steps_down),
+        cmocka_unit_test(test_five_two_corrupted_alike),
         cmocka_unit_test(test_no_majority_no_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
