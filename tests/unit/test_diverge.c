@@ -221,6 +221,34 @@ static void test_tally_full_drops_oldest(void **state)
     }
 }
 
+/* Out of memory while building the verdict: NS_ENOMEM and the checkpoint
+ * stays open, so the next decision proposes it. */
+static void test_tally_alloc_failure(void **state)
+{
+    (void)state;
+    bool ok = false;
+    for (long k = 0; !ok && k < 10; k++) {
+        struct ns_diverge_tally t;
+        struct ns_command c;
+        ns_diverge_tally_init(&t);
+        ns_diverge_tally_add(&t, 4, 1, 7);
+        ns_diverge_tally_add(&t, 4, 2, 7);
+        ns_alloc_fail_at(k, 1);
+        int rv = ns_diverge_tally_decide(&t, VOTERS3, 3, &c);
+        ns_alloc_fail_at(-1, 0);
+        if (rv == NS_ENOMEM) {
+            assert_int_equal(t.closed_through, 0);
+            assert_int_equal(t.n, 2);
+            continue;
+        }
+        assert_int_equal(rv, NS_DIVERGE_MAJORITY);
+        assert_int_equal(t.closed_through, 4);
+        ns_command_close(&c);
+        ok = true;
+    }
+    assert_true(ok);
+}
+
 /* --- a node's judgement --- */
 
 static void apply_cmd(struct ns_diverge *d, struct ns_state *s, uint64_t index,
@@ -390,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_tally_no_majority_closes),
         cmocka_unit_test(test_tally_newer_pending_older_open),
         cmocka_unit_test(test_tally_full_drops_oldest),
+        cmocka_unit_test(test_tally_alloc_failure),
         cmocka_unit_test(test_judgement),
         cmocka_unit_test(test_install_and_skip),
         cmocka_unit_test(test_transfer_target),
