@@ -15,7 +15,10 @@
 #include "raftns/log.h"
 #include "observe.h"
 
-#define FETCH_CHUNK (4u * 1024u * 1024u) /* fits a frame with its header */
+/* As large as a frame allows with room for the header: a state that fits is
+ * copied in one reply, taken at the leader's applied index when it answers,
+ * which this node cannot have passed yet (docs/divergence.md §5). */
+#define FETCH_CHUNK NS_COMMAND_MAX
 #define FETCH_MAX_TOTAL (1024ull * 1024u * 1024u)
 #define FETCH_TIMEOUT_MS 10000
 #define FIRST_DELAY_MS 1000 /* after a verdict, before the first fetch */
