@@ -56,12 +56,14 @@ struct ns_recovery {
     uint64_t backoff_ms; /* grows on failures */
     uint64_t at;         /* applied index the chunks belong to, 0 = first */
     uint64_t total;
+    unsigned n_chunks; /* replies of the copy under way */
     struct ns_buf got;
     uint64_t n_attempts, n_failed;
     uint8_t *cache; /* owned: the encoding served, at cache_at */
     size_t cache_len;
     uint64_t cache_at, cache_used_ms;
     uint64_t n_served;
+    size_t chunk; /* test hook RAFTNS_TEST_FETCH_CHUNK; 0 = a frame's worth */
 };
 
 struct ns_observe {

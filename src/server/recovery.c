@@ -59,6 +59,7 @@ static void reset_fetch(struct ns_recovery *r)
     r->fetching = false;
     r->at = 0;
     r->total = 0;
+    r->n_chunks = 0;
     ns_buf_close(&r->got); /* a copy can be large: keep no capacity */
 }
 
@@ -112,6 +113,10 @@ static void install(struct ns_observe *o)
         reset_fetch(r);
         return;
     }
+    NS_LOG(NS_LOG_INFO,
+           "recover: copy of %zu bytes at index %" PRIu64
+           " received in %u chunks",
+           r->got.len, r->at, r->n_chunks);
     int rv = ns_node_install_state(o->node, r->got.data, r->got.len, r->at);
     uint64_t at = r->at;
     reset_fetch(r);
@@ -167,6 +172,7 @@ static void fetch_reply(void *arg, int status, const struct ns_cmd *reply)
     }
     r->at = at;
     r->total = total;
+    r->n_chunks++;
     if (ns_buf_append(&r->got, reply->body, reply->body_len) != 0) {
         fetch_failed(o, "out of memory");
         return;
@@ -294,8 +300,10 @@ int ns_handle_state_fetch(struct ns_req *req)
                                 index);
     }
     size_t chunk = r->cache_len - (size_t)offset;
-    if (chunk > FETCH_CHUNK) {
-        chunk = FETCH_CHUNK;
+    size_t max =
+        r->chunk != 0 && r->chunk < FETCH_CHUNK ? r->chunk : FETCH_CHUNK;
+    if (chunk > max) {
+        chunk = max;
     }
     r->cache_used_ms = uv_now(o->loop);
     struct ns_cmd reply;

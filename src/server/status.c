@@ -51,6 +51,18 @@ static uint64_t corrupt_from_env(void)
     return strtoull(v, NULL, 10);
 }
 
+/* Test hook: RAFTNS_TEST_FETCH_CHUNK=<bytes> makes this node serve its state
+ * copy in chunks that small (recovery.c), so tests cover a copy of several
+ * chunks. */
+static size_t fetch_chunk_from_env(void)
+{
+    const char *v = getenv("RAFTNS_TEST_FETCH_CHUNK");
+    if (v == NULL || v[0] == '\0') {
+        return 0;
+    }
+    return (size_t)strtoull(v, NULL, 10);
+}
+
 int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
                       struct ns_state *state, struct ns_node *node,
                       struct ns_server *server, struct ns_observe **out)
@@ -72,6 +84,7 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     }
     ns_checkpoint_init(&o->ckpt, cfg->checkpoint_entries, cfg->checkpoint_ms,
                        corrupt);
+    o->recovery.chunk = fetch_chunk_from_env();
     *out = o;
     return 0;
 }
@@ -101,6 +114,12 @@ int ns_observe_start(struct ns_observe *o)
                "observe: TEST HOOK active: state corrupts itself at index "
                "%" PRIu64,
                o->ckpt.corrupt_at);
+    }
+    if (o->recovery.chunk != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "observe: TEST HOOK active: state copies served in chunks of "
+               "%zu bytes",
+               o->recovery.chunk);
     }
     if (o->http_addr[0] == '\0') {
         return 0;

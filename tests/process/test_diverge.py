@@ -6,6 +6,7 @@ serves the same 105/106/KV bytes as the others. Against the old leader-trusting 
 case fails (the healthy followers are the ones marked diverged) and neither case recovers."""
 
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -20,6 +21,7 @@ RAFTNSCTL = os.environ.get("RAFTNSCTL_BIN", "raftnsctl")
 SECRET = "raftns-test-secret"
 CHECKPOINT_ARGS = ("--checkpoint-entries", "3", "--checkpoint-ms", "300")
 CORRUPT_AHEAD = 12  # entries after the victim's restart before its state corrupts itself
+FETCH_CHUNK = 500   # bytes per state-copy reply (the state is about 2 KB)
 
 
 def ctl(nodes, *args):
@@ -62,6 +64,14 @@ def served_bytes(nd):
 class Divergence(clusterh.ClusterTestCase):
     EXTRA_ARGS = CHECKPOINT_ARGS
 
+    def setUp(self):
+        # Test hook: copies served in small chunks, so a copy takes several replies.
+        os.environ["RAFTNS_TEST_FETCH_CHUNK"] = str(FETCH_CHUNK)
+        try:
+            super().setUp()
+        finally:
+            del os.environ["RAFTNS_TEST_FETCH_CHUNK"]
+
     def put_kv(self, nd, key, value):
         with nd.conn(timeout=T(5.0)) as c:
             r = c.request(ns.PUT_KV_CONFIG, {"namespace": "app", "key": key, "value": value},
@@ -102,6 +112,8 @@ class Divergence(clusterh.ClusterTestCase):
                     and not victim.status()["diverged"]) and d
         d = wait_until(recovered, T(30.0), "the diverged node to recover", 0.1)
         self.assertGreaterEqual(d["installs"], 1)
+        chunks = [int(m) for m in re.findall(r"received in (\d+) chunks", victim.log_text())]
+        self.assertTrue(chunks and max(chunks) >= 2, "copy in several chunks: %r" % chunks)
         for nd in others:
             self.assertFalse(ever_diverged(nd), "%r was marked diverged" % nd)
 
