@@ -21,6 +21,8 @@
  *   ACL_PUT           account
  *   ACL_REMOVE        str access_key
  *   ACL_SEED          u32 n {account}
+ *   VERDICT           u64 index, u64 digest, u32 n_agree {u64 id}, u32
+ * n_dissent {u64 id} (each at most NS_VERDICT_MAX_IDS)
  * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
  * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
  * Never change this layout; add a version or a type. */
@@ -48,6 +50,7 @@ bool ns_command_is_client_write(enum ns_command_type type)
     case NS_CMD_ACL_SEED: /* the leader seeds from its own cluster file */
     case NS_CMD_EXPIRE_BROKERS:
     case NS_CMD_CHECKPOINT:
+    case NS_CMD_VERDICT:
     case NS_CMD_SET_MEMBER:
         return false;
     }
@@ -126,6 +129,10 @@ void ns_command_close(struct ns_command *c)
             ns_acl_account_close(&c->u.acl_seed.items[i]);
         }
         ns_free(c->u.acl_seed.items);
+        break;
+    case NS_CMD_VERDICT:
+        ns_free(c->u.verdict.agree);
+        ns_free(c->u.verdict.dissent);
         break;
     }
     memset(&c->u, 0, sizeof c->u);
@@ -262,6 +269,18 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
         ns_buf_put_u32(b, (uint32_t)c->u.acl_seed.n);
         for (size_t i = 0; i < c->u.acl_seed.n; i++) {
             ns_acl_encode_account(&c->u.acl_seed.items[i], b);
+        }
+        break;
+    case NS_CMD_VERDICT:
+        ns_buf_put_u64(b, c->u.verdict.index);
+        ns_buf_put_u64(b, c->u.verdict.digest);
+        ns_buf_put_u32(b, (uint32_t)c->u.verdict.n_agree);
+        for (size_t i = 0; i < c->u.verdict.n_agree; i++) {
+            ns_buf_put_u64(b, c->u.verdict.agree[i]);
+        }
+        ns_buf_put_u32(b, (uint32_t)c->u.verdict.n_dissent);
+        for (size_t i = 0; i < c->u.verdict.n_dissent; i++) {
+            ns_buf_put_u64(b, c->u.verdict.dissent[i]);
         }
         break;
     }
@@ -534,6 +553,34 @@ static int decode_acl_seed(struct ns_rd *r, struct ns_command *c)
     return 0;
 }
 
+static int decode_ids(struct ns_rd *r, uint64_t **ids, size_t *n_out)
+{
+    size_t n;
+    int rv = rd_count(r, 8, &n);
+    if (rv != 0 || n > NS_VERDICT_MAX_IDS) {
+        return rv != 0 ? rv : NS_EPROTO;
+    }
+    if ((*ids = alloc_array(n, sizeof **ids)) == NULL) {
+        return NS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        (*ids)[i] = ns_rd_u64(r);
+    }
+    *n_out = n;
+    return r->err;
+}
+
+static int decode_verdict(struct ns_rd *r, struct ns_command *c)
+{
+    c->u.verdict.index = ns_rd_u64(r);
+    c->u.verdict.digest = ns_rd_u64(r);
+    int rv = decode_ids(r, &c->u.verdict.agree, &c->u.verdict.n_agree);
+    if (rv == 0) {
+        rv = decode_ids(r, &c->u.verdict.dissent, &c->u.verdict.n_dissent);
+    }
+    return rv;
+}
+
 static int decode_payload(struct ns_rd *r, struct ns_command *c)
 {
     int rv = 0;
@@ -580,13 +627,23 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
         return rd_req_str(r, &c->u.acl_remove.access_key);
     case NS_CMD_ACL_SEED:
         return decode_acl_seed(r, c);
+    case NS_CMD_VERDICT:
+        return decode_verdict(r, c);
     }
     return NS_EPROTO;
 }
 
 static bool is_known_type(uint8_t t)
 {
-    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_ACL_SEED;
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_VERDICT;
+}
+
+int ns_command_peek_type(const uint8_t *p, size_t len)
+{
+    if (len < 10 || p[0] != NS_COMMAND_VERSION || !is_known_type(p[1])) {
+        return 0;
+    }
+    return p[1];
 }
 
 int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out)

@@ -134,6 +134,19 @@ static int apply_checkpoint(struct ns_state *s, const struct ns_command *c,
     return 0;
 }
 
+/* A verdict changes no table: each node judges its own digest against it
+ * (raft/diverge.c). Only the last one is remembered, outside the snapshot
+ * like last_checkpoint_digest, so digests and snapshot bytes stay as they
+ * were. */
+static int apply_verdict(struct ns_state *s, const struct ns_command *c,
+                         struct ns_apply_result *res)
+{
+    (void)res;
+    s->last_verdict_index = c->u.verdict.index;
+    s->last_verdict_digest = c->u.verdict.digest;
+    return 0;
+}
+
 /* Index of id in the sorted member array (found) or its insertion point. */
 static size_t search_member(const struct ns_state *s, uint64_t id, bool *found)
 {
@@ -255,6 +268,7 @@ static const apply_fn APPLY[] = {
     [NS_CMD_ACL_PUT] = apply_acl_put,
     [NS_CMD_ACL_REMOVE] = apply_acl_remove,
     [NS_CMD_ACL_SEED] = apply_acl_seed,
+    [NS_CMD_VERDICT] = apply_verdict,
 };
 
 int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,

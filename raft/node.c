@@ -588,7 +588,7 @@ bool ns_node_is_ready(const struct ns_node *n)
 
 bool ns_node_is_diverged(const struct ns_node *n)
 {
-    return n->diverged;
+    return n->diverged || ns_diverge_is_diverged(&n->dv);
 }
 
 uint64_t ns_node_leader_id(const struct ns_node *n)

@@ -1,6 +1,8 @@
 /* The raft FSM callbacks of a node over its struct ns_state: apply (with the
  * in-flight proposal's result), snapshot and restore. The state changes only
  * through ns_fsm_apply_bytes and ns_snapshot_decode; nothing here proposes. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,17 +27,67 @@ static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
     return NULL;
 }
 
+static const char *format_hex(uint64_t v, char *out, size_t size)
+{
+    snprintf(out, size, "%016" PRIx64, v);
+    return out;
+}
+
+/* Logs what a CHECKPOINT or VERDICT meant for this node (raft/diverge.c). */
+static void log_divergence(const struct ns_node *n, uint64_t index,
+                           enum ns_diverge_event ev)
+{
+    const struct ns_diverge *d = &n->dv;
+    char a[24], b[24];
+    switch (ev) {
+    case NS_DIVERGE_EV_DIVERGED:
+        NS_LOG(NS_LOG_ERROR,
+               "diverge: STATE DIVERGED at index %" PRIu64
+               ": the majority of voters holds digest %s, ours is %s "
+               "(verdict entry %" PRIu64 "); this node stops serving",
+               d->judged.index, format_hex(d->judged.digest, a, sizeof a),
+               format_hex(d->judged_local, b, sizeof b), index);
+        break;
+    case NS_DIVERGE_EV_RECOVERED:
+        NS_LOG(NS_LOG_WARN,
+               "diverge: digest at index %" PRIu64
+               " agrees with the majority again (%s): this node serves again",
+               d->verdict.index, format_hex(d->verdict.digest, a, sizeof a));
+        break;
+    case NS_DIVERGE_EV_AGREE:
+        NS_LOG(NS_LOG_DEBUG, "diverge: digest at index %" PRIu64 " agrees",
+               d->verdict.index);
+        break;
+    case NS_DIVERGE_EV_UNJUDGED:
+        NS_LOG(NS_LOG_DEBUG,
+               "diverge: no local digest to judge the verdict of entry "
+               "%" PRIu64,
+               index);
+        break;
+    case NS_DIVERGE_EV_MARK:
+    case NS_DIVERGE_EV_NONE:
+        break;
+    }
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                      void **result)
 {
     struct ns_node *n = fsm->data;
-    /* raft 0.15 sets last_applied after apply returns: this entry is +1. */
+    /* raft 0.15 sets last_applied after apply returns: this entry is +1
+     * (replicationApply in its src/replication.c). */
     uint64_t index = raft_last_applied(&n->raft) + 1;
+    *result = NULL;
+    if (ns_diverge_skips(&n->dv, index)) {
+        /* Inside the state installed from a healthy node: applying it again
+         * would apply it twice. A proposal of ours at this index gets no
+         * result, so apply_cb answers it as not applied here (NS_EPROTO). */
+        return 0;
+    }
     struct proposal *owner = find_inflight(n, index);
     struct ns_apply_result local;
     struct ns_apply_result *res = owner != NULL ? &owner->res : &local;
     memset(&local, 0, sizeof local);
-    *result = NULL;
     const uint8_t *p = buf->base;
     int rv = NS_EPROTO;
     if (buf->len >= ENTRY_PREFIX && ns_load_u32(p) <= buf->len - ENTRY_PREFIX) {
@@ -61,6 +113,14 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                       ns_load_u32(p), res)) {
         n->diverged = true;
     }
+    enum ns_diverge_event ev;
+    rv = ns_diverge_on_apply(&n->dv, n->state, index, p + ENTRY_PREFIX,
+                             ns_load_u32(p), &ev);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "diverge: entry %" PRIu64 ": %s", index,
+               ns_strerror(rv));
+    }
+    log_divergence(n, index, ev);
     if (owner != NULL) {
         owner->has_res = true; /* apply_cb reads and closes it */
     } else {
@@ -76,6 +136,18 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     struct ns_buf b;
     int rv = RAFT_NOMEM;
     uint64_t t0 = uv_hrtime();
+    if (!ns_diverge_may_snapshot(&n->dv, raft_last_applied(&n->raft))) {
+        /* raft would label an installed state with an older index, or keep
+         * a diverged one; RAFT_BUSY makes it retry later. */
+        if (!n->snapshot_postponed) {
+            NS_LOG(NS_LOG_INFO,
+                   "fsm: snapshots postponed while this node is diverged or "
+                   "ahead of raft's applied index");
+        }
+        n->snapshot_postponed = true;
+        return RAFT_BUSY;
+    }
+    n->snapshot_postponed = false;
     ns_buf_init(&b);
     if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
         goto err_after_buf;
@@ -111,9 +183,30 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
         return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
     }
     raft_free(buf->base);
+    ns_diverge_restored(&n->dv);
     NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes in %.1f ms",
            buf->len, (double)(uv_hrtime() - t0) / 1e6);
     return 0;
+}
+
+int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
+                          uint64_t at)
+{
+    uint64_t applied = raft_last_applied(&n->raft);
+    int rv = ns_diverge_install(&n->dv, n->state, p, len, at, applied);
+    if (rv == 0) {
+        NS_LOG(NS_LOG_WARN,
+               "diverge: installed a healthy state of %zu bytes taken at index "
+               "%" PRIu64 " (applied here: %" PRIu64
+               "); entries up to it are skipped",
+               len, at, applied);
+    }
+    return rv;
+}
+
+const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
+{
+    return &n->dv;
 }
 
 void node_fsm_init(struct ns_node *n)

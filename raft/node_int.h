@@ -9,6 +9,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
+#include "raftns/diverge.h"
 #include "raftns/node.h"
 
 #define SEGMENT_SIZE (1u << 20)
@@ -102,7 +103,9 @@ struct ns_node {
     uint64_t ready_target;
     bool ready_target_set;
     bool ready;
-    bool diverged;
+    bool diverged;           /* an entry did not decode (permanent) */
+    struct ns_diverge dv;    /* digests, verdicts, an installed state */
+    bool snapshot_postponed; /* logged once until a snapshot is taken */
     bool raft_inited;
     bool raft_closed;      /* io and transport freed by ns_node_destroy */
     struct raft tombstone; /* io->data after close: see raft_closed_cb */

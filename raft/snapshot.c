@@ -117,6 +117,8 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
         return rv;
     }
     fresh.last_checkpoint_digest = s->last_checkpoint_digest;
+    fresh.last_verdict_index = s->last_verdict_index;
+    fresh.last_verdict_digest = s->last_verdict_digest;
     ns_state_close(s);
     *s = fresh;
     return 0;

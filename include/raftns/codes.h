@@ -1,6 +1,7 @@
-/* Private node-to-node and cluster-admin request codes (9001-9010) that raftns
- * nodes accept on their CLIENT port, with the ext fields of each request and
- * reply. Stock RocketMQ codes stay in the handlers; nothing here is Java.
+/* Private node-to-node and cluster-admin request codes (9001-9010, 9012-9013)
+ * that raftns nodes accept on their CLIENT port, with the ext fields of each
+ * request and reply. Stock RocketMQ codes stay in the handlers; nothing here is
+ * Java.
  *
  * Every private request but STATUS is signed with the cluster secret
  * (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the secret itself never
@@ -34,6 +35,8 @@
 #define NS_EXT_ACL_SECRET_KEY "raftnsAclSecretKey"
 #define NS_EXT_ACL_ROLE "raftnsAclRole"         /* admin | broker | reader */
 #define NS_EXT_ACL_NETWORKS "raftnsAclNetworks" /* CIDRs, ',' separated */
+#define NS_EXT_OFFSET "raftnsOffset" /* byte offset of a chunk (decimal) */
+#define NS_EXT_TOTAL "raftnsTotal"   /* total bytes of a chunked body */
 
 /* FORWARD: a follower hands an encoded command to the leader.
  * Request: body = ns_command_encode bytes; ext from. Only command types a
@@ -100,7 +103,25 @@
  * sorted by access key. With ACL on it needs an admin signature. */
 #define NS_CODE_ACL_LIST 9010
 
+/* DIGEST_REPORT: a voter's state digests at the checkpoints no verdict has
+ * judged yet, for the leader's majority tally (docs/divergence.md).
+ * Request: ext from; body = u16 version 1, u8 flags (bit 0: this node
+ * installed a healthy state and waits for a checkpoint to be judged), u32 n
+ * (at most 16) {u64 checkpoint index, u64 digest}. Sent about once a second
+ * while such digests exist. Reply 0, or 1 with a remark (not the leader,
+ * malformed). */
+#define NS_CODE_DIGEST_REPORT 9012
+
+/* STATE_FETCH: a diverged node copies the leader's whole state.
+ * Request: ext from, index (0 for the first chunk, else the index the first
+ * reply named), offset. Reply 0: body = bytes [offset, offset + chunk) of
+ * ns_snapshot_encode of the leader's state at its applied index; ext index =
+ * that applied index, total = the encoding's size, offset. Reply 1 with a
+ * remark when this node is not the leader, is itself diverged, or no longer
+ * holds the encoding of that index (start again at offset 0). */
+#define NS_CODE_STATE_FETCH 9013
+
 #define NS_CODE_PRIVATE_MIN 9001
-#define NS_CODE_PRIVATE_MAX 9010
+#define NS_CODE_PRIVATE_MAX 9013
 
 #endif

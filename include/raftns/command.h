@@ -37,7 +37,10 @@ enum ns_command_type {
     NS_CMD_ACL_PUT = 13,    /* add or replace an account */
     NS_CMD_ACL_REMOVE = 14, /* remove an account */
     NS_CMD_ACL_SEED = 15,   /* the cluster file's accounts, once */
+    NS_CMD_VERDICT = 16,    /* the majority digest of a checkpoint */
 };
+
+#define NS_VERDICT_MAX_IDS 64 /* voters named in one VERDICT */
 
 struct ns_command {
     uint8_t version;
@@ -69,6 +72,14 @@ struct ns_command {
             uint64_t digest; /* leader's state digest at that index */
         } checkpoint;
         struct {
+            uint64_t index;  /* the CHECKPOINT entry the digests belong to */
+            uint64_t digest; /* the digest a majority of voters reported */
+            uint64_t *agree; /* owned: voters that reported it */
+            size_t n_agree;
+            uint64_t *dissent; /* owned: voters that reported another */
+            size_t n_dissent;
+        } verdict;
+        struct {
             uint64_t id;
             char *raft_addr, *client_addr,
                 *http_addr; /* owned; all NULL = remove */
@@ -88,6 +99,10 @@ struct ns_command {
  * may be forwarded to the leader); false for those only the leader creates
  * (expiry, checkpoints, membership records). */
 bool ns_command_is_client_write(enum ns_command_type type);
+
+/* The type of an encoded command without decoding it: 0 when p is too short
+ * or not of a known format version. */
+int ns_command_peek_type(const uint8_t *p, size_t len);
 
 /* Zeroes c and sets version and type. */
 void ns_command_init(struct ns_command *c, enum ns_command_type type);

@@ -28,6 +28,8 @@ struct ns_state {
     uint64_t n_applied; /* commands applied since the state was created or
                            restored */
     uint64_t last_checkpoint_digest;
+    /* The last VERDICT applied (not in the snapshot, like the field above). */
+    uint64_t last_verdict_index, last_verdict_digest;
 };
 
 /* 0 or NS_ENOMEM (nothing to close on error). */

@@ -1,7 +1,9 @@
 /* Observability of one raftns process: request counters and latency
  * histograms (process-wide), and the observer object that serves the HTTP port
- * (/status, /metrics, /healthz) and drives the CHECKPOINT digests. It changes
- * no replicated state except by proposing CHECKPOINT commands. */
+ * (/status, /metrics, /healthz) and drives divergence detection (checkpoints,
+ * digest reports, majority verdicts, recovery: docs/divergence.md). It
+ * changes no replicated state except by proposing CHECKPOINT and VERDICT
+ * commands; a diverged node replaces its own state with the leader's copy. */
 #ifndef RAFTNS_METRICS_H
 #define RAFTNS_METRICS_H
 
@@ -56,7 +58,7 @@ struct ns_observe_config {
     unsigned checkpoint_entries; /* 0 = NS_CHECKPOINT_ENTRIES */
     unsigned checkpoint_ms;      /* 0 = NS_CHECKPOINT_MS */
     /* Test hook: at this log index the node corrupts its own state (outside
-     * the log) so its next checkpoint comparison fails. 0 = off. main.c fills
+     * the log) so the next verdict finds it diverged. 0 = off. status.c fills
      * it from the environment variable RAFTNS_TEST_CORRUPT_AT. */
     uint64_t test_corrupt_at;
 };

@@ -12,6 +12,7 @@
 
 #include <uv.h>
 
+#include "raftns/diverge.h"
 #include "raftns/fsm.h"
 
 #define NS_NODE_WRITE_WAIT_MS                                                  \
@@ -178,8 +179,17 @@ bool ns_node_is_leader(
     const struct ns_node *n); /* leader and barrier applied */
 bool ns_node_is_ready(
     const struct ns_node *n); /* log replayed and leader known */
-bool ns_node_is_diverged(
-    const struct ns_node *n); /* an entry could not be decoded */
+/* An entry could not be decoded, or a verdict found this node's digest in the
+ * minority and no later verdict agreed yet (raftns/diverge.h). */
+bool ns_node_is_diverged(const struct ns_node *n);
+/* This node's digests, verdicts and recovery (borrowed, read-only). */
+const struct ns_diverge *ns_node_diverge(const struct ns_node *n);
+/* Replaces the state with p/len (ns_snapshot_encode bytes of a healthy node,
+ * borrowed) taken at that node's applied index at; entries up to at are then
+ * skipped (ns_diverge_install). 0, NS_EAGAIN (this node applied past at: fetch
+ * a newer state), NS_EPROTO / NS_EVERSION / NS_ENOMEM (nothing changed). */
+int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
+                          uint64_t at);
 uint64_t ns_node_leader_id(const struct ns_node *n); /* 0 when unknown */
 uint64_t ns_node_last_applied(const struct ns_node *n);
 

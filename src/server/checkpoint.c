@@ -1,8 +1,8 @@
-/* Divergence detection (DESIGN.md §7): every node remembers its state digest
- * at each CHECKPOINT it applies; checkpoint k+1, proposed by the leader,
- * carries the leader's (index_k, digest_k), so every node compares digests at
- * the same applied index. A mismatch marks the node diverged. The FSM apply of
- * CHECKPOINT stays pure (raft/fsm.c); this file is the node-local part. */
+/* CHECKPOINT proposals (docs/divergence.md): the leader logs a CHECKPOINT
+ * every N commands or T ms with a command, and every node remembers its own
+ * digest when it applies one (raft/diverge.c, from raft/node_fsm.c). Which
+ * digest is healthy is decided by a majority of voters (verdict.c), never by
+ * the leader alone. This file also holds the corruption test hook. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -20,17 +20,6 @@ void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
     c->corrupt_at = corrupt_at;
 }
 
-static const struct ns_ckpt_mark *find_mark(const struct ns_checkpoint *c,
-                                            uint64_t index)
-{
-    for (size_t i = 0; i < NS_CKPT_RING; i++) {
-        if (c->ring[i].index == index) {
-            return &c->ring[i];
-        }
-    }
-    return NULL;
-}
-
 /* Test hook: changes the local state outside the log, as a bug would. */
 static void corrupt_state(struct ns_observe *o, uint64_t index)
 {
@@ -46,78 +35,28 @@ static void corrupt_state(struct ns_observe *o, uint64_t index)
            index);
 }
 
-/* Compares the leader's mark carried by a CHECKPOINT with ours. */
-static void compare(struct ns_observe *o, uint64_t index, const uint8_t *cmd,
-                    size_t len)
-{
-    struct ns_checkpoint *c = &o->ckpt;
-    struct ns_command command;
-    int rv = ns_command_decode(cmd, len, &command);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "checkpoint: cannot decode entry %" PRIu64 ": %s",
-               index, ns_strerror(rv));
-        return;
-    }
-    struct ns_ckpt_mark leader = {command.u.checkpoint.index,
-                                  command.u.checkpoint.digest};
-    ns_command_close(&command);
-    if (leader.index == 0) {
-        return; /* the leader had no mark yet: this one starts the chain */
-    }
-    const struct ns_ckpt_mark *mine = find_mark(c, leader.index);
-    if (mine == NULL) {
-        /* We joined or restored a snapshot after that checkpoint. */
-        NS_LOG(NS_LOG_DEBUG,
-               "checkpoint: no local digest at index %" PRIu64 " to compare",
-               leader.index);
-        return;
-    }
-    if (mine->digest != leader.digest && !c->diverged) {
-        c->diverged = true;
-        c->expected = leader;
-        c->actual_digest = mine->digest;
-        NS_LOG(NS_LOG_ERROR,
-               "checkpoint: STATE DIVERGED at index %" PRIu64
-               ": leader digest %016" PRIx64 ", ours %016" PRIx64
-               " (checked at entry %" PRIu64 "); this node stops serving",
-               leader.index, leader.digest, mine->digest, index);
-    } else if (mine->digest == leader.digest) {
-        NS_LOG(NS_LOG_DEBUG,
-               "checkpoint: digest at index %" PRIu64 " agrees (%016" PRIx64
-               ")",
-               leader.index, leader.digest);
-    }
-}
-
 bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
                             size_t len, const struct ns_apply_result *res)
 {
     struct ns_observe *o = arg;
     struct ns_checkpoint *c = &o->ckpt;
+    (void)cmd;
+    (void)len;
     if (c->corrupt_at != 0 && !c->corrupted && index >= c->corrupt_at) {
         corrupt_state(o, index);
     }
-    if (res->type != NS_CMD_CHECKPOINT) {
+    if (res->type == NS_CMD_CHECKPOINT) {
+        c->n_pending = 0;
+        c->first_pending_ms = 0;
+    } else if (res->type != NS_CMD_VERDICT) {
+        /* Verdicts do not count: each would otherwise call for the next
+         * checkpoint, and that for the next verdict, for ever. */
+        c->n_pending++;
         if (c->first_pending_ms == 0) {
             c->first_pending_ms = uv_now(o->loop) + 1; /* never 0 */
         }
-        return c->diverged;
     }
-    compare(o, index, cmd, len);
-    uint64_t digest = 0;
-    int rv = ns_state_digest(o->state, &digest);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "checkpoint: digest at %" PRIu64 " failed: %s",
-               index, ns_strerror(rv));
-        return c->diverged;
-    }
-    c->last.index = index;
-    c->last.digest = digest;
-    c->ring[c->ring_next] = c->last;
-    c->ring_next = (c->ring_next + 1) % NS_CKPT_RING;
-    c->applied_at_last = o->state->n_applied;
-    c->first_pending_ms = 0;
-    return c->diverged;
+    return false;
 }
 
 static void proposed_cb(void *arg, int status,
@@ -135,11 +74,13 @@ static void proposed_cb(void *arg, int status,
 static bool is_due(const struct ns_observe *o)
 {
     const struct ns_checkpoint *c = &o->ckpt;
-    uint64_t pending = o->state->n_applied - c->applied_at_last;
-    if (pending == 0 || c->first_pending_ms == 0) {
+    if (c->wanted) {
+        return true; /* a recovering node waits to be judged */
+    }
+    if (c->n_pending == 0 || c->first_pending_ms == 0) {
         return false; /* nothing changed since: no log entry (heartbeats) */
     }
-    if (pending >= c->every_entries) {
+    if (c->n_pending >= c->every_entries) {
         return true;
     }
     return uv_now(o->loop) + 1 - c->first_pending_ms >= c->every_ms;
@@ -148,16 +89,20 @@ static bool is_due(const struct ns_observe *o)
 void ns_checkpoint_tick(struct ns_observe *o)
 {
     struct ns_checkpoint *c = &o->ckpt;
-    if (c->in_flight || c->diverged || ns_node_is_diverged(o->node) ||
-        !ns_node_is_leader(o->node) || !is_due(o)) {
+    /* A diverged leader still checkpoints: its digest is one vote and the
+     * majority judges it (it hands leadership over meanwhile). */
+    if (c->in_flight || !ns_node_is_leader(o->node) || !is_due(o)) {
         return;
     }
+    const struct ns_diverge_mark *last = &ns_node_diverge(o->node)->last;
     struct ns_command cmd;
     struct ns_buf b;
     ns_command_init(&cmd, NS_CMD_CHECKPOINT);
     cmd.leader_time_ms = ns_wall_ms();
-    cmd.u.checkpoint.index = c->last.index;
-    cmd.u.checkpoint.digest = c->last.digest;
+    /* The leader's previous mark stays in the entry (format version 1) as a
+     * record for log readers; nobody compares against it any more. */
+    cmd.u.checkpoint.index = last->index;
+    cmd.u.checkpoint.digest = last->digest;
     ns_buf_init(&b);
     int rv = ns_command_encode(&cmd, &b);
     if (rv == 0 && b.err != 0) {
@@ -168,10 +113,8 @@ void ns_checkpoint_tick(struct ns_observe *o)
     }
     if (rv == 0) {
         c->in_flight = true;
-        NS_LOG(NS_LOG_DEBUG,
-               "checkpoint: proposed, carrying index %" PRIu64
-               " digest %016" PRIx64,
-               c->last.index, c->last.digest);
+        c->wanted = false;
+        NS_LOG(NS_LOG_DEBUG, "checkpoint: proposed");
     } else {
         NS_LOG(NS_LOG_WARN, "checkpoint: cannot propose: %s", ns_strerror(rv));
     }

@@ -402,5 +402,8 @@ int ns_handle_register_topic(struct ns_req *req);
 int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
 int ns_handle_status(struct ns_req *req); /* status.c */
+/* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
+int ns_handle_digest_report(struct ns_req *req);
+int ns_handle_state_fetch(struct ns_req *req);
 
 #endif

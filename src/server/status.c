@@ -51,6 +51,18 @@ static uint64_t corrupt_from_env(void)
     return strtoull(v, NULL, 10);
 }
 
+/* Test hook: RAFTNS_TEST_FETCH_CHUNK=<bytes> makes this node serve its state
+ * copy in chunks that small (recovery.c), so tests cover a copy of several
+ * chunks. */
+static size_t fetch_chunk_from_env(void)
+{
+    const char *v = getenv("RAFTNS_TEST_FETCH_CHUNK");
+    if (v == NULL || v[0] == '\0') {
+        return 0;
+    }
+    return (size_t)strtoull(v, NULL, 10);
+}
+
 int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
                       struct ns_state *state, struct ns_node *node,
                       struct ns_server *server, struct ns_observe **out)
@@ -72,13 +84,20 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     }
     ns_checkpoint_init(&o->ckpt, cfg->checkpoint_entries, cfg->checkpoint_ms,
                        corrupt);
+    o->recovery.chunk = fetch_chunk_from_env();
     *out = o;
     return 0;
 }
 
 static void timer_cb(uv_timer_t *t)
 {
-    ns_checkpoint_tick(t->data);
+    struct ns_observe *o = t->data;
+    if (o->stopping) {
+        return;
+    }
+    ns_checkpoint_tick(o);
+    ns_verdict_tick(o);
+    ns_recovery_tick(o);
 }
 
 int ns_observe_start(struct ns_observe *o)
@@ -95,6 +114,12 @@ int ns_observe_start(struct ns_observe *o)
                "observe: TEST HOOK active: state corrupts itself at index "
                "%" PRIu64,
                o->ckpt.corrupt_at);
+    }
+    if (o->recovery.chunk != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "observe: TEST HOOK active: state copies served in chunks of "
+               "%zu bytes",
+               o->recovery.chunk);
     }
     if (o->http_addr[0] == '\0') {
         return 0;
@@ -137,12 +162,15 @@ void ns_observe_stop(struct ns_observe *o, ns_observe_stop_cb cb, void *arg)
 
 void ns_observe_destroy(struct ns_observe *o)
 {
+    if (o != NULL) {
+        ns_recovery_close(&o->recovery);
+    }
     ns_free(o);
 }
 
 bool ns_observe_is_diverged(const struct ns_observe *o)
 {
-    return o->ckpt.diverged || ns_node_is_diverged(o->node);
+    return ns_node_is_diverged(o->node);
 }
 
 bool ns_observe_is_healthy(const struct ns_observe *o)
@@ -239,6 +267,89 @@ static int put_members(struct ns_jw *w, const struct ns_observe *o,
     return 0;
 }
 
+static const char *health_text(enum ns_diverge_health h)
+{
+    switch (h) {
+    case NS_DIVERGE_HEALTHY:
+        return "healthy";
+    case NS_DIVERGE_DIVERGED:
+        return "diverged";
+    case NS_DIVERGE_RECOVERING:
+        return "recovering";
+    case NS_DIVERGE_UNJUDGED:
+        break;
+    }
+    return "unjudged";
+}
+
+static void put_ids(struct ns_jw *w, const char *key, const uint64_t *ids,
+                    size_t n)
+{
+    ns_jw_key(w, key);
+    ns_jw_arr_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        ns_jw_int(w, (int64_t)ids[i]);
+    }
+    ns_jw_arr_end(w);
+}
+
+/* "divergence": the majority verdicts as this node applied them, its own
+ * judgement and recovery, and (leader) the tally's open state. */
+static void put_divergence(struct ns_jw *w, const struct ns_observe *o)
+{
+    const struct ns_diverge *dv = ns_node_diverge(o->node);
+    const struct ns_verdicts *v = &o->verdicts;
+    const struct ns_recovery *r = &o->recovery;
+    ns_jw_key(w, "divergence");
+    ns_jw_obj_begin(w);
+    ns_jw_key(w, "health");
+    ns_jw_str(w, health_text(dv->health));
+    ns_jw_key(w, "verdict_index");
+    ns_jw_int(w, (int64_t)dv->verdict.index);
+    put_hex(w, "verdict_digest", dv->verdict.digest);
+    put_ids(w, "verdict_healthy", dv->healthy, dv->n_healthy);
+    ns_jw_key(w, "verdicts");
+    ns_jw_int(w, (int64_t)dv->n_verdicts);
+    /* Own digests no verdict judged yet: they stay when no majority agreed. */
+    struct ns_diverge_mark marks[NS_DIVERGE_RING];
+    ns_jw_key(w, "unjudged");
+    ns_jw_int(w, (int64_t)ns_diverge_unjudged(dv, marks, NS_DIVERGE_RING));
+    ns_jw_key(w, "times_diverged");
+    ns_jw_int(w, (int64_t)dv->n_diverged);
+    ns_jw_key(w, "times_recovered");
+    ns_jw_int(w, (int64_t)dv->n_recovered);
+    ns_jw_key(w, "installs");
+    ns_jw_int(w, (int64_t)dv->n_installs);
+    ns_jw_key(w, "installed_at");
+    ns_jw_int(w, (int64_t)dv->installed_at);
+    ns_jw_key(w, "fetch_attempts");
+    ns_jw_int(w, (int64_t)r->n_attempts);
+    ns_jw_key(w, "fetching");
+    ns_jw_bool(w, r->fetching);
+    /* Meaningful on the leader (leading true): its tally, and the
+     * checkpoints it left without a verdict for want of a majority. */
+    ns_jw_key(w, "tally");
+    ns_jw_obj_begin(w);
+    ns_jw_key(w, "leading");
+    ns_jw_bool(w, v->leading);
+    ns_jw_key(w, "open_votes");
+    ns_jw_int(w, (int64_t)v->tally.n);
+    ns_jw_key(w, "decided_through");
+    ns_jw_int(w, (int64_t)v->tally.closed_through);
+    ns_jw_key(w, "no_majority_index");
+    ns_jw_int(w, (int64_t)v->tally.no_majority_index);
+    ns_jw_key(w, "no_majority");
+    ns_jw_int(w, (int64_t)v->tally.n_no_majority);
+    ns_jw_key(w, "verdicts_proposed");
+    ns_jw_int(w, (int64_t)v->n_proposed);
+    ns_jw_key(w, "reports_received");
+    ns_jw_int(w, (int64_t)v->n_reports_received);
+    ns_jw_obj_end(w);
+    ns_jw_key(w, "reports_sent");
+    ns_jw_int(w, (int64_t)v->n_reports_sent);
+    ns_jw_obj_end(w);
+}
+
 int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
 {
     struct ns_jw w;
@@ -265,19 +376,21 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_jw_int(&w, (int64_t)ns_node_commit_index(o->node));
     ns_jw_key(&w, "applied_index");
     ns_jw_int(&w, (int64_t)ns_node_last_applied(o->node));
-    put_hex(&w, "digest", o->ckpt.last.digest);
+    const struct ns_diverge *dv = ns_node_diverge(o->node);
+    put_hex(&w, "digest", dv->last.digest);
     ns_jw_key(&w, "digest_index");
-    ns_jw_int(&w, (int64_t)o->ckpt.last.index);
+    ns_jw_int(&w, (int64_t)dv->last.index);
     ns_jw_key(&w, "ready");
     ns_jw_bool(&w, ns_node_is_ready(o->node));
     ns_jw_key(&w, "diverged");
     ns_jw_bool(&w, ns_observe_is_diverged(o));
-    if (o->ckpt.diverged) {
+    if (dv->judged.index != 0 && ns_diverge_is_diverged(dv)) {
         ns_jw_key(&w, "diverged_at");
-        ns_jw_int(&w, (int64_t)o->ckpt.expected.index);
-        put_hex(&w, "diverged_leader_digest", o->ckpt.expected.digest);
-        put_hex(&w, "diverged_local_digest", o->ckpt.actual_digest);
+        ns_jw_int(&w, (int64_t)dv->judged.index);
+        put_hex(&w, "diverged_majority_digest", dv->judged.digest);
+        put_hex(&w, "diverged_local_digest", dv->judged_local);
     }
+    put_divergence(&w, o);
     int rv = put_members(&w, o, leader_id);
     ns_jw_key(&w, "brokers");
     ns_jw_int(&w, (int64_t)ns_route_n_brokers(o->state->route));
@@ -311,8 +424,8 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         "raftns_raft_leader_id %" PRIu64 "\n"
         "# TYPE raftns_ready gauge\n"
         "raftns_ready %d\n"
-        "# HELP raftns_diverged 1 when this node's state digest disagreed "
-        "with the leader's.\n"
+        "# HELP raftns_diverged 1 while a verdict found this node's state "
+        "digest outside the majority (until a later one agrees).\n"
         "# TYPE raftns_diverged gauge\n"
         "raftns_diverged %d\n"
         "# TYPE raftns_checkpoint_index gauge\n"
@@ -331,9 +444,36 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         ns_node_term(o->node), ns_node_commit_index(o->node),
         ns_node_last_applied(o->node), ns_node_leader_id(o->node),
         ns_node_is_ready(o->node) ? 1 : 0, ns_observe_is_diverged(o) ? 1 : 0,
-        o->ckpt.last.index, o->srv->n_conns,
+        ns_node_diverge(o->node)->last.index, o->srv->n_conns,
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
+    const struct ns_diverge *dv = ns_node_diverge(o->node);
+    ns_buf_printf(
+        out,
+        "# HELP raftns_verdict_index Checkpoint index of the last majority "
+        "verdict applied.\n"
+        "# TYPE raftns_verdict_index gauge\n"
+        "raftns_verdict_index %" PRIu64 "\n"
+        "# HELP raftns_verdicts_total Majority verdicts applied.\n"
+        "# TYPE raftns_verdicts_total counter\n"
+        "raftns_verdicts_total %" PRIu64 "\n"
+        "# HELP raftns_diverged_total Times a verdict found this node "
+        "diverged.\n"
+        "# TYPE raftns_diverged_total counter\n"
+        "raftns_diverged_total %" PRIu64 "\n"
+        "# HELP raftns_recovered_total Times a later verdict agreed again.\n"
+        "# TYPE raftns_recovered_total counter\n"
+        "raftns_recovered_total %" PRIu64 "\n"
+        "# HELP raftns_state_installs_total Healthy states copied from the "
+        "leader and installed.\n"
+        "# TYPE raftns_state_installs_total counter\n"
+        "raftns_state_installs_total %" PRIu64 "\n"
+        "# HELP raftns_verdict_no_majority_total Checkpoints this leader "
+        "found without a majority digest (no verdict).\n"
+        "# TYPE raftns_verdict_no_majority_total counter\n"
+        "raftns_verdict_no_majority_total %" PRIu64 "\n",
+        dv->verdict.index, dv->n_verdicts, dv->n_diverged, dv->n_recovered,
+        dv->n_installs, o->verdicts.tally.n_no_majority);
     struct ns_node_peer_stats ps;
     ns_node_peer_stats(o->node, &ps);
     ns_buf_printf(out,

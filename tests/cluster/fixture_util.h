@@ -1,6 +1,8 @@
 /* Helpers for the cluster tests (tests/cluster/test_fixture_*.c): a
  * raft_fixture cluster whose servers run the real raftns state machine
- * (ns_fsm_apply_bytes, ns_snapshot_encode/decode), the node.c entry framing,
+ * (ns_fsm_apply_bytes, ns_snapshot_encode/decode) with raft/node_fsm.c's use
+ * of raft/diverge.c (digests, verdicts, skipping an installed state's
+ * entries), the node.c entry framing,
  * the leader barrier of DESIGN.md §7, command builders and a seeded generator.
  * Header-only (each test is its own executable); test code, not a second
  * implementation of node.c. */
@@ -24,6 +26,7 @@
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/command.h"
+#include "raftns/diverge.h"
 #include "raftns/err.h"
 #include "raftns/fsm.h"
 
@@ -38,7 +41,11 @@ struct fx_server {
     struct ns_state state;
     struct raft_fsm fsm;
     unsigned n_applies, n_snapshots, n_restores;
-    int apply_error; /* first non-zero ns_fsm_apply_bytes/framing result */
+    int apply_error;      /* first non-zero ns_fsm_apply_bytes/framing result */
+    struct ns_diverge dv; /* as struct ns_node's (raft/node_fsm.c) */
+    uint64_t last_fsm_index; /* index of the last entry applied or skipped */
+    unsigned n_out_of_order; /* entries whose index did not grow */
+    unsigned n_skipped;      /* entries inside an installed state */
 };
 
 struct fx_barrier {
@@ -70,10 +77,24 @@ static inline int fx_fsm_apply(struct raft_fsm *fsm,
     const uint8_t *p = buf->base;
     int rv = NS_EPROTO;
     *result = NULL;
+    /* As node_fsm.c: raft 0.15 applies last_applied + 1. */
+    uint64_t index =
+        raft_last_applied(raft_fixture_get(&s->fx->f, s->index)) + 1;
+    s->n_out_of_order += index <= s->last_fsm_index;
+    s->last_fsm_index = index;
+    if (ns_diverge_skips(&s->dv, index)) {
+        s->n_skipped++;
+        return 0;
+    }
     if (buf->len >= FX_ENTRY_PREFIX && buf->len % 8 == 0 &&
         ns_load_u32(p) <= buf->len - FX_ENTRY_PREFIX) {
         rv = ns_fsm_apply_bytes(&s->state, p + FX_ENTRY_PREFIX, ns_load_u32(p),
                                 NULL);
+    }
+    if (rv == 0) {
+        enum ns_diverge_event ev;
+        rv = ns_diverge_on_apply(&s->dv, &s->state, index, p + FX_ENTRY_PREFIX,
+                                 ns_load_u32(p), &ev);
     }
     if (rv != 0 && s->apply_error == 0) {
         s->apply_error = rv;
@@ -88,6 +109,10 @@ static inline int fx_fsm_snapshot(struct raft_fsm *fsm,
     struct fx_server *s = fsm->data;
     struct ns_buf b;
     int rv = RAFT_NOMEM;
+    if (!ns_diverge_may_snapshot(
+            &s->dv, raft_last_applied(raft_fixture_get(&s->fx->f, s->index)))) {
+        return RAFT_BUSY; /* as node_fsm.c */
+    }
     ns_buf_init(&b);
     if (ns_snapshot_encode(&s->state, &b) != 0 || b.err != 0) {
         goto err_after_buf;
@@ -119,6 +144,7 @@ static inline int fx_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
         return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
     }
     raft_free(buf->base);
+    ns_diverge_restored(&s->dv);
     s->n_restores++;
     return 0;
 }

@@ -1,4 +1,4 @@
-"""Attacks on raftns's private node-to-node codes (9001-9007, include/raftns/codes.h) and the
+"""Attacks on raftns's private node-to-node codes (9001-9007, 9012-9013, include/raftns/codes.h) and the
 cluster secret policy. Every private request must carry an HMAC-SHA256 signature by the
 cluster secret (include/raftns/sign.h), computed here independently (nsclient.sign_private).
 After every attack the cluster must be unchanged: same leader, term, commit index and state
@@ -22,6 +22,8 @@ SECRET = "raftns-test-secret"
 NO_PERMISSION = 16
 FORWARD, READ_INDEX, MEMBER_LIST, MEMBER_ADD, MEMBER_REMOVE, LEADER_TRANSFER = range(9001, 9007)
 LIVENESS_REPORT = 9007
+DIGEST_REPORT, STATE_FETCH = 9012, 9013
+CMD_VERDICT = 16
 
 # raft/command.c: u8 version, u8 type, i64 leader_time_ms (big-endian), then the payload.
 CMD_KV_PUT, CMD_EXPIRE_BROKERS, CMD_CHECKPOINT, CMD_SET_MEMBER = 4, 3, 11, 12
@@ -96,14 +98,16 @@ class PrivateCodes(harness.NodeTestCase):
         before = self.snapshot()
         counted = metric(leader, "raftns_private_refused_total")
         body = kv_put_command("k-clear", "forged")
-        for code in (FORWARD, READ_INDEX, MEMBER_LIST, MEMBER_ADD, MEMBER_REMOVE,
-                     LEADER_TRANSFER, LIVENESS_REPORT):
+        codes = (FORWARD, READ_INDEX, MEMBER_LIST, MEMBER_ADD, MEMBER_REMOVE,
+                 LEADER_TRANSFER, LIVENESS_REPORT, DIGEST_REPORT, STATE_FETCH)
+        for code in codes:
             # the old scheme: the secret itself in an ext field
             remark = self.refused(leader, code, {"raftnsSecret": SECRET, "raftnsFrom": "2",
                                                  "raftnsId": "3"}, body)
             self.assertIn("no signature", remark)
             self.refused(leader, code, {}, body)
-        self.assertGreaterEqual(metric(leader, "raftns_private_refused_total"), counted + 14)
+        self.assertGreaterEqual(metric(leader, "raftns_private_refused_total"),
+                                counted + 2 * len(codes))
         self.assert_unchanged(before)
 
     def test_wrong_tampered_expired_and_replayed_signatures(self):
@@ -145,7 +149,9 @@ class PrivateCodes(harness.NodeTestCase):
             MEMBER_LIST, {}, b"", SECRET)).body)
         self.assertEqual(len(members["members"]), 3)
         forged = [
-            checkpoint_command(),  # would mark every node diverged
+            checkpoint_command(),
+            # a forged verdict would mark healthy nodes diverged
+            command(CMD_VERDICT, struct.pack(">QQI", 1, 0xBAD, 0) + struct.pack(">I", 0)),
             command(CMD_SET_MEMBER, struct.pack(">Q", 2) + put_str("127.0.0.1:1") +
                     put_str("127.0.0.1:2") + put_str("127.0.0.1:3")),
             command(CMD_EXPIRE_BROKERS, struct.pack(">I", 0)),

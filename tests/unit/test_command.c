@@ -1,8 +1,8 @@
 /* Unit tests of the replicated command encoding (raft/command.c): golden bytes
  * for every type (written from the documented layout by an independent script),
- * round trips, rejection of truncation, trailing bytes, unknown types,
- * oversized counts and future versions, and an allocation-failure sweep on
- * decode. */
+ * round trips (VERDICT included), rejection of truncation, trailing bytes,
+ * unknown types, oversized counts and future versions, and an
+ * allocation-failure sweep on decode. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +89,17 @@ static const uint8_t GOLDEN_CHECKPOINT[] = {
     0x01, 0x0b, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a,
     0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+};
+/* VERDICT: index 42, digest 0123456789abcdef, agree {1, 3}, dissent {2}. */
+static const uint8_t GOLDEN_VERDICT[] = {
+    0x01, 0x10, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, /* head */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a,             /* index */
+    0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,             /* digest */
+    0x00, 0x00, 0x00, 0x02,                                     /* n_agree */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,             /* 1 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,             /* 3 */
+    0x00, 0x00, 0x00, 0x01,                                     /* n_dissent */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,             /* 2 */
 };
 static const uint8_t GOLDEN_MEMBER[] = {
     0x01, 0x0c, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00,
@@ -244,6 +255,18 @@ static void make(size_t i, struct ns_command *c)
         c->u.acl_seed.n = 2;
         break;
     }
+    case 15:
+        ns_command_init(c, NS_CMD_VERDICT);
+        c->u.verdict.index = 42;
+        c->u.verdict.digest = 0x0123456789abcdefull;
+        c->u.verdict.agree = ns_calloc(2, sizeof(uint64_t));
+        c->u.verdict.agree[0] = 1;
+        c->u.verdict.agree[1] = 3;
+        c->u.verdict.n_agree = 2;
+        c->u.verdict.dissent = ns_calloc(1, sizeof(uint64_t));
+        c->u.verdict.dissent[0] = 2;
+        c->u.verdict.n_dissent = 1;
+        break;
     default:
         fail();
     }
@@ -265,6 +288,7 @@ static const struct golden GOLDEN[] = {
     G(GOLDEN_ADD),      G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
     G(GOLDEN_CONFIG),   G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
     G(GOLDEN_ACL_PUT),  G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
+    G(GOLDEN_VERDICT),
 };
 #define N_GOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 
@@ -344,7 +368,7 @@ static void test_rejects(void **state)
     buf[0] = 1;
     buf[1] = 0;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
-    buf[1] = 16; /* the first unknown type */
+    buf[1] = 17; /* the first unknown type */
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
     /* A count far beyond the remaining bytes is refused before allocating. */
     memcpy(buf, GOLDEN_UNREGISTER, sizeof GOLDEN_UNREGISTER);
@@ -361,6 +385,21 @@ static void test_rejects(void **state)
     buf[sizeof GOLDEN_REGISTER - 11] = 2; /* has_filter_servers */
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_REGISTER, &c),
                      NS_EPROTO);
+    /* A VERDICT naming more voters than NS_VERDICT_MAX_IDS is refused. */
+    struct ns_buf v;
+    ns_buf_init(&v);
+    ns_buf_append(&v, GOLDEN_VERDICT, 26);
+    ns_buf_put_u32(&v, NS_VERDICT_MAX_IDS + 1);
+    for (unsigned k = 0; k <= NS_VERDICT_MAX_IDS; k++) {
+        ns_buf_put_u64(&v, k + 1);
+    }
+    ns_buf_put_u32(&v, 0);
+    assert_int_equal(ns_command_decode(v.data, v.len, &c), NS_EPROTO);
+    ns_buf_close(&v);
+    assert_int_equal(
+        ns_command_peek_type(GOLDEN_VERDICT, sizeof GOLDEN_VERDICT),
+        NS_CMD_VERDICT);
+    assert_int_equal(ns_command_peek_type(GOLDEN_VERDICT, 9), 0);
     /* Unsorted config keys are not canonical. */
     struct ns_buf b;
     ns_buf_init(&b);
