@@ -121,7 +121,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         return ns_reply_simple(&req.to, 1, "not ready");
     }
     if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
-        ns_cluster_hold_consistent_read(&req)) {
+        ns_held_read_consistent(&req)) {
         return 0; /* raftnsConsistent=true: answered once confirmed */
     }
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: request code %d opaque %d",

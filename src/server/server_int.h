@@ -265,6 +265,11 @@ int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
 int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
                            const struct ns_cmd *cmd);
 
+/* --- held_read.c --- */
+/* Dispatch hook for reads with raftnsConsistent=true: true when the request
+ * was taken over (answered later, after a leader-confirmed read index). */
+bool ns_held_read_consistent(struct ns_req *req);
+
 /* --- acl_gate.c --- */
 /* Copies cfg->acl and the cluster file's accounts reference. 0 or NS_ENOMEM. */
 int ns_acl_gate_init(struct ns_acl_gate *g, const struct ns_server_config *cfg);
