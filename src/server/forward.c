@@ -710,6 +710,7 @@ void ns_cluster_on_change(struct ns_server *srv)
         ask_read_index(cl);
     }
     retry_parked(cl);
+    ns_held_read_retry(srv);
 }
 
 static void tick_cb(uv_timer_t *t)
@@ -745,6 +746,7 @@ void ns_cluster_stop(struct ns_server *srv)
     }
     cl->stopping = true;
     retry_parked(cl); /* each finishes with NS_ESHUTDOWN */
+    ns_held_read_stop(srv);
     ns_peer_close(cl->leader_peer, NULL, NULL);
     cl->leader_peer = NULL;
     if (cl->started) {

@@ -623,6 +623,8 @@ int ns_handle_private(struct ns_req *req)
         return handle_forward(req);
     case NS_CODE_READ_INDEX:
         return handle_read_index(req);
+    case NS_CODE_READ_FORWARD:
+        return ns_held_read_serve(req);
     case NS_CODE_MEMBER_LIST:
         return handle_member_list(req);
     case NS_CODE_MEMBER_ADD:
