@@ -243,7 +243,12 @@ class ThreeNodes(clusterh.ClusterTestCase):
         self.assertIn("diverged_at", st)
         self.assertEqual(victim.http_get("/healthz")[0], 503)
         self.assertEqual(metric(victim.http_get("/metrics")[1].decode(), "raftns_diverged"), 1)
+        # It does not serve its own state: reads go to the leader (docs/readiness.md), writes
+        # are refused.
         r = clusterh.route(victim, "TopicA")
+        self.assertEqual((r.code, (r.ext or {}).get("raftnsServedBy")), (0, str(leader.id)), r)
+        self.assertEqual(r.body, clusterh.route(leader, "TopicA").body)
+        r = victim.request(ns.PUT_KV_CONFIG, {"namespace": "n", "key": "k", "value": "v"})
         self.assertEqual(r.code, 1)
         self.assertIn("diverged", r.remark or "")
         self.assertIn("STATE DIVERGED", victim.log_text())
