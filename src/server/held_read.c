@@ -13,6 +13,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 
 #define CONSISTENT_WAIT_MS 3000
 /* A forwarded read gives up after this long without an answer: below the 3 s
@@ -218,6 +219,7 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
      * else (not ready there, not the leader any more, lost) is tried again. */
     if (status == 0 && ns_cmd_ext_find(reply, NS_EXT_SERVED_BY) != NULL) {
         relay(h->p, reply);
+        ns_metrics_read_forwarded();
         ns_pending_finish(h->p, 0, 0, NULL);
         return;
     }
