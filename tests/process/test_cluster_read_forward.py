@@ -90,6 +90,7 @@ class ReadForward(clusterh.ClusterTestCase):
         self.restart_held(fol, T(30.0))
         self.wait_not_ready_with_leader(fol, leader)
 
+        relayed = metric(fol, "raftns_forwarded_reads_total")
         for code, ext in READS:
             want = leader.request(code, ext)
             got = fol.request(code, ext)
@@ -98,6 +99,8 @@ class ReadForward(clusterh.ClusterTestCase):
             self.assertEqual((got.code, got.remark, got.body), (want.code, want.remark, want.body),
                              what)
             self.assertIsNone(served_by(want), "the leader answered itself: no raftnsServedBy")
+        self.assertGreaterEqual(metric(fol, "raftns_forwarded_reads_total"),
+                                relayed + len(READS))
         self.assertEqual(fol.request(*READS[0]).code, 0)
         self.assertEqual(fol.request(*READS[1]).code, clusterh.TOPIC_NOT_EXIST)
 
