@@ -19,7 +19,9 @@
 /* A forwarded read gives up after this long without an answer: below the 3 s
  * request timeout of stock clients (Java's and ali-ons'), so that the client
  * still gets the refusal it got before forwarding, and in time to ask another
- * name server. */
+ * name server. Without a leader it waits at most until this long after the
+ * node lost its leader (an election takes one or two election timeouts), so a
+ * node left without a quorum refuses at once rather than each read late. */
 #define FORWARD_WAIT_MS 2000
 /* Reads are small: a request over this is refused rather than copied to the
  * leader (and could not fit its frame limit inside a forward). */
@@ -271,9 +273,15 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
     if (h == NULL) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refusal);
     }
+    struct ns_server *srv = req->srv;
+    uint64_t now = uv_now(srv->loop);
+    uint64_t since = now;
+    if (ns_node_leader_id(srv->node) == 0 && srv->leaderless_since != 0) {
+        since = srv->leaderless_since;
+    }
     h->refusal = refusal;
     h->local_when_ready = local_when_ready;
-    h->deadline = uv_now(req->srv->loop) + FORWARD_WAIT_MS;
+    h->deadline = since + FORWARD_WAIT_MS;
     if (h->len > FORWARD_MAX_BYTES) {
         ns_pending_finish(h->p, NS_ETOOBIG, 0, NULL);
         return 0;
@@ -287,6 +295,11 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
 
 void ns_held_read_retry(struct ns_server *srv)
 {
+    if (ns_node_leader_id(srv->node) != 0) {
+        srv->leaderless_since = 0;
+    } else if (srv->leaderless_since == 0) {
+        srv->leaderless_since = uv_now(srv->loop);
+    }
     struct ns_held_read *list = srv->held_reads;
     srv->held_reads = NULL;
     while (list != NULL) {

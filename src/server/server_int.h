@@ -187,8 +187,10 @@ struct ns_server {
     /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
      * being decoded (register_async.c) */
     struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
-    /* forwarded reads waiting for a leader (held_read.c) */
+    /* forwarded reads waiting for a leader, and since when (uv_now) no
+     * leader is known, 0 while one is (held_read.c) */
     struct ns_held_read *held_reads;
+    uint64_t leaderless_since;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -287,13 +289,15 @@ bool ns_held_read_consistent(struct ns_req *req);
 /* A read this node cannot answer from its own state (refusal says why, a
  * static string): held and sent to the leader (NS_CODE_READ_FORWARD), whose
  * answer is relayed; retried on every cluster tick while no leader answers,
- * for at most FORWARD_WAIT_MS, then answered with code 1 and refusal, as
- * without forwarding. local_when_ready: answered here instead once this node
- * is ready and not diverged. A oneway request is dropped. Returns 0, or
- * non-zero to close the connection. */
+ * for at most FORWARD_WAIT_MS (counted from the loss of the leader when none
+ * is known), then answered with code 1 and refusal, as without forwarding.
+ * local_when_ready: answered here instead once this node is ready and not
+ * diverged. A oneway request is dropped. Returns 0, or non-zero to close the
+ * connection. */
 int ns_held_read_forward(struct ns_req *req, const char *refusal,
                          bool local_when_ready);
-/* Cluster tick: sends the waiting forwarded reads again. */
+/* Cluster tick: notes whether a leader is known and sends the waiting
+ * forwarded reads again. */
 void ns_held_read_retry(struct ns_server *srv);
 /* Server stop: answers every waiting forwarded read (refusal). */
 void ns_held_read_stop(struct ns_server *srv);
