@@ -101,6 +101,16 @@ class ReadForward(clusterh.ClusterTestCase):
             self.assertIsNone(served_by(want), "the leader answered itself: no raftnsServedBy")
         self.assertGreaterEqual(metric(fol, "raftns_forwarded_reads_total"),
                                 relayed + len(READS))
+        # A binary (ROCKETMQ) header and a legacy version travel with the request.
+        for ser, version in ((ns.SER_ROCKETMQ, 479), (ns.SER_JSON, 121)):
+            ext = {"topic": "TopicF1"}
+            with leader.conn() as cl, fol.conn() as cf:
+                want = cl.request(ns.GET_ROUTEINFO_BY_TOPIC, ext, ser=ser, version=version,
+                                  timeout=T(5.0))
+                got = cf.request(ns.GET_ROUTEINFO_BY_TOPIC, ext, ser=ser, version=version,
+                                 timeout=T(5.0))
+            self.assertEqual((got.ser, got.code, got.body), (ser, 0, want.body), got)
+            self.assertEqual(served_by(got), str(leader.id))
         self.assertEqual(fol.request(*READS[0]).code, 0)
         self.assertEqual(fol.request(*READS[1]).code, clusterh.TOPIC_NOT_EXIST)
 
