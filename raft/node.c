@@ -596,6 +596,25 @@ uint64_t ns_node_leader_id(const struct ns_node *n)
     return n->leader_id;
 }
 
+bool ns_node_has_leader_contact(const struct ns_node *n)
+{
+    struct raft *r = (struct raft *)&n->raft;
+    if (!n->started || n->stopping) {
+        return false;
+    }
+    if (ns_node_is_leader(n)) {
+        return true;
+    }
+    if (raft_state(r) != RAFT_FOLLOWER || n->leader_id == 0) {
+        return false;
+    }
+    /* A follower's election timer restarts on every AppendEntries of its
+     * leader (raft.h: "without leader contact"); a non-voter never leaves the
+     * follower role, so the leader id alone would stay set forever. */
+    raft_time now = r->io->time(r->io);
+    return now - r->election_timer_start <= r->election_timeout;
+}
+
 uint64_t ns_node_last_applied(const struct ns_node *n)
 {
     return raft_last_applied((struct raft *)&n->raft);

@@ -37,6 +37,9 @@
 #define NS_EXT_ACL_NETWORKS "raftnsAclNetworks" /* CIDRs, ',' separated */
 #define NS_EXT_OFFSET "raftnsOffset" /* byte offset of a chunk (decimal) */
 #define NS_EXT_TOTAL "raftnsTotal"   /* total bytes of a chunked body */
+/* On a reply to a stock read that another node answered (docs/readiness.md):
+ * the id of the node whose state the answer comes from (decimal). */
+#define NS_EXT_SERVED_BY "raftnsServedBy"
 
 /* FORWARD: a follower hands an encoded command to the leader.
  * Request: body = ns_command_encode bytes; ext from. Only command types a
@@ -120,8 +123,17 @@
  * remark when this node is not the leader, is itself diverged, or no longer
  * holds the encoding of that index (start again at offset 0). */
 #define NS_CODE_STATE_FETCH 9013
+/* READ_FORWARD: a node that cannot answer a stock read from its own state (not
+ * ready, diverged; src/server/held_read.c) hands the whole request to the
+ * leader. Node to node only: the request carries raftnsFrom and is signed.
+ * Request: body = the client's request frame, re-encoded (a read code only;
+ * others get code 16). The receiver answers it as if the client had asked it,
+ * and its reply carries ext servedBy = the receiver's id; the forwarding node
+ * relays that reply to its client as it is. A receiver that is not ready or
+ * diverged itself answers 1 without servedBy (the sender tries again). */
+#define NS_CODE_READ_FORWARD 9016
 
 #define NS_CODE_PRIVATE_MIN 9001
-#define NS_CODE_PRIVATE_MAX 9013
+#define NS_CODE_PRIVATE_MAX 9016
 
 #endif

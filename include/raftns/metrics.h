@@ -29,6 +29,9 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
                         uint64_t elapsed_ns);
 /* A write this follower forwarded to the leader. */
 void ns_metrics_forwarded(void);
+/* A read this node could not answer itself, answered by another node and
+ * relayed (src/server/held_read.c). */
+void ns_metrics_read_forwarded(void);
 /* A private request refused for its signature (forward.c). */
 void ns_metrics_private_refused(void);
 /* Brokers removed by expiry (counted where the EXPIRE command is proposed). */

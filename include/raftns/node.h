@@ -191,6 +191,13 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n);
 int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
                           uint64_t at);
 uint64_t ns_node_leader_id(const struct ns_node *n); /* 0 when unknown */
+/* True while this node is in touch with a leader: it is the leader (raft 0.15
+ * steps a leader down once it has not heard from a majority for an election
+ * timeout), or a follower that heard from its leader within the last election
+ * timeout. False when stopping. Decides whether this node may answer from its
+ * own state what the leader would otherwise have to confirm (the heartbeat
+ * short-cut of REGISTER_BROKER). */
+bool ns_node_has_leader_contact(const struct ns_node *n);
 uint64_t ns_node_last_applied(const struct ns_node *n);
 
 /* Graceful stop: fails queued proposals with NS_ESHUTDOWN, transfers leadership

@@ -11,7 +11,8 @@
 #include "server_int.h"
 
 enum {
-    F_READ = 1 << 0,     /* served from local state: needs a ready node */
+    F_READ = 1 << 0,     /* served from local state: needs a ready node, or
+                            goes to the leader (held_read.c) */
     F_MUTATE = 1 << 1,   /* proposes a command */
     F_LIVENESS = 1 << 2, /* only refreshes liveness, answers from local state */
     F_ALWAYS = 1 << 3    /* answered even when diverged or not ready */
@@ -71,7 +72,8 @@ static const struct handler handlers[] = {
 static bool is_private_admin_code(int32_t code)
 {
     return (code >= NS_CODE_FORWARD && code <= NS_CODE_LEADER_TRANSFER) ||
-           code == NS_CODE_ACL_UPDATE || code == NS_CODE_ACL_LIST;
+           code == NS_CODE_ACL_UPDATE || code == NS_CODE_ACL_LIST ||
+           code == NS_CODE_READ_FORWARD;
 }
 
 static const struct handler *find_handler(int32_t code)
@@ -84,8 +86,14 @@ static const struct handler *find_handler(int32_t code)
     return NULL;
 }
 
+/* Where a request comes from: a client (all gates; a read this node cannot
+ * answer goes to the leader), a held read run again here (ACL passed), or a
+ * read another node forwarded (ACL passed there; reads only). */
+enum origin { FROM_CLIENT, HELD_HERE, FORWARDED };
+
 static int dispatch(struct ns_server *srv, struct ns_conn *conn,
-                    const struct ns_cmd *cmd, bool authorised)
+                    const struct ns_cmd *cmd, enum origin from,
+                    uint64_t served_by)
 {
     struct ns_req req = {.srv = srv, .conn = conn, .cmd = cmd};
     req.to.conn = conn;
@@ -95,6 +103,8 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
     req.to.ser = cmd->ser;
     req.to.oneway = (cmd->flag & NS_FLAG_ONEWAY) != 0;
     req.to.start_ns = uv_hrtime();
+    req.to.served_by = served_by;
+    req.may_forward = from == FROM_CLIENT;
 
     if (cmd->flag & NS_FLAG_RESPONSE) {
         NS_LOG(NS_LOG_INFO,
@@ -103,7 +113,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
                (int)cmd->opaque);
         return 0;
     }
-    if (is_private_admin_code(cmd->code)) {
+    if (from != FORWARDED && is_private_admin_code(cmd->code)) {
         return ns_handle_private(&req); /* cluster codes: handle_cluster.c */
     }
     const struct handler *h = find_handler(cmd->code);
@@ -113,18 +123,26 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
                  (int)cmd->code);
         return ns_reply_simple(&req.to, 3, remark);
     }
-    if (!authorised && !ns_acl_gate_allows(&req, h->need)) {
+    if (from == FORWARDED && !(h->flags & F_READ)) {
+        return ns_reply_remarkf(&req.to, NS_CODE_NO_PERMISSION,
+                                "raftns: code %d cannot be forwarded",
+                                (int)cmd->code);
+    }
+    if (from == FROM_CLIENT && !ns_acl_gate_allows(&req, h->need)) {
         return 0; /* refused with code 16 */
     }
-    if (!(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node)) {
-        return ns_reply_simple(&req.to, 1,
-                               "not ready: this node's state diverged");
-    }
-    if ((h->flags & F_READ) && !ns_node_is_ready(srv->node)) {
-        return ns_reply_simple(&req.to, 1, "not ready");
+    bool diverged = !(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node);
+    if (diverged || ((h->flags & F_READ) && !ns_node_is_ready(srv->node))) {
+        const char *why =
+            diverged ? "not ready: this node's state diverged" : "not ready";
+        /* Its own state is no answer: the leader's is (docs/readiness.md). */
+        if ((h->flags & F_READ) && req.may_forward) {
+            return ns_held_read_forward(&req, why, true);
+        }
+        return ns_reply_simple(&req.to, 1, why);
     }
     if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
-        ns_cluster_hold_consistent_read(&req)) {
+        ns_held_read_consistent(&req)) {
         return 0; /* raftnsConsistent=true: answered once confirmed */
     }
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: request code %d opaque %d",
@@ -136,11 +154,17 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
 int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                 const struct ns_cmd *cmd)
 {
-    return dispatch(srv, conn, cmd, false);
+    return dispatch(srv, conn, cmd, FROM_CLIENT, 0);
 }
 
 int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
-                           const struct ns_cmd *cmd)
+                           const struct ns_cmd *cmd, uint64_t served_by)
 {
-    return dispatch(srv, conn, cmd, true);
+    return dispatch(srv, conn, cmd, HELD_HERE, served_by);
+}
+
+int ns_dispatch_forwarded(struct ns_server *srv, struct ns_conn *conn,
+                          const struct ns_cmd *cmd, uint64_t served_by)
+{
+    return dispatch(srv, conn, cmd, FORWARDED, served_by);
 }

@@ -75,7 +75,14 @@ struct ns_cluster {
     bool read_index_inflight;
     bool members_recorded;
     struct ns_replay replay; /* nonces of signed private requests */
-    uint64_t n_refused;      /* private requests refused (metrics) */
+    /* Test hook RAFTNS_TEST_READY_DELAY_MS (docs/readiness.md): the leader's
+     * read index is only handed to the node this long after it arrived, so a
+     * test can hold a restarted follower "not ready" while it knows a leader.
+     * 0 = off. */
+    uint64_t test_ready_delay_ms;
+    uint64_t delayed_index; /* the read index held back */
+    uint64_t delayed_until; /* uv_now; 0 = nothing held */
+    uint64_t n_refused;     /* private requests refused (metrics) */
     uint64_t next_refusal_log_ms;
 };
 
@@ -95,6 +102,12 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
         return NS_ENOMEM;
     }
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
+    const char *delay = getenv("RAFTNS_TEST_READY_DELAY_MS");
+    if (delay != NULL && delay[0] != '\0') {
+        cl->test_ready_delay_ms = strtoull(delay, NULL, 10);
+        NS_LOG(NS_LOG_WARN, "cluster: test hook: readiness delayed by %llu ms",
+               (unsigned long long)cl->test_ready_delay_ms);
+    }
     srv->cluster = cl;
     return 0;
 }
@@ -585,14 +598,29 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
         ns_ext_int64(reply, NS_EXT_INDEX, &index) && index >= 0) {
         NS_LOG(NS_LOG_INFO, "cluster: leader read index %lld; catching up",
                (long long)index);
+        if (cl->test_ready_delay_ms > 0) {
+            cl->delayed_index = (uint64_t)index;
+            cl->delayed_until = uv_now(cl->srv->loop) + cl->test_ready_delay_ms;
+            cl->test_ready_delay_ms = 0; /* once, at the first join */
+            return;
+        }
         ns_node_set_ready_index(cl->srv->node, (uint64_t)index);
+    }
+}
+
+static void release_delayed_index(struct ns_cluster *cl)
+{
+    if (cl->delayed_until != 0 && uv_now(cl->srv->loop) >= cl->delayed_until) {
+        cl->delayed_until = 0;
+        ns_node_set_ready_index(cl->srv->node, cl->delayed_index);
     }
 }
 
 static void ask_read_index(struct ns_cluster *cl)
 {
     struct ns_server *srv = cl->srv;
-    if (cl->read_index_inflight || ns_node_is_ready(srv->node)) {
+    if (cl->read_index_inflight || ns_node_is_ready(srv->node) ||
+        cl->delayed_until != 0) {
         return;
     }
     struct ns_cmd req;
@@ -706,10 +734,12 @@ void ns_cluster_on_change(struct ns_server *srv)
     }
     record_members(cl);
     ns_acl_gate_seed(srv);
+    release_delayed_index(cl);
     if (leader != 0 && leader != cl->id) {
         ask_read_index(cl);
     }
     retry_parked(cl);
+    ns_held_read_retry(srv);
 }
 
 static void tick_cb(uv_timer_t *t)
@@ -745,6 +775,7 @@ void ns_cluster_stop(struct ns_server *srv)
     }
     cl->stopping = true;
     retry_parked(cl); /* each finishes with NS_ESHUTDOWN */
+    ns_held_read_stop(srv);
     ns_peer_close(cl->leader_peer, NULL, NULL);
     cl->leader_peer = NULL;
     if (cl->started) {

@@ -145,6 +145,23 @@ int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
     return 0;
 }
 
+/* Whether an unchanged re-registration may be answered from this node's own
+ * table (the heartbeat short-cut), without the leader. "Registered" is only
+ * true if the leader's table says so and the leader will hear of the broker's
+ * liveness; this node's table says the same only while it is ready (it has
+ * applied everything the leader had applied when it joined) and not diverged,
+ * and only while it is in touch with a leader (ns_node_has_leader_contact: the
+ * leader itself, or a follower heard from it within an election timeout). A
+ * node that restarted and is catching up, or that sits in a minority, forwards
+ * the registration instead: the leader answers it from its table without a
+ * log entry (handle_cluster.c) or replicates it, and a minority node answers
+ * the write error after NS_NODE_WRITE_WAIT_MS rather than a false success. */
+static bool may_short_cut(const struct ns_server *srv)
+{
+    return ns_node_is_ready(srv->node) && !ns_node_is_diverged(srv->node) &&
+           ns_node_has_leader_contact(srv->node);
+}
+
 /* Heartbeat short-cut: an unchanged re-registration only refreshes liveness;
  * a slave's reply carries its master's addresses as the FSM would compute
  * them. */
@@ -190,8 +207,8 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
         return rv;
     }
     uint64_t epoch = ns_route_epoch();
-    if (ns_route_is_unchanged_registration(srv->state->route, reg,
-                                           delete_missing)) {
+    if (may_short_cut(srv) && ns_route_is_unchanged_registration(
+                                  srv->state->route, reg, delete_missing)) {
         rv = reply_unchanged(req, reg);
         /* A DataVersion without a timestamp takes the decode time: such a
          * body does not decode the same twice, so it is not remembered. */
@@ -225,7 +242,8 @@ int ns_handle_register_broker(struct ns_req *req)
     /* The same request bytes as a remembered one decode to the same
      * registration (and pass the same CRC check): only the route check is
      * repeated, and only when some route changed since it last passed. */
-    struct ns_register_memo *known = ns_register_memo_find(cmd);
+    struct ns_register_memo *known =
+        may_short_cut(srv) ? ns_register_memo_find(cmd) : NULL;
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
         uint64_t epoch = ns_route_epoch();

@@ -1,6 +1,7 @@
 /* Handlers of the read-only route codes: 105 route by topic, 106 cluster info,
  * topic lists (206, 224, 304, 311-313) and 901 member group (PROTOCOL.md §3.2,
- * §5.7, §5.8). They answer from the local state only. */
+ * §5.7, §5.8). They answer from the local state only (dispatch hands a read
+ * this node cannot answer to the leader first). */
 #include <ctype.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ int ns_handle_route(struct ns_req *req)
     if (st->need_wait_for_service &&
         uv_now(req->srv->loop) - req->srv->start_ms <
             (uint64_t)st->wait_seconds_for_service * 1000u) {
+        /* Java waits for brokers to re-register after a start; a restarted
+         * member of a cluster has the cluster's routes at the leader. */
+        if (req->may_forward) {
+            return ns_held_read_forward(req, "name server not ready", false);
+        }
         return ns_reply_simple(&req->to, 1, "name server not ready");
     }
     const char *topic = ns_cmd_ext_find(req->cmd, "topic");

@@ -29,6 +29,7 @@ static struct {
     struct code_stats codes[MAX_CODES];
     size_t n_codes;
     uint64_t forwarded;
+    uint64_t reads_forwarded;
     uint64_t expired;
     uint64_t private_refused;
     struct {
@@ -88,6 +89,11 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
 void ns_metrics_forwarded(void)
 {
     m.forwarded++;
+}
+
+void ns_metrics_read_forwarded(void)
+{
+    m.reads_forwarded++;
 }
 
 void ns_metrics_private_refused(void)
@@ -192,6 +198,12 @@ void ns_metrics_encode(struct ns_buf *out)
                   (unsigned long long)m.forwarded,
                   (unsigned long long)m.expired,
                   (unsigned long long)m.private_refused);
+    ns_buf_printf(out,
+                  "# HELP raftns_forwarded_reads_total Reads this node could "
+                  "not answer itself, answered by another node.\n"
+                  "# TYPE raftns_forwarded_reads_total counter\n"
+                  "raftns_forwarded_reads_total %llu\n",
+                  (unsigned long long)m.reads_forwarded);
     ns_buf_append_str(out, "# HELP raftns_acl_refusals_total Requests the ACL "
                            "gate refused (code 16), by reason.\n"
                            "# TYPE raftns_acl_refusals_total counter\n");

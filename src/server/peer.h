@@ -111,9 +111,6 @@ int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
                               void *arg);
 uint64_t ns_cluster_self_id(const struct ns_server *srv);
 const char *ns_cluster_secret(const struct ns_server *srv);
-/* Dispatch hook for reads with raftnsConsistent=true: true when the request
- * was taken over (answered later, after a leader-confirmed read index). */
-bool ns_cluster_hold_consistent_read(struct ns_req *req);
 
 /* --- propose.c: reply targets that survive a connection close --- */
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
@@ -30,6 +31,14 @@ int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
     }
     if (to->oneway || to->conn == NULL || to->conn->closing) {
         goto out;
+    }
+    if (to->served_by != 0) {
+        char id[24];
+        snprintf(id, sizeof id, "%llu", (unsigned long long)to->served_by);
+        rv = ns_cmd_ext_set(reply, NS_EXT_SERVED_BY, id);
+        if (rv != 0) {
+            goto out;
+        }
     }
     struct ns_buf frame;
     ns_buf_init(&frame);

@@ -51,6 +51,7 @@ struct ns_server_tls_state {
 
 struct ns_ip_count;
 struct ns_reg_work;
+struct ns_held_read;
 
 /* This node's client-port limits and their bookkeeping (conn_limit.c). */
 struct ns_conn_limits {
@@ -71,6 +72,9 @@ struct ns_reply_to {
     enum ns_serialize ser;
     bool oneway;
     uint64_t start_ns; /* uv_hrtime at dispatch, 0 = not counted (metrics) */
+    /* non-zero: another node forwarded this read (NS_CODE_READ_FORWARD); the
+     * reply carries NS_EXT_SERVED_BY with this id (reply.c) */
+    uint64_t served_by;
 };
 
 struct ns_pending;
@@ -183,6 +187,10 @@ struct ns_server {
     /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
      * being decoded (register_async.c) */
     struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
+    /* forwarded reads waiting for a leader, and since when (uv_now) no
+     * leader is known, 0 while one is (held_read.c) */
+    struct ns_held_read *held_reads;
+    uint64_t leaderless_since;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -192,6 +200,9 @@ struct ns_req {
     struct ns_conn *conn;
     const struct ns_cmd *cmd; /* borrowed for the handler call */
     struct ns_reply_to to;
+    /* a client's own request: a read this node cannot answer may be handed
+     * to the leader (ns_held_read_forward); false once held or forwarded */
+    bool may_forward;
 };
 
 /* --- conn.c --- */
@@ -260,10 +271,38 @@ void ns_conn_enforce_budget(struct ns_server *srv);
 /* Handles one decoded request; non-zero = close the connection. */
 int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                 const struct ns_cmd *cmd);
-/* Re-dispatches a request whose ACL check already passed (a held consistent
- * read, whose ext fields changed since it was signed). */
+/* Re-dispatches a request whose ACL check already passed (a held read, whose
+ * ext fields changed since it was signed); it is answered here or refused,
+ * never forwarded. served_by as ns_reply_to. */
 int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
-                           const struct ns_cmd *cmd);
+                           const struct ns_cmd *cmd, uint64_t served_by);
+/* A read another node forwarded (its client's ACL check passed there): as
+ * ns_dispatch_authorised with served_by, and a code that is not a read is
+ * refused with code 16. */
+int ns_dispatch_forwarded(struct ns_server *srv, struct ns_conn *conn,
+                          const struct ns_cmd *cmd, uint64_t served_by);
+
+/* --- held_read.c --- */
+/* Dispatch hook for reads with raftnsConsistent=true: true when the request
+ * was taken over (answered later, after a leader-confirmed read index). */
+bool ns_held_read_consistent(struct ns_req *req);
+/* A read this node cannot answer from its own state (refusal says why, a
+ * static string): held and sent to the leader (NS_CODE_READ_FORWARD), whose
+ * answer is relayed; retried on every cluster tick while no leader answers,
+ * for at most FORWARD_WAIT_MS (counted from the loss of the leader when none
+ * is known), then answered with code 1 and refusal, as without forwarding.
+ * local_when_ready: answered here instead once this node is ready and not
+ * diverged. A oneway request is dropped. Returns 0, or non-zero to close the
+ * connection. */
+int ns_held_read_forward(struct ns_req *req, const char *refusal,
+                         bool local_when_ready);
+/* Cluster tick: notes whether a leader is known and sends the waiting
+ * forwarded reads again. */
+void ns_held_read_retry(struct ns_server *srv);
+/* Server stop: answers every waiting forwarded read (refusal). */
+void ns_held_read_stop(struct ns_server *srv);
+/* NS_CODE_READ_FORWARD on the receiving node (a signed private request). */
+int ns_held_read_serve(struct ns_req *req);
 
 /* --- acl_gate.c --- */
 /* Copies cfg->acl and the cluster file's accounts reference. 0 or NS_ENOMEM. */

@@ -360,8 +360,6 @@ class Lookups {
     this.ok = 0;
     this.failures = [];
     this.wrong = [];
-    this.streak = { api: 0, client: 0 }; // per ali-ons client: each rotates its own index
-    this.maxStreak = 0;
     this.stopped = false;
   }
 
@@ -388,12 +386,9 @@ class Lookups {
             `MQClientAPI ${topic}`);
         }
         this.ok++;
-        this.streak[who] = 0;
       } catch (err) {
         this.failures.push(`${new Date().toISOString()} ${who} ${err.name} ${err.code}: ` +
           err.message);
-        this.streak[who]++;
-        this.maxStreak = Math.max(this.maxStreak, this.streak[who]);
       }
       i++;
       await sleep(20);
@@ -455,15 +450,10 @@ async function main(cluster, cleanups) {
 
   assert.deepStrictEqual(lookups.wrong, [], 'a lookup returned a wrong route');
   // ali-ons tries every address once per lookup (invokeForNameSrvAtLeastOnce), so a dead node
-  // alone never fails a lookup. A node that is up but not ready yet answers SYSTEM_ERROR, which
-  // ali-ons does not retry: that can fail one lookup, never two in a row through the same ali-ons
-  // client (each client rotates its own address index, so its next lookup asks another node).
-  const unexpected = lookups.failures.filter(f => !/not ready/i.test(f));
-  assert.deepStrictEqual(unexpected, [], 'lookups failed for another reason than "not ready"');
-  assert.ok(lookups.maxStreak <= 1, `consecutive failed lookups: ${lookups.maxStreak}\n` +
-    lookups.failures.join('\n'));
-  console.log(`ok - ${lookups.ok} lookups through ali-ons, ${lookups.failures.length} failed ` +
-    '(not ready, retried by the next lookup)');
+  // alone never fails a lookup; a restarted node that is not ready yet hands reads to the leader
+  // (docs/readiness.md) instead of answering SYSTEM_ERROR, which ali-ons would not retry.
+  assert.deepStrictEqual(lookups.failures, [], 'failed lookups');
+  console.log(`ok - ${lookups.ok} lookups through ali-ons, none failed`);
 
   // Every node ends with byte-identical routes.
   for (const topic of [ 'TopicA', 'TopicB' ]) {

@@ -243,15 +243,21 @@ class ThreeNodes(clusterh.ClusterTestCase):
         st = victim.status()
         healthz = victim.http_get("/healthz")[0]
         gauge = metric(victim.http_get("/metrics")[1].decode(), "raftns_diverged")
+        # It does not serve its own state: reads go to the leader (docs/readiness.md), writes
+        # are refused.
         r = clusterh.route(victim, "TopicA")
+        w = victim.request(ns.PUT_KV_CONFIG, {"namespace": "n", "key": "k", "value": "v"})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.body, clusterh.route(leader, "TopicA").body)
         # The node recovers on its own a moment later (docs/divergence.md); what it answered
         # while diverged is only checked if it had not recovered by the end of the probes.
         if victim.status()["divergence"]["times_recovered"] == 0:
             self.assertIn("diverged_at", st)
             self.assertEqual(healthz, 503)
             self.assertEqual(gauge, 1)
-            self.assertEqual(r.code, 1)
-            self.assertIn("diverged", r.remark or "")
+            self.assertEqual((r.ext or {}).get("raftnsServedBy"), str(leader.id), r)
+            self.assertEqual(w.code, 1)
+            self.assertIn("diverged", w.remark or "")
         self.assertIn("STATE DIVERGED", victim.log_text())
         for nd in self.cluster.all():
             if nd is not victim:

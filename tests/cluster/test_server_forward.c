@@ -1,0 +1,468 @@
+/* In-process test of reads on a node that is not ready (docs/readiness.md):
+ * two raft nodes and their client servers on one loop on 127.0.0.1 (ports from
+ * binding port 0, temp data dirs), the follower held "not ready" by the
+ * RAFTNS_TEST_READY_DELAY_MS hook. A route read on the follower must come back
+ * with the leader's bytes and name the leader (raftnsServedBy); an unchanged
+ * re-registration there must still be acknowledged (through the leader). It
+ * ends with uv_loop_close() == 0. Timing and the minority rule are in
+ * tests/process/test_cluster_read_forward.py. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "raftns/alloc.h"
+#include "raftns/buf.h"
+#include "raftns/cluster_config.h"
+#include "raftns/codes.h"
+#include "raftns/fsm.h"
+#include "raftns/json.h"
+#include "raftns/node.h"
+#include "raftns/remoting.h"
+#include "raftns/server.h"
+
+#define DEADLINE_MS 20000
+#define N 2
+#define SECRET "server-forward-test-secret"
+
+struct client {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    bool connected;
+    bool closed;
+    struct ns_buf in;
+    char chunk[65536];
+};
+
+struct member {
+    char dir[64];
+    char raft_addr[32];
+    char client_addr[32];
+    struct ns_state state;
+    struct ns_node *node;
+    struct ns_server *server;
+    struct client client;
+    bool server_stopped;
+    bool node_stopped;
+};
+
+struct fixture {
+    uv_loop_t loop;
+    struct ns_cluster_config cluster;
+    struct ns_node_member boot[N];
+    struct member m[N];
+};
+
+static bool run_until(struct fixture *f, bool (*pred)(struct fixture *))
+{
+    uint64_t end = uv_now(&f->loop) + DEADLINE_MS;
+    while (!pred(f) && uv_now(&f->loop) < end) {
+        uv_run(&f->loop, UV_RUN_ONCE);
+    }
+    return pred(f);
+}
+
+static int free_port(void)
+{
+    uv_loop_t loop;
+    uv_tcp_t t;
+    struct sockaddr_in sa;
+    int len = sizeof sa;
+    uv_loop_init(&loop);
+    uv_tcp_init(&loop, &t);
+    uv_ip4_addr("127.0.0.1", 0, &sa);
+    assert_int_equal(uv_tcp_bind(&t, (struct sockaddr *)&sa, 0), 0);
+    uv_tcp_getsockname(&t, (struct sockaddr *)&sa, &len);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    return ntohs(sa.sin_port);
+}
+
+static struct member *leader_of(struct fixture *f)
+{
+    for (int i = 0; i < N; i++) {
+        if (ns_node_is_leader(f->m[i].node) && ns_node_is_ready(f->m[i].node)) {
+            return &f->m[i];
+        }
+    }
+    return NULL;
+}
+
+static struct member *follower_of(struct fixture *f)
+{
+    struct member *l = leader_of(f);
+    return l == NULL ? NULL : &f->m[l == &f->m[0] ? 1 : 0];
+}
+
+static bool has_leader(struct fixture *f)
+{
+    return leader_of(f) != NULL;
+}
+
+/* The follower knows its leader and has applied what the leader applied. */
+static bool follower_caught_up(struct fixture *f)
+{
+    struct member *l = leader_of(f);
+    struct member *fo = follower_of(f);
+    return l != NULL && ns_node_leader_id(fo->node) == ns_node_id(l->node) &&
+           ns_node_last_applied(fo->node) >= ns_node_last_applied(l->node);
+}
+
+static bool all_stopped(struct fixture *f)
+{
+    for (int i = 0; i < N; i++) {
+        if (!f->m[i].server_stopped || !f->m[i].node_stopped ||
+            (f->m[i].client.connected && !f->m[i].client.closed)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    ns_json_use_ns_alloc();
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    char json[1024];
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        struct member *m = &f->m[i];
+        snprintf(m->dir, sizeof m->dir, "/tmp/raftns-fwd-XXXXXX");
+        assert_non_null(mkdtemp(m->dir));
+        snprintf(m->raft_addr, sizeof m->raft_addr, "127.0.0.1:%d",
+                 free_port());
+        snprintf(m->client_addr, sizeof m->client_addr, "127.0.0.1:%d",
+                 free_port());
+        f->boot[i].id = (uint64_t)i + 1;
+        f->boot[i].raft_addr = m->raft_addr;
+        f->boot[i].role = NS_MEMBER_VOTER;
+    }
+    n = snprintf(json, sizeof json,
+                 "{\"secret\":\"" SECRET "\",\"nodes\":["
+                 "{\"id\":1,\"raft\":\"%s\",\"client\":\"%s\",\"bootstrap\":"
+                 "true},"
+                 "{\"id\":2,\"raft\":\"%s\",\"client\":\"%s\",\"bootstrap\":"
+                 "true}]}",
+                 f->m[0].raft_addr, f->m[0].client_addr, f->m[1].raft_addr,
+                 f->m[1].client_addr);
+    assert_true(n > 0 && (size_t)n < sizeof json);
+    char err[256];
+    ns_cluster_config_init(&f->cluster);
+    assert_int_equal(
+        ns_cluster_config_parse(json, (size_t)n, &f->cluster, err, sizeof err),
+        0);
+    /* Whichever node follows stays not ready; the leader is ready by its
+     * barrier, which the hook does not touch. */
+    assert_int_equal(setenv("RAFTNS_TEST_READY_DELAY_MS", "600000", 1), 0);
+    for (int i = 0; i < N; i++) {
+        struct member *m = &f->m[i];
+        assert_int_equal(ns_state_init(&m->state), 0);
+        struct ns_node_config ncfg = {
+            .id = (uint64_t)i + 1,
+            .data_dir = m->dir,
+            .raft_addr = m->raft_addr,
+            .bootstrap = f->boot,
+            .n_bootstrap = N,
+            .remote_ready = true,
+            .secret = SECRET,
+        };
+        assert_int_equal(ns_node_create(&f->loop, &ncfg, &m->state, &m->node),
+                         0);
+        struct ns_server_config scfg = {
+            .client_addr = m->client_addr,
+            .id = (uint64_t)i + 1,
+            .secret = SECRET,
+            .cluster = &f->cluster,
+        };
+        assert_int_equal(
+            ns_server_create(&f->loop, &scfg, &m->state, m->node, &m->server),
+            0);
+        assert_int_equal(ns_server_start(m->server), 0);
+        assert_int_equal(ns_node_start(m->node), 0);
+        ns_buf_init(&m->client.in);
+    }
+    assert_int_equal(unsetenv("RAFTNS_TEST_READY_DELAY_MS"), 0);
+    *state = f;
+    return 0;
+}
+
+static void client_closed(uv_handle_t *h)
+{
+    struct client *c = (struct client *)h;
+    c->closed = true;
+}
+
+static void node_stopped(void *arg)
+{
+    struct member *m = arg;
+    m->node_stopped = true;
+}
+
+static void server_stopped(void *arg)
+{
+    struct member *m = arg;
+    m->server_stopped = true;
+    ns_node_stop(m->node, node_stopped, m);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    for (int i = 0; i < N; i++) {
+        struct member *m = &f->m[i];
+        if (m->client.connected &&
+            !uv_is_closing((uv_handle_t *)&m->client.tcp)) {
+            uv_close((uv_handle_t *)&m->client.tcp, client_closed);
+        }
+        ns_server_stop(m->server, server_stopped, m);
+    }
+    assert_true(run_until(f, all_stopped));
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* libraft's last close callbacks */
+    for (int i = 0; i < N; i++) {
+        struct member *m = &f->m[i];
+        ns_server_destroy(m->server);
+        ns_node_destroy(m->node);
+    }
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    for (int i = 0; i < N; i++) {
+        struct member *m = &f->m[i];
+        ns_state_close(&m->state);
+        ns_buf_close(&m->client.in);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", m->dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    ns_cluster_config_close(&f->cluster);
+    free(f);
+    return 0;
+}
+
+/* --- a libuv client per member --- */
+
+static struct client *connecting;
+
+static bool is_connected(struct fixture *f)
+{
+    (void)f;
+    return connecting->connected;
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    struct client *c = req->data;
+    c->connected = status == 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct client *c = (struct client *)h;
+    (void)suggested;
+    buf->base = c->chunk;
+    buf->len = sizeof c->chunk;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct client *c = (struct client *)s;
+    if (n > 0) {
+        assert_int_equal(ns_buf_append(&c->in, buf->base, (size_t)n), 0);
+    }
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    assert_int_equal(status, 0);
+    ns_free(w->data);
+    free(w);
+}
+
+static void client_connect(struct fixture *f, struct member *m)
+{
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", ns_server_port(m->server), &sa);
+    uv_tcp_init(&f->loop, &m->client.tcp);
+    m->client.connect.data = &m->client;
+    assert_int_equal(uv_tcp_connect(&m->client.connect, &m->client.tcp,
+                                    (struct sockaddr *)&sa, on_connect),
+                     0);
+    connecting = &m->client;
+    assert_true(run_until(f, is_connected));
+    assert_int_equal(
+        uv_read_start((uv_stream_t *)&m->client.tcp, on_alloc, on_read), 0);
+}
+
+static void client_send(struct member *m, const struct ns_cmd *cmd)
+{
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_cmd_encode(cmd, &b), 0);
+    size_t len = 0;
+    uint8_t *data = ns_buf_take(&b, &len);
+    uv_write_t *w = malloc(sizeof *w);
+    assert_non_null(w);
+    w->data = data;
+    uv_buf_t ub = uv_buf_init((char *)data, (unsigned)len);
+    assert_int_equal(
+        uv_write(w, (uv_stream_t *)&m->client.tcp, &ub, 1, on_write), 0);
+}
+
+static struct client *waiting;
+
+static bool has_frame(struct fixture *f)
+{
+    size_t len = 0;
+    (void)f;
+    return ns_frame_check(waiting->in.data, waiting->in.len, NS_FRAME_MAX,
+                          &len) == 0;
+}
+
+/* Waits for one reply of m's client into out (body copied into *body, caller
+ * frees). */
+static void client_reply(struct fixture *f, struct member *m,
+                         struct ns_cmd *out, char **body)
+{
+    struct client *c = &m->client;
+    waiting = c;
+    assert_true(run_until(f, has_frame));
+    size_t len = 0;
+    assert_int_equal(ns_frame_check(c->in.data, c->in.len, NS_FRAME_MAX, &len),
+                     0);
+    assert_int_equal(ns_cmd_decode(c->in.data, len, out), 0);
+    *body = ns_strndup(out->body_len > 0 ? (const char *)out->body : "",
+                       out->body_len);
+    assert_non_null(*body);
+    out->body = NULL;
+    out->body_len = 0;
+    memmove(c->in.data, c->in.data + len, c->in.len - len);
+    c->in.len -= len;
+}
+
+static const char REGISTER_BODY[] =
+    "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{\"dataVersion\":"
+    "{\"counter\":1,\"stateVersion\":0,\"timestamp\":1700000000000},"
+    "\"topicConfigTable\":{\"TopicA\":{\"perm\":6,\"readQueueNums\":4,"
+    "\"topicName\":\"TopicA\",\"topicSysFlag\":0,\"writeQueueNums\":4},"
+    "\"TopicB\":{\"perm\":6,\"readQueueNums\":4,\"topicName\":\"TopicB\","
+    "\"topicSysFlag\":0,\"writeQueueNums\":4}}}}";
+
+static void make_request(struct ns_cmd *c, int32_t code, int32_t opaque)
+{
+    ns_cmd_init(c);
+    c->code = code;
+    c->opaque = opaque;
+    c->version = 479;
+    c->language = NS_LANG_JAVA;
+    c->ser = NS_SER_JSON;
+}
+
+static void send_register(struct member *m, int32_t opaque)
+{
+    struct ns_cmd req;
+    make_request(&req, 103, opaque);
+    assert_int_equal(ns_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "brokerAddr", "127.0.0.1:10911"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "clusterName", "c1"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "haServerAddr", "127.0.0.1:10912"),
+                     0);
+    assert_int_equal(ns_cmd_ext_set(&req, "brokerId", "0"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "enableActingMaster", "false"), 0);
+    req.body = (const uint8_t *)REGISTER_BODY;
+    req.body_len = strlen(REGISTER_BODY);
+    client_send(m, &req);
+    ns_cmd_close(&req);
+}
+
+static void send_route(struct member *m, int32_t opaque, const char *topic)
+{
+    struct ns_cmd req;
+    make_request(&req, 105, opaque);
+    assert_int_equal(ns_cmd_ext_set(&req, "topic", topic), 0);
+    client_send(m, &req);
+    ns_cmd_close(&req);
+}
+
+static void test_not_ready_follower_reads_through_the_leader(void **state)
+{
+    struct fixture *f = *state;
+    assert_true(run_until(f, has_leader));
+    struct member *l = leader_of(f);
+    struct member *fo = follower_of(f);
+    char leader_id[24];
+    snprintf(leader_id, sizeof leader_id, "%llu",
+             (unsigned long long)ns_node_id(l->node));
+    client_connect(f, l);
+    client_connect(f, fo);
+
+    struct ns_cmd reply;
+    char *body = NULL;
+    send_register(l, 1);
+    client_reply(f, l, &reply, &body);
+    assert_int_equal(reply.code, 0);
+    ns_cmd_close(&reply);
+    ns_free(body);
+    assert_true(run_until(f, follower_caught_up));
+    assert_false(ns_node_is_ready(fo->node));
+
+    send_route(l, 2, "TopicA");
+    char *want = NULL;
+    client_reply(f, l, &reply, &want);
+    assert_int_equal(reply.code, 0);
+    assert_null(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY));
+    ns_cmd_close(&reply);
+    assert_non_null(
+        strstr(want, "\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\"}"));
+
+    send_route(fo, 3, "TopicA");
+    client_reply(f, fo, &reply, &body);
+    assert_int_equal(reply.code, 0);
+    assert_int_equal(reply.opaque, 3);
+    assert_int_equal(reply.flag, NS_FLAG_RESPONSE);
+    assert_non_null(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY));
+    assert_string_equal(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY), leader_id);
+    assert_string_equal(body, want);
+    ns_cmd_close(&reply);
+    ns_free(body);
+    ns_free(want);
+
+    send_route(fo, 4, "Nope");
+    client_reply(f, fo, &reply, &body);
+    assert_int_equal(reply.code, 17);
+    assert_int_equal(reply.opaque, 4);
+    assert_non_null(reply.remark);
+    assert_non_null(strstr(reply.remark, "for the topic: Nope\n"));
+    assert_string_equal(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY), leader_id);
+    ns_cmd_close(&reply);
+    ns_free(body);
+
+    /* the unchanged re-registration is acknowledged, by way of the leader */
+    send_register(fo, 5);
+    client_reply(f, fo, &reply, &body);
+    assert_int_equal(reply.code, 0);
+    assert_int_equal(reply.opaque, 5);
+    ns_cmd_close(&reply);
+    ns_free(body);
+    assert_false(ns_node_is_ready(fo->node));
+}
+
+int main(void)
+{
+    /* as raftns does: a peer connection closed while stopping is an error
+     * return, not a signal */
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_not_ready_follower_reads_through_the_leader, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
