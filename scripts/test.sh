@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds raftns twice (normal, and ASan+UBSan) and runs every ctest
-# label in both builds, then the format and layer checks, every build type and a short
-# libFuzzer run.
+# label in both builds, then the format and layer checks, every build type (the gcc Release
+# build also runs its unit and cluster tiers) and a short libFuzzer run.
 # Usage: scripts/test.sh [--under-load] [ctest -L regex]   (default: every label)
 #   --under-load: every ctest run has an unrelated CPU hog keeping each core busy
 #   (scripts/hog.sh), with RAFTNS_TEST_SCALE=2 unless set (docs/testing.md).
@@ -61,6 +61,11 @@ if [ "$labels" = . ]; then
             echo "   $cc $type: ok"
         done
     done
+    # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
+    # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
+    echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
+    (cd "$top/build-types/gcc-Release" &&
+        ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$jobs" -L 'unit|cluster')
 fi
 
 if [ "$labels" = . ] || [[ security =~ $labels ]]; then
