@@ -226,7 +226,10 @@ class Cluster:
     def current_leader(self, nodes=None):
         """The node that reports role leader and that every other answering node follows, or
         None (no leader, or the nodes disagree)."""
-        sts = self.statuses(nodes)
+        return self.leader_in(self.statuses(nodes))
+
+    def leader_in(self, sts):
+        """current_leader() of the {node id: /status} sts."""
         leaders = [i for i, st in sts.items() if role_of(st) == "leader"]
         if len(leaders) != 1:
             return None
@@ -238,9 +241,16 @@ class Cluster:
     def leader(self, timeout=None, nodes=None, exclude=()):
         """Waits until the live nodes agree on one leader (not in exclude); returns it."""
         def pred():
-            ld = self.current_leader(nodes)
-            return ld if ld is not None and ld.id not in exclude else None
-        return wait_until(pred, timeout or T(20.0), "one leader all live nodes agree on")
+            sts = self.statuses(nodes)
+            ld = self.leader_in(sts)
+            if ld is not None and ld.id not in exclude:
+                return ld
+            return harness.Seen({i: "%s, leader %d, term %s" % (role_of(st), leader_id_of(st),
+                                                                st.get("term"))
+                                 for i, st in sts.items()})
+        what = "one leader all live nodes agree on"
+        return wait_until(pred, timeout or T(20.0),
+                          what + (" (not node %s)" % list(exclude) if exclude else ""))
 
     def followers(self, leader=None):
         leader = leader or self.leader()

@@ -177,9 +177,12 @@ class ClusterCase(unittest.TestCase):
         cl = make_cluster(*a, **kw)
         self.clusters = getattr(self, "clusters", []) + [cl]
         cl.start()
-        wait_until(lambda: len(acl_list(cl.leader())["accounts"]) == len(ACCOUNTS)
-                   if kw.get("accounts", ACCOUNTS) is not None else True,
-                   T(20.0), "the file's accounts seeded")
+        def seeded():
+            if kw.get("accounts", ACCOUNTS) is None:
+                return True
+            n = len(acl_list(cl.leader())["accounts"])
+            return harness.observed(n == len(ACCOUNTS), "%d accounts" % n)
+        wait_until(seeded, T(20.0), "the file's %d accounts seeded" % len(ACCOUNTS))
         return cl
 
     def assert_refused(self, r, remark, what):
