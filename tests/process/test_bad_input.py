@@ -205,8 +205,11 @@ class BadInput(unittest.TestCase):
         self.assertNotIn("error", result)
         self.assertIsNotNone(result.get("reply"), "slow client got no reply")
         self.assertEqual(result["reply"].code, 0)
-        self.assertLess(worst, T(1.0), harness.expired(
-            "other clients' replies while a client dribbles", T(1.0),
+        # Scaled, but well under the ~5.8 s the 29-byte dribble lasts at any scale: a server
+        # that waited for the slow client would make the others wait about that long.
+        bound = min(T(1.0), 2.5)
+        self.assertLess(worst, bound, harness.expired(
+            "other clients' replies while a client dribbles", bound,
             "the slowest took %.2fs" % worst))
 
     def test_12_many_idle_connections(self):
