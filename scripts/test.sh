@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds raftns twice (normal, and ASan+UBSan) and runs every ctest
-# label in both builds, then the format and layer checks and a short libFuzzer run.
-# Usage: scripts/test.sh [ctest -L regex]   (default: every label)
+# label in both builds, then the format and layer checks, every build type (the gcc Release
+# build also runs its unit and cluster tiers) and a short libFuzzer run.
+# Usage: scripts/test.sh [--under-load] [ctest -L regex]   (default: every label)
+#   --under-load: every ctest run has an unrelated CPU hog keeping each core busy
+#   (scripts/hog.sh), with RAFTNS_TEST_SCALE=2 unless set (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+under=()
+if [ "${1:-}" = --under-load ]; then
+    under=("$top/scripts/hog.sh")
+    shift
+fi
 labels=${1:-.}
 jobs=$(nproc)
 
@@ -27,8 +35,8 @@ run_build() {
     echo "== build $dir ($*)"
     cmake -S "$top" -B "$top/$dir" "$@" >/dev/null
     cmake --build "$top/$dir" -j"$jobs"
-    echo "== tests in $dir"
-    (cd "$top/$dir" && ctest --output-on-failure -j"$jobs" -L "$labels")
+    echo "== tests in $dir${under[*]:+ (under load)}"
+    (cd "$top/$dir" && ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$jobs" -L "$labels")
 }
 
 run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -53,6 +61,11 @@ if [ "$labels" = . ]; then
             echo "   $cc $type: ok"
         done
     done
+    # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
+    # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
+    echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
+    (cd "$top/build-types/gcc-Release" &&
+        ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$jobs" -L 'unit|cluster')
 fi
 
 if [ "$labels" = . ] || [[ security =~ $labels ]]; then

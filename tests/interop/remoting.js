@@ -1,7 +1,7 @@
 'use strict';
-// The RocketMQ remoting pieces the interop tests share: CRC-32, free ports, polling with a
-// deadline, request frames, a raw connection matched by opaque, and stock-shaped broker
-// registrations. It starts no process (each test has its own raftns wrapper).
+// The RocketMQ remoting pieces the interop tests share: the deadline scale, CRC-32, free ports,
+// polling with a deadline, request frames, a raw connection matched by opaque, and stock-shaped
+// broker registrations. It starts no process (each test has its own raftns wrapper).
 
 const assert = require('assert');
 const net = require('net');
@@ -26,6 +26,51 @@ function crc32(buf) {
   return (c ^ 0xFFFFFFFF) >>> 0;
 }
 
+// The deadline scale of the interop tier, the contract of tests/process/scale.py (and
+// docs/testing.md): RAFTNS_TEST_SCALE (a positive number, default 1) times 3 when RAFTNS_SANITIZE
+// is on. A value that is not a positive number throws rather than shorten every deadline.
+function testScale() {
+  const text = (process.env.RAFTNS_TEST_SCALE || '').trim();
+  const user = text === '' ? 1 : Number(text);
+  if (!(user > 0) || !Number.isFinite(user)) {
+    throw new Error(`RAFTNS_TEST_SCALE must be a positive number, not '${text}'`);
+  }
+  const sanitize = /^(on|1|true|yes)$/i.test(process.env.RAFTNS_SANITIZE || '');
+  return user * (sanitize ? 3 : 1);
+}
+
+// ms scaled by testScale(): the bound of anything that waits for raftns or a client library.
+function T(ms) {
+  return ms * testScale();
+}
+
+// How a failure names a bound: "4500 ms (deadline scale 3)".
+function describeBound(ms) {
+  return `${Math.round(ms)} ms (deadline scale ${testScale()})`;
+}
+
+// A poll result that is not done yet but says what the poll saw (waitFor prints it):
+// `return seen(r.header.code === 0, r.header)`.
+class Seen {
+  constructor(value) {
+    this.value = value;
+  }
+}
+
+function seen(ok, value) {
+  return ok ? true : new Seen(value);
+}
+
+function showObserved(v) {
+  if (v instanceof Seen) v = v.value;
+  if (v instanceof Error) return `${v.name}: ${v.message}`;
+  try {
+    return typeof v === 'string' ? v : JSON.stringify(v);
+  } catch (err) {
+    return String(v);
+  }
+}
+
 // A promise that resolves after ms: the bound of a Promise.race, or the pause between two
 // polls of waitFor's deadline loop.
 function timeoutAfter(ms) {
@@ -43,19 +88,21 @@ async function freePort() {
   });
 }
 
-// Polls fn() until it returns a truthy value; throws with the last result after timeoutMs.
+// Polls fn() until it returns a truthy value other than a Seen; timeoutMs is already scaled
+// (pass T(n)). At the deadline it throws naming what, the bound and the last result.
 async function waitFor(what, timeoutMs, fn) {
   const deadline = Date.now() + timeoutMs;
   let last;
   for (;;) {
     try {
       last = await fn();
-      if (last) return last;
+      if (last && !(last instanceof Seen)) return last;
     } catch (err) {
       last = err;
     }
     if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last})`);
+      throw new Error(`deadline expired: ${what}, after ${describeBound(timeoutMs)}; ` +
+        `last observed: ${showObserved(last)}`);
     }
     await timeoutAfter(50);
   }
@@ -128,12 +175,13 @@ class RawConn {
     }
   }
 
-  send(code, extFields, body, timeoutMs = 5000) {
+  send(code, extFields, body, timeoutMs = T(5000)) {
     const { opaque, frame } = request(code, extFields, body, false);
     const p = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(opaque);
-        reject(new Error(`no reply to code ${code} within ${timeoutMs} ms`));
+        reject(new Error(`deadline expired: reply to code ${code} opaque ${opaque}, after ` +
+          `${describeBound(timeoutMs)}; last observed: ${this.buf.length} unread bytes`));
       }, timeoutMs);
       this.waiters.set(opaque, {
         resolve: v => { clearTimeout(timer); resolve(v); },
@@ -157,7 +205,7 @@ async function requestOnce(port, code, extFields, body) {
   const c = new RawConn(port);
   try {
     await c.open();
-    return await c.send(code, extFields, body, 1000);
+    return await c.send(code, extFields, body, T(2000));
   } finally {
     c.close();
   }
@@ -199,6 +247,6 @@ function registration(brokerName, brokerAddr, topics) {
 }
 
 module.exports = {
-  FLAG_RESPONSE, FLAG_ONEWAY, crc32, timeoutAfter, freePort, waitFor, encodeFrame, request, RawConn,
-  requestOnce, topicConfig, registration,
+  FLAG_RESPONSE, FLAG_ONEWAY, testScale, T, describeBound, Seen, seen, crc32, timeoutAfter,
+  freePort, waitFor, encodeFrame, request, RawConn, requestOnce, topicConfig, registration,
 };

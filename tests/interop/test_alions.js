@@ -28,7 +28,9 @@ const TOPIC_NOT_EXIST = 17;
 
 // ---------------------------------------------------------------- helpers
 
-const { timeoutAfter, freePort, waitFor, RawConn, requestOnce, registration } = require('./remoting');
+const {
+  T, seen, timeoutAfter, freePort, waitFor, RawConn, requestOnce, registration,
+} = require('./remoting');
 
 // ---------------------------------------------------------------- raftns process
 
@@ -55,13 +57,13 @@ class Raftns {
       resolve();
     }));
     this.proc.once('error', err => { this.spawnError = err; });
-    await waitFor('raftns to answer GET_BROKER_CLUSTER_INFO', 15000, async () => {
+    await waitFor('raftns to answer GET_BROKER_CLUSTER_INFO', T(15000), async () => {
       if (this.spawnError) throw this.spawnError;
       if (this.exitCode !== undefined) {
         throw new Error(`raftns exited early (code ${this.exitCode})`);
       }
       const r = await requestOnce(this.port, CODE.GET_BROKER_CLUSTER_INFO);
-      return r.header.code === 0;
+      return seen(r.header.code === 0, r.header);
     }).catch(err => {
       if (this.spawnError) throw this.spawnError;
       throw err;
@@ -80,13 +82,13 @@ class Raftns {
     }
   }
 
-  // SIGTERM and wait; SIGKILL after 10 s. Returns the exit code (null when killed).
+  // SIGTERM and wait; SIGKILL after T(10 s). Returns the exit code (null when killed).
   async stop() {
     if (!this.proc || this.proc.pid === undefined) return null;
     if (this.exitCode !== undefined || this.exitSignal) return this.exitCode;
     this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10000);
-    await Promise.race([ this.exited, timeoutAfter(15000) ]);
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), T(10000));
+    await Promise.race([ this.exited, timeoutAfter(T(15000)) ]);
     clearTimeout(timer);
     return this.exitCode === undefined ? null : this.exitCode;
   }
@@ -136,9 +138,9 @@ async function main(ns, cleanups) {
   const reply = await connA.send(CODE.REGISTER_BROKER, a.ext, a.body);
   assert.strictEqual(reply.header.code, 0, `register broker-a: ${JSON.stringify(reply.header)}`);
   connB.sendOneway(CODE.REGISTER_BROKER, b.ext, b.body);
-  await waitFor('the oneway registration of broker-b', 5000, async () => {
+  await waitFor('the oneway registration of broker-b', T(5000), async () => {
     const r = await requestOnce(ns.port, CODE.GET_ROUTEINFO_BY_TOPIC, { topic: 'TopicC' });
-    return r.header.code === 0;
+    return seen(r.header.code === 0, r.header);
   });
   console.log('ok - registered broker-a (normal) and broker-b (oneway)');
 
@@ -146,19 +148,19 @@ async function main(ns, cleanups) {
   const api = new MQClientAPI(closedClient({ nameSrv: ns.addr }));
   cleanups.push(() => api.close());
   await api.ready();
-  const routeA = await api.getTopicRouteInfoFromNameServer('TopicA', 3000);
+  const routeA = await api.getTopicRouteInfoFromNameServer('TopicA', T(3000));
   assert.deepStrictEqual(routeA.brokerDatas.map(d => [ d.brokerName, d.cluster, d.brokerAddrs ]),
     [[ 'broker-a', 'DefaultCluster', { 0: '127.0.0.1:10911' }]]);
   assert.deepStrictEqual(routeA.queueDatas.map(q =>
     [ q.brokerName, q.readQueueNums, q.writeQueueNums, q.perm, q.topicSysFlag ]),
   [[ 'broker-a', 4, 4, 6, 0 ]]);
-  const routeB = await api.getTopicRouteInfoFromNameServer('TopicB', 3000);
+  const routeB = await api.getTopicRouteInfoFromNameServer('TopicB', T(3000));
   assert.deepStrictEqual(routeB.brokerDatas.map(d => d.brokerName), [ 'broker-a', 'broker-b' ]);
   assert.deepStrictEqual(routeB.queueDatas.map(q => q.brokerName), [ 'broker-a', 'broker-b' ]);
   assert.strictEqual(routeB.brokerDatas[1].brokerAddrs['0'], '127.0.0.1:20911');
   console.log('ok - MQClientAPI.getTopicRouteInfoFromNameServer lists brokers and queues');
 
-  await assert.rejects(api.getTopicRouteInfoFromNameServer('NoSuchTopic', 3000), err => {
+  await assert.rejects(api.getTopicRouteInfoFromNameServer('NoSuchTopic', T(3000)), err => {
     assert.strictEqual(err.name, 'MQClientException');
     assert.strictEqual(err.code, TOPIC_NOT_EXIST);
     assert.match(err.message, /No topic route info in name server for the topic: NoSuchTopic/);
@@ -175,7 +177,7 @@ async function main(ns, cleanups) {
   cleanups.push(() => multi.close());
   await multi.ready();
   for (let i = 0; i < 4; i++) {
-    const r = await multi.getTopicRouteInfoFromNameServer('TopicC', 3000);
+    const r = await multi.getTopicRouteInfoFromNameServer('TopicC', T(3000));
     assert.deepStrictEqual(r.brokerDatas.map(d => d.brokerAddrs['0']), [ '127.0.0.1:20911' ]);
   }
   assert.ok(deadErrors.some(e => e.code === 'ECONNREFUSED'),
@@ -216,7 +218,7 @@ async function run() {
   }
   for (const fn of cleanups.reverse()) {
     try {
-      await Promise.race([ Promise.resolve(fn()), timeoutAfter(3000) ]);
+      await Promise.race([ Promise.resolve(fn()), timeoutAfter(T(3000)) ]);
     } catch (err) {
       // closing is best effort
     }

@@ -37,7 +37,9 @@ const ACCOUNTS = [
 
 // ---------------------------------------------------------------- helpers
 
-const { timeoutAfter, freePort, waitFor, RawConn, requestOnce, registration } = require('./remoting');
+const {
+  T, seen, timeoutAfter, freePort, waitFor, RawConn, requestOnce, registration,
+} = require('./remoting');
 
 
 // The stock signature: values of every ext field but Signature, sorted by key (UTF-16 code
@@ -99,14 +101,14 @@ class Raftns {
     }));
     this.proc.once('error', err => { this.spawnError = err; });
     // ready once a signed 106 answers 0: the seed accounts are applied then
-    await waitFor('raftns to answer a signed GET_BROKER_CLUSTER_INFO', 15000, async () => {
+    await waitFor('raftns to answer a signed GET_BROKER_CLUSTER_INFO', T(15000), async () => {
       if (this.spawnError) throw this.spawnError;
       if (this.exitCode !== undefined) {
         throw new Error(`raftns exited early (code ${this.exitCode})`);
       }
       const r = await requestOnce(this.port, CODE.GET_BROKER_CLUSTER_INFO,
         sign({}, null, ACCOUNTS[0].accessKey, ACCOUNTS[0].secretKey));
-      return r.header.code === 0;
+      return seen(r.header.code === 0, r.header);
     });
   }
 
@@ -126,8 +128,8 @@ class Raftns {
     if (!this.proc || this.proc.pid === undefined) return null;
     if (this.exitCode !== undefined || this.exitSignal) return this.exitCode;
     this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10000);
-    await Promise.race([ this.exited, timeoutAfter(15000) ]);
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), T(10000));
+    await Promise.race([ this.exited, timeoutAfter(T(15000)) ]);
     clearTimeout(timer);
     return this.exitCode === undefined ? null : this.exitCode;
   }
@@ -183,10 +185,10 @@ async function main(ns, cleanups) {
   const api = new MQClientAPI(client(Object.assign({ nameSrv: ns.addr }, RIGHT)));
   cleanups.push(() => api.close());
   await api.ready();
-  const route = await api.getTopicRouteInfoFromNameServer('TopicA', 3000);
+  const route = await api.getTopicRouteInfoFromNameServer('TopicA', T(3000));
   assert.deepStrictEqual(route.brokerDatas.map(d => [ d.brokerName, d.brokerAddrs ]),
     [[ 'broker-a', { 0: '127.0.0.1:10911' }]]);
-  await assert.rejects(api.getTopicRouteInfoFromNameServer('NoSuchTopic', 3000),
+  await assert.rejects(api.getTopicRouteInfoFromNameServer('NoSuchTopic', T(3000)),
     err => err.code === 17);
   console.log('ok - ali-ons route lookups with accessKey/secretKey');
 
@@ -196,7 +198,7 @@ async function main(ns, cleanups) {
     const bad = new MQClientAPI(client(Object.assign({ nameSrv: ns.addr }, creds)));
     cleanups.push(() => bad.close());
     await bad.ready();
-    await assert.rejects(bad.getTopicRouteInfoFromNameServer('TopicA', 3000), err => {
+    await assert.rejects(bad.getTopicRouteInfoFromNameServer('TopicA', T(3000)), err => {
       assert.strictEqual(err.name, 'MQClientException', what);
       assert.strictEqual(err.code, NO_PERMISSION, what);
       assert.match(err.message, creds.secretKey ? /signature mismatch/ : /no AccessKey/);
@@ -253,7 +255,7 @@ async function run() {
   }
   for (const fn of cleanups.reverse()) {
     try {
-      await Promise.race([ Promise.resolve(fn()), timeoutAfter(3000) ]);
+      await Promise.race([ Promise.resolve(fn()), timeoutAfter(T(3000)) ]);
     } catch (err) {
       // closing is best effort
     }

@@ -9,6 +9,7 @@
 const assert = require('assert');
 const childProcess = require('child_process');
 const fs = require('fs');
+const http = require('http');
 const net = require('net');
 const os = require('os');
 const path = require('path');
@@ -25,8 +26,9 @@ try {
 
 const RAFTNS_BIN = process.env.RAFTNS_BIN ||
   path.join(__dirname, '..', '..', 'build', 'raftns');
-const SANITIZE = /^(on|1|true|yes)$/i.test(process.env.RAFTNS_SANITIZE || '');
-const SLOW = SANITIZE ? 3 : 1;
+// Every deadline is T(ms): scaled by RAFTNS_TEST_SCALE (remoting.js, docs/testing.md).
+const { T, describeBound, seen, waitFor } = require('./remoting');
+
 const ELECTION_MS = 1000;
 const CODE = { REGISTER_BROKER: 103, GET_ROUTEINFO_BY_TOPIC: 105, GET_BROKER_CLUSTER_INFO: 106 };
 const FLAG_RESPONSE = 1;
@@ -68,23 +70,6 @@ async function freePorts(n) {
     return servers.map(s => s.address().port);
   } finally {
     await Promise.all(servers.map(s => new Promise(resolve => s.close(resolve))));
-  }
-}
-
-async function waitFor(what, timeoutMs, fn) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last})`);
-    }
-    await sleep(50);
   }
 }
 
@@ -140,7 +125,7 @@ class RawConn {
     }
   }
 
-  send(code, extFields, body, timeoutMs = 5000) {
+  send(code, extFields, body, timeoutMs = T(5000)) {
     const opaque = nextOpaque++;
     const frame = encodeFrame({
       code, extFields, flag: 0, language: 'JAVA', opaque, serializeTypeCurrentRPC: 'JSON',
@@ -149,7 +134,8 @@ class RawConn {
     const p = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(opaque);
-        reject(new Error(`no reply to code ${code} within ${timeoutMs} ms`));
+        reject(new Error(`deadline expired: reply to code ${code}, after ` +
+          `${describeBound(timeoutMs)}; last observed: ${this.buf.length} unread bytes`));
       }, timeoutMs);
       this.waiters.set(opaque, {
         resolve: v => { clearTimeout(timer); resolve(v); },
@@ -169,7 +155,7 @@ async function requestOnce(port, code, extFields, body) {
   const c = new RawConn(port);
   try {
     await c.open();
-    return await c.send(code, extFields, body, 2000 * SLOW);
+    return await c.send(code, extFields, body, T(2000));
   } finally {
     c.close();
   }
@@ -249,8 +235,29 @@ class Node {
         if (this.spawnError) throw this.spawnError;
         if (!this.running) throw new Error(`node ${this.id} exited`);
         const r = await requestOnce(this.port, CODE.GET_BROKER_CLUSTER_INFO);
-        return r.header.code === 0;
+        return seen(r.header.code === 0, r.header);
       });
+  }
+
+  // GET /status as an object; rejects when the node does not answer within T(2 s).
+  status() {
+    return new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port: this.httpPort, path: '/status',
+        timeout: T(2000) }, res => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', d => { data += d; });
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(data));
+          } catch (err) {
+            reject(err);
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`GET /status of node ${this.id} timed out`)));
+      req.on('error', reject);
+    });
   }
 
   async kill9() {
@@ -260,12 +267,12 @@ class Node {
     await this.exited;
   }
 
-  // SIGTERM and wait; SIGKILL after 15 s. Returns the exit code (null when killed).
+  // SIGTERM and wait; SIGKILL after T(15 s). Returns the exit code (null when killed).
   async stop() {
     if (!this.proc) return 0;
     if (!this.running) return this.killed ? 0 : this.proc.exitCode_;
     this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15000 * SLOW);
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), T(15000));
     const { code } = await this.exited;
     clearTimeout(timer);
     return code;
@@ -303,6 +310,24 @@ class Cluster {
     }, null, 2));
   }
 
+  // The id of the leader every running node agrees on, else a Seen of their /status answers.
+  async agreedLeader() {
+    const sts = {};
+    for (const nd of this.nodes.filter(n => n.running)) {
+      try {
+        const st = await nd.status();
+        const ld = st.leader && typeof st.leader === 'object' ? st.leader.id : st.leader;
+        sts[nd.id] = { role: String(st.role).toLowerCase(), leader: Number(ld) || 0 };
+      } catch (err) {
+        sts[nd.id] = { error: err.message };
+      }
+    }
+    const leaders = Object.keys(sts).filter(id => sts[id].role === 'leader').map(Number);
+    const agreed = leaders.length === 1 &&
+      Object.keys(sts).every(id => Number(id) === leaders[0] || sts[id].leader === leaders[0]);
+    return agreed ? leaders[0] : seen(false, sts);
+  }
+
   killNow() {
     for (const nd of this.nodes || []) nd.killNow();
     if (this.dir) {
@@ -337,7 +362,7 @@ class Broker {
       this.conns.set(node.id, c);
     }
     const { ext, body } = registration(this.name, this.addr, this.topics, this.counter);
-    return c.send(CODE.REGISTER_BROKER, ext, body, 10000 * SLOW);
+    return c.send(CODE.REGISTER_BROKER, ext, body, T(10000));
   }
 
   async registerUntilAcked(node, timeoutMs) {
@@ -382,7 +407,7 @@ class Lookups {
           await this.client.updateTopicRouteInfoFromNameServer(topic);
           this.check(this.client._topicRouteTable.get(topic), `MQClient ${topic}`);
         } else {
-          this.check(await this.api.getTopicRouteInfoFromNameServer(topic, 3000 * SLOW),
+          this.check(await this.api.getTopicRouteInfoFromNameServer(topic, T(3000)),
             `MQClientAPI ${topic}`);
         }
         this.ok++;
@@ -399,14 +424,14 @@ class Lookups {
 async function main(cluster, cleanups) {
   await cluster.create(3);
   for (const nd of cluster.nodes) nd.start();
-  for (const nd of cluster.nodes) await nd.waitReady(30000 * SLOW);
+  for (const nd of cluster.nodes) await nd.waitReady(T(30000));
   console.log('ok - three nodes ready');
 
   const broker = new Broker('broker-a', '127.0.0.1:10911', [ 'TopicA', 'TopicB' ]);
   cleanups.push(() => broker.close());
-  for (const nd of cluster.nodes) await broker.registerUntilAcked(nd, 20000 * SLOW);
+  for (const nd of cluster.nodes) await broker.registerUntilAcked(nd, T(20000));
   for (const nd of cluster.nodes) {
-    await waitFor(`TopicA routable on node ${nd.id}`, 5000 * SLOW, async () =>
+    await waitFor(`TopicA routable on node ${nd.id}`, T(5000), async () =>
       (await requestOnce(nd.port, CODE.GET_ROUTEINFO_BY_TOPIC, { topic: 'TopicA' }))
         .header.code === 0);
   }
@@ -428,20 +453,26 @@ async function main(cluster, cleanups) {
   const lookups = new Lookups(api, client);
   const loop = lookups.run();
   cleanups.push(() => { lookups.stopped = true; return loop; });
-  await waitFor('first lookups', 10000 * SLOW, () => lookups.ok >= 10);
+  await waitFor('first lookups', T(10000), () => seen(lookups.ok >= 10,
+    `${lookups.ok} lookups, failures: ${lookups.failures.slice(-3)}`));
 
   for (const nd of cluster.nodes) {
     await nd.kill9();
     const before = lookups.ok;
-    // Keep looking up through the election (a few election timeouts), with one node dead.
-    await sleep(3 * ELECTION_MS);
-    await waitFor(`lookups with node ${nd.id} dead`, 10000 * SLOW, () => lookups.ok >= before + 20);
+    // Keep looking up through the election, however long it takes, with one node dead: until
+    // the two others agree on a leader, then 20 more lookups.
+    await waitFor(`a leader agreed on by the nodes but ${nd.id}`, T(20000),
+      () => cluster.agreedLeader());
+    const elected = lookups.ok;
+    await waitFor(`lookups with node ${nd.id} dead`, T(10000),
+      () => seen(lookups.ok >= elected + 20,
+        `${lookups.ok - before} lookups since the kill, ${lookups.failures.length} failed`));
     nd.start();
-    await nd.waitReady(30000 * SLOW);
-    await broker.registerUntilAcked(nd, 20000 * SLOW); // a real broker re-registers
+    await nd.waitReady(T(30000));
+    await broker.registerUntilAcked(nd, T(20000)); // a real broker re-registers
     const after = lookups.ok;
-    await waitFor(`lookups after node ${nd.id} restarted`, 10000 * SLOW,
-      () => lookups.ok >= after + 20);
+    await waitFor(`lookups after node ${nd.id} restarted`, T(10000),
+      () => seen(lookups.ok >= after + 20, `${lookups.ok - after} lookups since the restart`));
     console.log(`ok - node ${nd.id} killed and restarted; ${lookups.ok} lookups so far, ` +
       `${lookups.failures.length} failed`);
   }
@@ -458,7 +489,7 @@ async function main(cluster, cleanups) {
   // Every node ends with byte-identical routes.
   for (const topic of [ 'TopicA', 'TopicB' ]) {
     const bodies = [];
-    await waitFor(`identical ${topic} routes on all nodes`, 10000 * SLOW, async () => {
+    await waitFor(`identical ${topic} routes on all nodes`, T(10000), async () => {
       bodies.length = 0;
       for (const nd of cluster.nodes) {
         const r = await requestOnce(nd.port, CODE.GET_ROUTEINFO_BY_TOPIC, { topic });
@@ -500,7 +531,7 @@ async function run() {
   }
   for (const fn of cleanups.reverse()) {
     try {
-      await Promise.race([ Promise.resolve(fn()), sleep(3000) ]);
+      await Promise.race([ Promise.resolve(fn()), sleep(T(3000)) ]);
     } catch (err) {
       // closing is best effort
     }

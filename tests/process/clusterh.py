@@ -33,7 +33,8 @@ CLUSTER_DIRS = []
 def config_unsupported():
     """Why the binary cannot run a cluster (a reason string), or None when it can."""
     try:
-        out = subprocess.run([harness.RAFTNS_BIN, "--help"], capture_output=True, timeout=10)
+        out = subprocess.run([harness.RAFTNS_BIN, "--help"], capture_output=True,
+                             timeout=T(10))
     except (OSError, subprocess.TimeoutExpired):
         return None  # a missing binary is a failure, reported when a node starts
     text = (out.stdout + out.stderr).decode("utf-8", "replace")
@@ -102,26 +103,26 @@ class ClusterNode(harness.Node):
         """Running and not paused: a node that should answer."""
         return self.alive() and not self.paused
 
-    def status(self, timeout=2.0):
+    def status(self, timeout=None):
         """GET /status as a dict; raises OSError when the node does not answer."""
         url = "http://%s/status" % self.http_addr
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as r:
+            with urllib.request.urlopen(url, timeout=timeout or T(2.0)) as r:
                 return json.loads(r.read().decode("utf-8"))
         except (urllib.error.URLError, ValueError, ConnectionError) as e:
             raise OSError("GET %s: %s" % (url, e)) from None
 
-    def http_get(self, path, timeout=2.0):
+    def http_get(self, path, timeout=None):
         """(status code, body bytes) of GET path."""
         url = "http://%s%s" % (self.http_addr, path)
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as r:
+            with urllib.request.urlopen(url, timeout=timeout or T(2.0)) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
 
-    def conn(self, timeout=5.0):
-        return ns.Conn(self.addr, timeout=timeout, tls=self.tls)
+    def conn(self, timeout=None):
+        return ns.Conn(self.addr, timeout=timeout or T(5.0), tls=self.tls)
 
     def request(self, code, ext=None, body=b"", timeout=None):
         with self.conn() as c:
@@ -225,7 +226,10 @@ class Cluster:
     def current_leader(self, nodes=None):
         """The node that reports role leader and that every other answering node follows, or
         None (no leader, or the nodes disagree)."""
-        sts = self.statuses(nodes)
+        return self.leader_in(self.statuses(nodes))
+
+    def leader_in(self, sts):
+        """current_leader() of the {node id: /status} sts."""
         leaders = [i for i, st in sts.items() if role_of(st) == "leader"]
         if len(leaders) != 1:
             return None
@@ -237,9 +241,16 @@ class Cluster:
     def leader(self, timeout=None, nodes=None, exclude=()):
         """Waits until the live nodes agree on one leader (not in exclude); returns it."""
         def pred():
-            ld = self.current_leader(nodes)
-            return ld if ld is not None and ld.id not in exclude else None
-        return wait_until(pred, timeout or T(20.0), "one leader all live nodes agree on")
+            sts = self.statuses(nodes)
+            ld = self.leader_in(sts)
+            if ld is not None and ld.id not in exclude:
+                return ld
+            return harness.Seen({i: "%s, leader %d, term %s" % (role_of(st), leader_id_of(st),
+                                                                st.get("term"))
+                                 for i, st in sts.items()})
+        what = "one leader all live nodes agree on"
+        return wait_until(pred, timeout or T(20.0),
+                          what + (" (not node %s)" % list(exclude) if exclude else ""))
 
     def followers(self, leader=None):
         leader = leader or self.leader()
@@ -279,13 +290,15 @@ class Cluster:
     def wait_converged(self, nodes=None, timeout=None):
         """Polls until every given (default: live) node agrees; AssertionError with the last
         difference at the deadline."""
-        deadline = time.monotonic() + (timeout or T(30.0))
+        timeout = timeout or T(30.0)
+        deadline = time.monotonic() + timeout
         while True:
             diff = self.converged(nodes)
             if diff is None:
                 return
             if time.monotonic() >= deadline:
-                raise AssertionError("cluster did not converge: " + diff)
+                raise AssertionError(harness.expired("cluster converged (same applied index, "
+                                                     "digest, 106 and 206)", timeout, diff))
             time.sleep(0.1)
 
 
@@ -378,7 +391,8 @@ def cluster_brokers(nd):
 def write_until_acked(broker, nd, timeout=None):
     """Registers broker (a changed DataVersion) through nd until the reply is 0; returns the
     number of attempts. A SYSTEM_ERROR, a closed connection or a timeout is retried."""
-    deadline = time.monotonic() + (timeout or T(20.0))
+    timeout = timeout or T(20.0)
+    deadline = time.monotonic() + timeout
     attempts, last = 0, None
     while time.monotonic() < deadline:
         attempts += 1
@@ -391,8 +405,8 @@ def write_until_acked(broker, nd, timeout=None):
             broker.drop(nd)
             last = e
         time.sleep(0.02)
-    raise AssertionError("no acknowledged write through node %d within deadline (last: %r)"
-                         % (nd.id, last))
+    raise AssertionError(harness.expired("a write acknowledged by node %d (%d attempts)" %
+                                         (nd.id, attempts), timeout, last))
 
 
 class ClusterTestCase(unittest.TestCase):

@@ -17,10 +17,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsclient  # noqa: E402
+import scale  # noqa: E402
 
 RAFTNS_BIN = os.environ.get("RAFTNS_BIN", "/work/main/build/raftns")
-SANITIZE = os.environ.get("RAFTNS_SANITIZE", "").upper() in ("ON", "1", "TRUE", "YES")
-SLOW = 3.0 if SANITIZE else 1.0
+SANITIZE = scale.SANITIZE
+SCALE = scale.SCALE
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
                      "ERROR: ThreadSanitizer")
 
@@ -29,8 +30,15 @@ TEST_NODES = []     # nodes relevant to the current test (logs printed on failur
 
 
 def T(seconds):
-    """A deadline scaled for sanitizer builds."""
-    return seconds * SLOW
+    """A deadline scaled by RAFTNS_TEST_SCALE (x3 for sanitizer builds): scale.py is the one
+    source, this is the name the tests use."""
+    return scale.T(seconds)
+
+
+def expired(what, timeout, last):
+    """The message of a deadline that passed: its name, its scaled length, what was seen."""
+    return "deadline expired: %s, after %s; last observed: %r" % (
+        what, scale.describe(timeout), last)
 
 
 def free_ports(n):
@@ -47,8 +55,29 @@ def free_ports(n):
     return ports
 
 
-def wait_until(pred, timeout, what="condition", interval=0.05):
-    """Polls pred() until it returns a truthy value or the deadline passes (AssertionError)."""
+class Seen:
+    """A falsy poll result that carries what the poll saw, so that wait_until's failure says
+    it: `return observed(r.code == 17, r)`."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def observed(ok, seen):
+    """True when ok, else a falsy Seen(seen): the result of a yes/no poll for wait_until."""
+    return True if ok else Seen(seen)
+
+
+def wait_until(pred, timeout, what, interval=0.05):
+    """Polls pred() until it returns a truthy value or the deadline (timeout seconds, already
+    scaled: pass T(n)) passes: AssertionError naming what, the deadline and pred's last value
+    (or exception). Give pred a value worth reading: an observation, not only False."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -59,9 +88,16 @@ def wait_until(pred, timeout, what="condition", interval=0.05):
         except (OSError, nsclient.ConnectionClosed, TimeoutError) as e:
             last = e
         if time.monotonic() >= deadline:
-            raise AssertionError("timed out after %.1fs waiting for %s (last: %r)" %
-                                 (timeout, what, last))
+            raise AssertionError(expired(what, timeout, last))
         time.sleep(interval)
+
+
+def assert_closed(conn, timeout, what):
+    """Asserts the peer closes nsclient.Conn conn within timeout (scaled: pass T(n)); the
+    failure names the deadline what and the bytes that came instead."""
+    if not conn.wait_closed(timeout):
+        raise AssertionError(expired(what, timeout, "still open, %d bytes received: %r" % (
+            len(conn.buf), bytes(conn.buf[:64]))))
 
 
 class Node:
@@ -78,6 +114,7 @@ class Node:
         self.log_path = os.path.join(self.workdir, "node.log")
         self.client_port, self.raft_port, self.http_port = free_ports(3)
         self.proc = None
+        self.last_probe = None  # what the last readiness probe saw (for failure messages)
         self.final_log = ""
         self.cleaned = False
         ALL_NODES.append(self)
@@ -120,11 +157,13 @@ class Node:
 
     def is_ready(self):
         try:
-            with nsclient.Conn(self.addr, timeout=1.0, tls=self.tls) as c:
+            with nsclient.Conn(self.addr, timeout=T(1.0), tls=self.tls) as c:
                 r = c.request(nsclient.GET_BROKER_CLUSTER_INFO, timeout=T(1.0))
+                self.last_probe = "106 answered code %d %r" % (r.code, r.remark)
                 return r.code == 0
         except (OSError, nsclient.ConnectionClosed, nsclient.ProtocolError, TimeoutError,
-                ValueError):
+                ValueError) as e:
+            self.last_probe = e
             return False
 
     def wait_ready(self, timeout=None):
@@ -137,7 +176,9 @@ class Node:
             if self.is_ready():
                 return
             time.sleep(0.05)
-        raise AssertionError("raftns not ready within %.0fs\n%s" % (timeout, self.log_tail()))
+        raise AssertionError("%s\n%s" % (expired(
+            "raftns pid %s ready (GET_BROKER_CLUSTER_INFO answers 0)" % self.pid, timeout,
+            self.last_probe), self.log_tail()))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -155,8 +196,10 @@ class Node:
                 self.proc.kill()
                 self.proc.wait()
                 if check:
-                    raise AssertionError("raftns did not exit within %.0fs of SIGTERM\n%s" %
-                                         (timeout or T(10.0), self.log_tail()))
+                    raise AssertionError("%s\n%s" % (expired(
+                        "raftns pid %s exits after SIGTERM" % self.proc.pid,
+                        timeout or T(10.0), "still running, killed with SIGKILL"),
+                        self.log_tail()))
                 return None
         if check:
             self.assert_clean_log()
@@ -263,9 +306,9 @@ class NodeTestCase(unittest.TestCase):
         if errs:
             raise AssertionError("\n".join(errs))
 
-    def conn(self, node=None, timeout=5.0):
+    def conn(self, node=None, timeout=None):
         node = node or self.node
-        c = nsclient.Conn(node.addr, timeout=timeout, tls=node.tls)
+        c = nsclient.Conn(node.addr, timeout=timeout or T(5.0), tls=node.tls)
         self.addCleanup(c.close)
         return c
 

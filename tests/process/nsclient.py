@@ -1,7 +1,8 @@
 """A small RocketMQ remoting client for the process tests: frames, JSON and ROCKETMQ binary
 headers both ways, a buffered reader that copes with partial reads, and builders for the bodies
 a broker sends (PROTOCOL.md sections 2 and 4). It is a test tool, not a production client: no
-retries, no reconnects, no thread safety."""
+retries, no reconnects, no thread safety. Every timeout it takes is in seconds, already scaled
+(callers pass T(n)); a default is T(5) (scale.py)."""
 
 import json
 import os
@@ -12,6 +13,8 @@ import ssl
 import struct
 import time
 import zlib
+
+from scale import T, describe
 
 LANGUAGES = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP",
              "GO", "PHP", "OMS", "RUST", "NODE_JS"]
@@ -194,9 +197,10 @@ class Conn:
 
     _next_opaque = 1000
 
-    def __init__(self, addr, timeout=5.0, tls=None):
+    def __init__(self, addr, timeout=None, tls=None):
         host, port = addr if isinstance(addr, tuple) else (addr.rsplit(":", 1)[0],
                                                           int(addr.rsplit(":", 1)[1]))
+        timeout = T(5.0) if timeout is None else timeout
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
@@ -267,9 +271,9 @@ class Conn:
         del self.buf[:4 + length]
         return decode_frame(payload)
 
-    def read_frame(self, timeout=5.0):
+    def read_frame(self, timeout=None):
         """Next frame, or None on timeout. Raises ConnectionClosed on EOF."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (T(5.0) if timeout is None else timeout)
         while True:
             f = self._take_frame()
             if f is not None:
@@ -277,8 +281,8 @@ class Conn:
             if not self._fill(deadline):
                 return None
 
-    def wait_reply(self, opaque, timeout=5.0):
-        deadline = time.monotonic() + timeout
+    def wait_reply(self, opaque, timeout=None):
+        deadline = time.monotonic() + (T(5.0) if timeout is None else timeout)
         while opaque not in self.pending:
             f = self.read_frame(max(0.0, deadline - time.monotonic()))
             if f is None:
@@ -288,20 +292,22 @@ class Conn:
         return self.pending.pop(opaque)
 
     def request(self, code, ext=None, body=b"", version=479, ser=SER_JSON, oneway=False,
-                timeout=5.0, opaque=None, language="JAVA"):
+                timeout=None, opaque=None, language="JAVA"):
         """Sends one request; returns its Reply (None for oneway). Raises TimeoutError."""
         if opaque is None:
             opaque = Conn.new_opaque()
+        timeout = T(5.0) if timeout is None else timeout
         self.send_raw(build_request(code, ext, body, version, ser, oneway, opaque, language))
         if oneway:
             return None
         r = self.wait_reply(opaque, timeout)
         if r is None:
-            raise TimeoutError("no reply to code %d opaque %d within %.1fs" %
-                               (code, opaque, timeout))
+            raise TimeoutError("deadline expired: reply to code %d opaque %d, after %s; "
+                               "last observed: %d unread bytes" %
+                               (code, opaque, describe(timeout), len(self.buf)))
         return r
 
-    def pipeline(self, requests, timeout=5.0):
+    def pipeline(self, requests, timeout=None):
         """requests: list of dicts with request() keyword args (opaque optional). Sends all
         back to back in one write, returns the replies in request order."""
         frames, opaques = bytearray(), []
@@ -312,18 +318,21 @@ class Conn:
             frames += build_request(rq.pop("code"), rq.get("ext"), rq.get("body", b""),
                                     rq.get("version", 479), rq.get("ser", SER_JSON), False, op)
         self.send_raw(bytes(frames))
+        timeout = T(5.0) if timeout is None else timeout
         deadline = time.monotonic() + timeout
         out = []
         for op in opaques:
             r = self.wait_reply(op, max(0.0, deadline - time.monotonic()))
             if r is None:
-                raise TimeoutError("no pipelined reply for opaque %d" % op)
+                raise TimeoutError("deadline expired: pipelined reply for opaque %d, after %s; "
+                                   "last observed: %d of %d replies" %
+                                   (op, describe(timeout), len(out), len(opaques)))
             out.append(r)
         return out
 
-    def wait_closed(self, timeout=5.0):
+    def wait_closed(self, timeout=None):
         """True when the peer closes the connection within timeout (data is discarded)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (T(5.0) if timeout is None else timeout)
         try:
             while True:
                 if not self._fill(deadline):
@@ -332,7 +341,8 @@ class Conn:
             return True
 
     def nothing_within(self, timeout):
-        """True when no byte arrives within timeout and the connection stays open."""
+        """True when no byte arrives within timeout and the connection stays open. timeout is an
+        observation window: pass it unscaled (a late byte under load only makes it pass)."""
         try:
             return not self._fill(time.monotonic() + timeout) and not self.buf
         except ConnectionClosed:
@@ -365,7 +375,8 @@ def sign_private(code, ext, body, secret, ts_ms=None, nonce=None):
     return out
 
 
-def request_once(addr, code, ext=None, body=b"", timeout=5.0, tls=None, **kw):
+def request_once(addr, code, ext=None, body=b"", timeout=None, tls=None, **kw):
+    timeout = T(5.0) if timeout is None else timeout
     with Conn(addr, timeout, tls=tls) as c:
         return c.request(code, ext, body, timeout=timeout, **kw)
 

@@ -72,7 +72,7 @@ class BadInput(unittest.TestCase):
             c.send_raw(data)
         except (BrokenPipeError, ConnectionResetError):
             return
-        self.assertTrue(c.wait_closed(T(within)), "connection not closed within %.0fs" % within)
+        harness.assert_closed(c, T(within), "connection closed after a bad frame")
         self.assertEqual(bytes(c.buf), b"", "server replied before closing")
 
     def hdr(self, code=106, opaque=1):
@@ -120,7 +120,9 @@ class BadInput(unittest.TestCase):
         before = self.node.rss_kb()
         t0 = time.monotonic()
         self.assert_closed_silently(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", within=2.0)
-        self.assertLess(time.monotonic() - t0, T(2.0), "HTTP/2 preface not closed quickly")
+        took = time.monotonic() - t0
+        self.assertLess(took, T(2.0), harness.expired("HTTP/2 preface closed", T(2.0),
+                                                      "closed after %.2fs" % took))
         after = self.node.rss_kb()
         self.assertLess(after - before, RSS_SLACK_KB, "RSS grew from %d to %d kB" %
                         (before, after))
@@ -203,7 +205,12 @@ class BadInput(unittest.TestCase):
         self.assertNotIn("error", result)
         self.assertIsNotNone(result.get("reply"), "slow client got no reply")
         self.assertEqual(result["reply"].code, 0)
-        self.assertLess(worst, T(1.0), "other clients waited %.2fs meanwhile" % worst)
+        # Scaled, but well under the ~5.8 s the 29-byte dribble lasts at any scale: a server
+        # that waited for the slow client would make the others wait about that long.
+        bound = min(T(1.0), 2.5)
+        self.assertLess(worst, bound, harness.expired(
+            "other clients' replies while a client dribbles", bound,
+            "the slowest took %.2fs" % worst))
 
     def test_12_many_idle_connections(self):
         self.assertGreater(self.nofile, IDLE_CONNS + 100, "cannot raise RLIMIT_NOFILE")
@@ -245,10 +252,12 @@ class IdleClose(harness.NodeTestCase):
         # A connection that keeps talking stays open past the idle time.
         while not c.wait_closed(0.5):
             self.assertEqual(busy.request(ns.GET_BROKER_CLUSTER_INFO).code, 0)
-            self.assertLess(time.monotonic() - t0, T(self.IDLE + 5), "idle connection not closed")
+            waited = time.monotonic() - t0
+            self.assertLess(waited, self.IDLE + T(5), harness.expired(
+                "idle connection closed", self.IDLE + T(5), "open after %.1fs" % waited))
         self.assertGreaterEqual(time.monotonic() - t0, self.IDLE - 1.5, "closed before the idle time")
         self.assertEqual(busy.request(ns.GET_BROKER_CLUSTER_INFO).code, 0)
-        wait_until(lambda: self.node.alive(), 1, "node alive")
+        wait_until(lambda: self.node.alive(), T(1), "node alive")
 
 
 if __name__ == "__main__":

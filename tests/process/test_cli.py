@@ -39,9 +39,11 @@ class Cli(harness.NodeTestCase):
             busy.send_raw(frames)
             t0 = time.monotonic()
             self.assertEqual(self.node.stop(timeout=T(10)), 0)
-            self.assertLess(time.monotonic() - t0, T(5), "SIGTERM took too long")
+            took = time.monotonic() - t0
+            self.assertLess(took, T(5), harness.expired("exit after SIGTERM", T(5),
+                                                        "exited after %.1fs" % took))
             for c in idle:
-                self.assertTrue(c.wait_closed(T(2)), "client connection left open after exit")
+                harness.assert_closed(c, T(2), "client connection closed after exit")
         finally:
             for c in idle + [busy]:
                 c.close()
@@ -65,7 +67,8 @@ class PortTaken(harness.NodeTestCase):
                 rc = node.proc.wait(T(10))
             except Exception:  # noqa: BLE001 - reported as a failure below
                 rc = None
-            self.assertIsNotNone(rc, "raftns kept running although its client port is taken")
+            self.assertIsNotNone(rc, harness.expired("raftns exits: its client port is taken",
+                                                     T(10), "still running"))
             self.assertNotEqual(rc, 0, "raftns exited 0 although its client port is taken")
             node.assert_clean_log()
             node.cleanup(check=False)  # its non-zero exit is the expected outcome here

@@ -9,7 +9,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
 import nsclient as ns  # noqa: E402
-from harness import T, wait_until  # noqa: E402
+from harness import T, observed, wait_until  # noqa: E402
 
 
 def metric(nd, name):
@@ -31,8 +31,10 @@ class Backpressure(clusterh.ClusterTestCase):
             r = leader.request(ns.PUT_KV_CONFIG, {"namespace": "bp", "key": "k%d" % k,
                                                   "value": value}, timeout=T(20.0))
             self.assertEqual(r.code, 0, r)
-        wait_until(lambda: metric(leader, "raftns_peer_backpressure_total") > 0, T(20.0),
-                   "the leader's relay to the paused follower to pause")
+        def paused():
+            n = metric(leader, "raftns_peer_backpressure_total")
+            return observed(n > 0, "raftns_peer_backpressure_total %d" % n)
+        wait_until(paused, T(20.0), "the leader's relay to the paused follower to pause")
         slow.resume()
         c.wait_converged(timeout=T(60.0))
         r = slow.request(ns.GET_KV_CONFIG, {"namespace": "bp", "key": "k39"})

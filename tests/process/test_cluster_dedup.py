@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
 import nsclient as ns  # noqa: E402
 from clusterh import T, broker_names, route  # noqa: E402
-from harness import wait_until  # noqa: E402
+from harness import Seen, wait_until  # noqa: E402
 
 ROUNDS = 6
 
@@ -26,7 +26,7 @@ def stable_commit(c):
             ci, ai = vals.pop()
             if ci == ai:
                 return ci
-        return None
+        return Seen("(commit, applied) per node: %r" % idx)
     return wait_until(pred, T(10.0), "same commit and applied index on every node")
 
 

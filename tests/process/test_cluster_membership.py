@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
 import harness  # noqa: E402
 from clusterh import T, write_until_acked  # noqa: E402
-from harness import wait_until  # noqa: E402
+from harness import observed, wait_until  # noqa: E402
 
 RAFTNSCTL = os.environ.get("RAFTNSCTL_BIN", "/work/main/build/raftnsctl")
 SECRET = "raftns-test-secret"
@@ -32,6 +32,12 @@ def members_of(nodes):
     if r.returncode != 0:
         raise AssertionError("member list: %s %s" % (r.stdout, r.stderr))
     return {m["id"]: m for m in json.loads(r.stdout)["members"]}
+
+
+def members_are(nodes, ids):
+    """observed(): does `member list` through nodes name exactly ids?"""
+    ms = sorted(members_of(nodes))
+    return observed(ms == sorted(ids), "members %r" % ms)
 
 
 def status_members(nd):
@@ -91,7 +97,7 @@ class Membership(unittest.TestCase):
 
         r = ctl(self.three(), "member", "remove", "4")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        wait_until(lambda: sorted(members_of(self.three())) == [1, 2, 3], T(10.0),
+        wait_until(lambda: members_are(self.three(), [1, 2, 3]), T(10.0),
                    "3 members after remove")
         n4.stop()
         b.counter += 1
@@ -111,7 +117,7 @@ class Membership(unittest.TestCase):
         r = ctl([old], "member", "remove", str(old.id))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rest = [nd for nd in self.three() if nd.id != old.id]
-        wait_until(lambda: sorted(members_of(rest)) == sorted(nd.id for nd in rest), T(10.0),
+        wait_until(lambda: members_are(rest, [nd.id for nd in rest]), T(10.0),
                    "the old leader removed")
         new = c.leader(nodes=rest)
         self.assertNotEqual(new.id, old.id)

@@ -53,12 +53,15 @@ class Observer:
         self.answered = 0  # reads answered with code 0
         self.refused = 0   # reads answered "not ready"
         self.ready_seen = 0
+        self.last_status = None  # the last /status (or its error), for a failure message
 
     def check_status(self):
         try:
             st = self.status_of()
-        except OSError:
+        except OSError as e:
+            self.last_status = e
             return False
+        self.last_status = st
         applied = int(st.get("applied_index") or 0)
         if st.get("ready") is True:
             self.ready_seen += 1
@@ -103,8 +106,11 @@ class Observer:
             if ready and done():
                 break
         else:
-            raise AssertionError("node did not become ready and caught up\n" +
-                                 self.nd.log_tail())
+            raise AssertionError("%s\n%s" % (harness.expired(
+                "node %d ready and caught up" % self.nd.id, timeout,
+                "%d answered, %d refused, /status %r" % (self.answered, self.refused,
+                                                         self.last_status)),
+                self.nd.log_tail()))
         for _ in range(20):  # answers after ready stay at least as new
             self.check_reads()
             self.check_status()
@@ -219,7 +225,7 @@ class SingleNodeRestart(unittest.TestCase):
 def nd_http(nd, path):
     url = "http://127.0.0.1:%d%s" % (nd.http_port, path)
     try:
-        with urllib.request.urlopen(url, timeout=2.0) as r:
+        with urllib.request.urlopen(url, timeout=T(2.0)) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()

@@ -23,10 +23,10 @@ NS_CODE_STATUS = 9008
 RAFTNSCTL = os.environ.get("RAFTNSCTL_BIN", "raftnsctl")
 
 
-def http_get(port, path, timeout=5.0):
+def http_get(port, path, timeout=None):
     url = "http://127.0.0.1:%d%s" % (port, path)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(url, timeout=timeout or T(5.0)) as r:
             return r.status, r.read().decode("utf-8")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8")
@@ -46,7 +46,8 @@ def metric(text, name, labels=None):
 def ctl(*args, env=None):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([RAFTNSCTL] + list(args), capture_output=True, timeout=60, env=e)
+    return subprocess.run([RAFTNSCTL] + list(args), capture_output=True, timeout=T(60),
+                          env=e)
 
 
 def register(conn, topics=("TopicA",), counter=1, name="broker-a", addr="127.0.0.1:10911"):
@@ -106,11 +107,11 @@ class OneNode(harness.NodeTestCase):
         req = urllib.request.Request("http://127.0.0.1:%d/status" % self.node.http_port,
                                      data=b"x", method="POST")
         with self.assertRaises(urllib.error.HTTPError) as cm:
-            urllib.request.urlopen(req, timeout=5)
+            urllib.request.urlopen(req, timeout=T(5))
         self.assertEqual(cm.exception.code, 405)
         # An oversized request is refused, and the port keeps working.
         import socket
-        s = socket.create_connection(("127.0.0.1", self.node.http_port), timeout=5)
+        s = socket.create_connection(("127.0.0.1", self.node.http_port), timeout=T(5))
         s.sendall(b"GET /status HTTP/1.1\r\nX-Big: " + b"a" * 20000)
         data = s.recv(4096)
         s.close()

@@ -20,10 +20,10 @@ from harness import T  # noqa: E402
 CTL_BIN = os.environ.get("RAFTNSCTL_BIN", "/work/main/build/raftnsctl")
 
 
-def ctl(*args, timeout=30):
+def ctl(*args, timeout=None):
     """Runs raftnsctl; returns (exit code, stdout, stderr)."""
     p = subprocess.run([CTL_BIN] + [str(a) for a in args], stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=timeout)
+                       capture_output=True, timeout=timeout or T(30))
     return p.returncode, p.stdout.decode("utf-8"), p.stderr.decode("utf-8")
 
 
@@ -217,7 +217,8 @@ class FakeServerTest(unittest.TestCase):
         not_ready = self.fake(lambda req: json_reply(req, 1, remark="name server not ready"))
         silent = self.fake(lambda req: None)
         good = self.fake(lambda req: json_reply(req, body=b'{"topicList":["b","a"]}'))
-        rc, out, err = ctl("--timeout-ms", 500, "-n", not_ready.addr, "-n", silent.addr,
+        rc, out, err = ctl("--timeout-ms", int(T(0.5) * 1000), "-n", not_ready.addr,
+                           "-n", silent.addr,
                            "-n", good.addr, "topics")
         self.assertEqual((rc, out), (0, "a\nb\n"), err)
         self.assertIn("not ready", err)

@@ -39,12 +39,12 @@ class WriteLoad:
         while not self.stop_flag.is_set():
             addr = self.addrs[(k + seq) % len(self.addrs)]
             try:
-                with ns.Conn(addr, timeout=1.0) as c:
+                with ns.Conn(addr, timeout=T(1.0)) as c:
                     while not self.stop_flag.is_set():
                         seq += 1
                         r = c.request(ns.PUT_KV_CONFIG, {"namespace": "stress",
                                                          "key": "k%d-%d" % (k, seq % 50),
-                                                         "value": "v%d" % seq}, timeout=2.0)
+                                                         "value": "v%d" % seq}, timeout=T(2.0))
                         if r.code == 0:
                             self.answered += 1
             except (OSError, ns.ConnectionClosed, TimeoutError, ns.ProtocolError):
@@ -58,7 +58,10 @@ class WriteLoad:
     def __exit__(self, *exc):
         self.stop_flag.set()
         for t in self.threads:
-            t.join(10)
+            t.join(T(10))
+            if t.is_alive():
+                raise AssertionError(harness.expired("a write thread stops", T(10),
+                                                     "still running"))
 
 
 class StopStress(harness.NodeTestCase):
@@ -66,7 +69,8 @@ class StopStress(harness.NodeTestCase):
         nd = self.new_node()
         for i in range(ROUNDS):
             with WriteLoad([nd.addr]) as load:
-                harness.wait_until(lambda: load.answered > 0, T(10), "a write answered")
+                harness.wait_until(lambda: harness.observed(load.answered > 0, "0 answered"),
+                                   T(10), "a write answered")
                 rc = nd.stop(check=False)
             self.assertEqual(rc, 0, "round %d: exit status %r\n%s" % (i, rc, nd.log_tail()))
             nd.assert_clean_log()
@@ -84,7 +88,9 @@ class StopStress(harness.NodeTestCase):
                 leader = c.leader()
                 victim = leader if i % 2 == 0 else c.followers(leader)[0]
                 before = load.answered
-                harness.wait_until(lambda: load.answered > before, T(15), "writes flowing")
+                harness.wait_until(lambda: harness.observed(
+                    load.answered > before, "%d answered, none since round %d began" % (
+                        load.answered, i)), T(15), "writes flowing")
                 rc = victim.stop(check=False)
                 self.assertEqual(rc, 0, "round %d: node %d exit status %r\n%s" % (
                     i, victim.id, rc, victim.log_tail()))

@@ -107,7 +107,7 @@ class VectorReplay(harness.NodeTestCase):
                 exp = ns.decode_frame(resp[4:])
                 c.send_raw(req)
                 r = c.wait_reply(exp.opaque, T(5))
-                self.assertIsNotNone(r, "%s: no reply within 5s" % name)
+                self.assertIsNotNone(r, harness.expired("%s: the reply" % name, T(5), None))
                 diffs = compare(resp, r)
                 if diffs and name.startswith("03_") and r.code == 1 and \
                         r.remark == "register broker failed":
@@ -124,19 +124,21 @@ class VectorReplay(harness.NodeTestCase):
                     self.assertEqual(rr.code, 0, "repair registration: %r" % rr)
                     c.send_raw(req)
                     r = c.wait_reply(exp.opaque, T(5))
-                    self.assertIsNotNone(r, "%s (resent): no reply" % name)
+                    self.assertIsNotNone(r, harness.expired("%s (resent): the reply" % name,
+                                                            T(5), None))
                     diffs = compare(resp, r)
                 if name.split("_", 1)[0] in ("21", "22", "25"):
                     unregistered = True
                 if diffs and unregistered and exp.header.get("code") is not None and \
                         name.split("_", 1)[0] in ("26", "27"):
-                    # 5.x unregister is acknowledged before it is applied: poll up to 5 s.
+                    # 5.x unregister is acknowledged before it is applied: poll up to T(5).
                     deadline = time.monotonic() + T(5)
                     while diffs and time.monotonic() < deadline:
                         time.sleep(0.1)
                         c.send_raw(req)
                         r = c.wait_reply(exp.opaque, T(5))
-                        self.assertIsNotNone(r, "%s (poll): no reply" % name)
+                        self.assertIsNotNone(r, harness.expired(
+                            "%s (poll): the reply" % name, T(5), None))
                         diffs = compare(resp, r)
                 self.assertFalse(diffs, "%s: request %r\n  %s" % (
                     name, req[8:], "\n  ".join(diffs)))
@@ -145,7 +147,7 @@ class VectorReplay(harness.NodeTestCase):
         # Java 4.9.8 stays silent; raftns answers like 5.x (PROTOCOL.md 2.7).
         c.send_raw(req)
         r = c.wait_reply(24, T(3))
-        self.assertIsNotNone(r, "%s: expected code 3 reply, got nothing within 3s" % name)
+        self.assertIsNotNone(r, harness.expired("%s: a code 3 reply" % name, T(3), None))
         self.assertEqual((r.code, r.remark, r.flag, r.opaque, r.ser),
                          (3, " request type 9999 not supported", 1, 24, 0),
                          "%s: %r" % (name, r))

@@ -123,7 +123,7 @@ def ctl(nd, *args, creds=None, env_creds=None):
     env.pop("RAFTNS_SECRET_KEY", None)
     if env_creds:
         env["RAFTNS_ACCESS_KEY"], env["RAFTNS_SECRET_KEY"] = env_creds
-    p = subprocess.run(a + [str(x) for x in args], capture_output=True, timeout=60, env=env,
+    p = subprocess.run(a + [str(x) for x in args], capture_output=True, timeout=T(60), env=env,
                        stdin=subprocess.DEVNULL)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
@@ -142,7 +142,7 @@ def signed_ready(nd):
     """Readiness from /status (the harness's probe, an unsigned 106, fails with anonymous reads
     off)."""
     try:
-        return nd.status(timeout=1.0).get("ready") is True
+        return nd.status(timeout=T(1.0)).get("ready") is True
     except OSError:
         return False
 
@@ -177,9 +177,12 @@ class ClusterCase(unittest.TestCase):
         cl = make_cluster(*a, **kw)
         self.clusters = getattr(self, "clusters", []) + [cl]
         cl.start()
-        wait_until(lambda: len(acl_list(cl.leader())["accounts"]) == len(ACCOUNTS)
-                   if kw.get("accounts", ACCOUNTS) is not None else True,
-                   T(20.0), "the file's accounts seeded")
+        def seeded():
+            if kw.get("accounts", ACCOUNTS) is None:
+                return True
+            n = len(acl_list(cl.leader())["accounts"])
+            return harness.observed(n == len(ACCOUNTS), "%d accounts" % n)
+        wait_until(seeded, T(20.0), "the file's %d accounts seeded" % len(ACCOUNTS))
         return cl
 
     def assert_refused(self, r, remark, what):

@@ -78,7 +78,12 @@ class ConfigUpdate(clusterh.ClusterTestCase):
     def assert_everywhere(self, expected, what):
         """Every node's 319 equals expected (polled: a follower may still be applying)."""
         for nd in self.cluster.all():
-            wait_until(lambda: get_config(nd) == expected, T(10), "%s on node %d" % (what, nd.id))
+            def same(nd=nd):
+                cfg = get_config(nd)
+                return harness.observed(cfg == expected, {
+                    k: cfg.get(k) for k in set(cfg) | set(expected)
+                    if cfg.get(k) != expected.get(k)})
+            wait_until(same, T(10), "%s on node %d" % (what, nd.id))
 
     def test_refused_values_change_nothing(self):
         nodes = self.cluster.all()
@@ -154,7 +159,8 @@ class StartValidation(harness.NodeTestCase):
             rc = node.proc.wait(T(10))
         except Exception:  # noqa: BLE001 - reported below
             rc = None
-        self.assertEqual(rc, 2, "raftns did not exit 2:\n" + node.log_tail(20))
+        self.assertEqual(rc, 2, "raftns did not exit 2 within %s:\n%s" % (
+            harness.scale.describe(T(10)), node.log_tail(20)))
         self.assertIn(needle, node.log_text())
         node.assert_clean_log()
         node.cleanup(check=False)  # its exit status 2 is the expected outcome

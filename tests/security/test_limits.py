@@ -48,10 +48,10 @@ def vm_kb(node, field):
     return 0
 
 
-def healthz(node, timeout=2.0):
+def healthz(node, timeout=None):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % node.http_port,
-                                    timeout=timeout) as r:
+                                    timeout=timeout or T(2.0)) as r:
             return r.status
     except (urllib.error.URLError, OSError):
         return None
@@ -80,7 +80,8 @@ class ConnectionCaps(harness.NodeTestCase):
             c = ns.Conn(node.addr, timeout=T(5))
             self.addCleanup(c.close)
             kept.append(c)
-        wait_until(lambda: refusals(node, limit) >= expect, T(10), "refusals counted")
+        wait_until(lambda: (lambda n: harness.observed(n >= expect, "%d refusals" % n))(
+            refusals(node, limit)), T(10), "%d refusals counted" % expect)
         for c in kept:
             if c.wait_closed(0.05):  # a refused one has its EOF waiting already
                 closed += 1
@@ -195,7 +196,9 @@ class HttpIdle(harness.NodeTestCase):
         s.settimeout(T(5))
         t0 = time.monotonic()
         self.assertEqual(s.recv(1), b"", "idle HTTP connection not closed")
-        self.assertLess(time.monotonic() - t0, T(4))
+        took = time.monotonic() - t0
+        self.assertLess(took, T(4), harness.expired("idle HTTP connection closed", T(4),
+                                                    "closed after %.1fs" % took))
 
 
 class BigRegistration(harness.NodeTestCase):
@@ -234,7 +237,8 @@ class BigRegistration(harness.NodeTestCase):
         self.assertEqual(r.code, 0, repr(r))
         print("\n  %d-topic registration (%d bytes): answered in %.1f ms; %d concurrent route "
               "reads, the slowest %.1f ms" % (self.TOPICS, len(body), reg_ms, n, worst_ms))
-        self.assertLess(worst_ms, T(250), "a route read stalled behind the registration")
+        self.assertLess(worst_ms, T(250), harness.expired(
+            "route reads during the registration", T(0.25), "the slowest %.0f ms" % worst_ms))
         r = self.conn().request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "BenchTopic-9999"})
         self.assertEqual(r.code, 0)
 
@@ -268,7 +272,8 @@ class BigRegistration(harness.NodeTestCase):
               "reads, the slowest %.1f ms" % (len(body), reg_ms, r.remark, n, worst_ms))
         self.assertEqual(r.code, SYSTEM_ERROR)
         self.assertIn("too large to replicate", r.remark)
-        self.assertLess(worst_ms, T(250), "a route read stalled behind the decode")
+        self.assertLess(worst_ms, T(250), harness.expired(
+            "route reads during the decode", T(0.25), "the slowest %.0f ms" % worst_ms))
         self.assertEqual(refusals(self.node, "command_size"), 1)
 
     def test_topic_bound(self):
@@ -298,7 +303,11 @@ class ForwardTooBig(clusterh.ClusterTestCase):
         self.assertEqual(r.code, SYSTEM_ERROR)
         self.assertTrue(r.remark.startswith("the write is too large to replicate: its command"
                                             " is over 16711680 bytes"), r.remark)
-        self.assertLess(ms, T(1500), "not refused at once (the raft wait is 3000 ms)")
+        # Scaled, but kept under the 3000 ms raft wait at any scale: over it the test could
+        # not tell a refusal at once from one after the wait.
+        bound = min(T(1.5), 2.9)
+        self.assertLess(ms, bound * 1000, harness.expired(
+            "refused at once (the raft wait is 3000 ms)", bound, "refused after %.0f ms" % ms))
 
     def test_over_limit_command_fails_fast(self):
         leader = self.cluster.leader()

@@ -106,6 +106,9 @@ def recv_exact(sock, n, timeout):
             got = sock.recv(n - len(out))
         except (ConnectionResetError, BrokenPipeError):
             got = b""
+        except socket.timeout:
+            raise AssertionError(harness.expired("%d bytes from the raft port" % n, timeout,
+                                                 "%d bytes: %r" % (len(out), out[:32])))
         if not got:
             raise Closed("closed after %d of %d bytes" % (len(out), n))
         out += got
@@ -186,8 +189,8 @@ class RaftPortAttacks:
         if why:
             raise unittest.SkipTest(why)
         del harness.TEST_NODES[:]
-        # Long election timeout: the leader must not change on a busy shared machine either.
-        cls.cluster = clusterh.Cluster(cls.N, election_ms=2000, heartbeat_ms=100)
+        # Long election timeout, scaled: the leader must not change on a busy machine either.
+        cls.cluster = clusterh.Cluster(cls.N, election_ms=int(T(2.0) * 1000), heartbeat_ms=100)
         for nd in cls.cluster.all():
             nd.extra_args += NO_CHECKPOINTS
         try:
@@ -236,9 +239,10 @@ class RaftPortAttacks:
         self.assertEqual(self.state(), self.baseline, "state changed after %s" % what)
 
     def assert_closed(self, sock, what, timeout=None):
+        timeout = timeout or T(5.0)
         try:
-            self.assertTrue(closed_within(sock, timeout or T(5.0)),
-                            "%s: the node kept the connection open" % what)
+            self.assertTrue(closed_within(sock, timeout), harness.expired(
+                "%s closed by the node" % what, timeout, "still open"))
         finally:
             sock.close()
 
@@ -306,7 +310,7 @@ class RaftPortAttacks:
         def fn(nd):
             flood = [dial(nd, "127.0.0.3") for _ in range(40)]
             try:
-                cut = sum(closed_within(s, 0.3) for s in flood)
+                cut = sum(closed_within(s, T(0.3)) for s in flood)
                 self.assertGreaterEqual(cut, 30, "only %d of 40 cut at once" % cut)
                 peer = self.other(nd)
                 s, _, _ = handshake(nd, SECRET, 99 if peer.id == nd.id else peer.id,

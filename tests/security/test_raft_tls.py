@@ -40,7 +40,7 @@ N_WRITES = 300
 def setUpModule():
     global CERTS
     CERTS = tempfile.mkdtemp(prefix="raftns-raft-tls-certs-")
-    subprocess.run([os.path.join(HERE, "gen_certs.sh"), CERTS], check=True, timeout=60)
+    subprocess.run([os.path.join(HERE, "gen_certs.sh"), CERTS], check=True, timeout=T(60))
 
 
 def tearDownModule():
@@ -98,7 +98,8 @@ class RaftTlsCluster(unittest.TestCase):
         if why:
             raise unittest.SkipTest(why)
         del harness.TEST_NODES[:]
-        cls.cluster = clusterh.Cluster(3, election_ms=2000, heartbeat_ms=100,
+        # Scaled like test_raft_port's: no leader change on a busy machine either.
+        cls.cluster = clusterh.Cluster(3, election_ms=int(T(2.0) * 1000), heartbeat_ms=100,
                                        namesrv=raft_tls_sets())
         for nd in cls.cluster.all():
             nd.extra_args += rp.NO_CHECKPOINTS
@@ -197,7 +198,8 @@ class RaftTlsCluster(unittest.TestCase):
             rp.send_all(s, rp.legacy_handshake(o.id, rp.raft_addr(o)) +
                         rp.append_entries(1000, [(1000, rp.COMMAND, rp.forged_command())],
                                           commit=1 << 20))
-            self.assertTrue(rp.closed_within(s, T(5.0)), "libraft handshake not closed")
+            self.assertTrue(rp.closed_within(s, T(5.0)), harness.expired(
+                "libraft handshake closed", T(5.0), "still open"))
             s.close()
         self.assert_refused_each("a plain attacker with the secret", fn, "TLS: ")
 
@@ -238,7 +240,8 @@ class RaftTlsCluster(unittest.TestCase):
                 self.assertEqual(lid, nd.id)
                 # Any RESPONSE: a wrong MAC or (with the right one) a non-member, refused.
                 rp.send_all(s, b"RNSR" + rp.be16(1) + rp.be16(0) + b"\0" * 32)
-                self.assertTrue(rp.closed_within(s, T(5.0)), "not closed after RESPONSE")
+                self.assertTrue(rp.closed_within(s, T(5.0)), harness.expired(
+                    "closed after RESPONSE", T(5.0), "still open"))
             finally:
                 s.close()
         self.assert_refused_each("a valid certificate, then a bad handshake", fn,

@@ -35,7 +35,7 @@ CERTS = None  # temp dir with the generated certificates
 def setUpModule():
     global CERTS
     CERTS = tempfile.mkdtemp(prefix="raftns-tls-certs-")
-    subprocess.run([os.path.join(HERE, "gen_certs.sh"), CERTS], check=True, timeout=60)
+    subprocess.run([os.path.join(HERE, "gen_certs.sh"), CERTS], check=True, timeout=T(60))
 
 
 def tearDownModule():
@@ -154,7 +154,7 @@ class NodeTLS(harness.NodeTestCase):
         nd = self.tls_node(tls_sets("enforcing"))
         with ns.Conn(nd.addr, timeout=T(5.0)) as c:
             c.send_raw(ns.build_request(ns.GET_BROKER_CLUSTER_INFO, opaque=3))
-            self.assertTrue(c.wait_closed(T(5.0)), "plain connection not closed")
+            harness.assert_closed(c, T(5.0), "plain connection closed")
         wait_until(lambda: "plaintext connection refused" in nd.log_text(), T(5.0),
                    "the refusal logged")
         with nd_conn(self, nd) as c:
@@ -169,7 +169,7 @@ class NodeTLS(harness.NodeTestCase):
             self.assertNotIn(b"tls", r.body.lower())
         with ns.Conn(nd.addr, timeout=T(5.0)) as c:
             c.send_raw(ns.build_request(ns.GET_BROKER_CLUSTER_INFO, opaque=4))
-            self.assertTrue(c.wait_closed(T(5.0)), "plain accepted after a 318")
+            harness.assert_closed(c, T(5.0), "plain connection closed after a 318")
 
     def test_disabled_refuses_tls(self):
         nd = self.tls_node({}, tls=None)
@@ -212,7 +212,7 @@ class NodeTLS(harness.NodeTestCase):
         for g in garbage:
             with ns.Conn(nd.addr, timeout=T(5.0)) as bad:
                 bad.send_raw(g)
-                self.assertTrue(bad.wait_closed(T(5.0)), "garbage %r not closed" % g[:8])
+                harness.assert_closed(bad, T(5.0), "garbage %r closed" % g[:8])
         wait_until(lambda: nd.log_text().count("TLS handshake failed") >= 3, T(5.0),
                    "the failed handshakes logged")
         self.assertTrue(nd.alive())
@@ -230,7 +230,7 @@ class NodeTLS(harness.NodeTestCase):
         t0 = time.monotonic()
         with ns.Conn(nd.addr, timeout=T(5.0)) as stalled:
             stalled.send_raw(b"\x16\x03\x01\x02\x00")  # a record header, then nothing
-            self.assertTrue(stalled.wait_closed(T(30.0)), "stalled handshake still open")
+            harness.assert_closed(stalled, T(30.0), "stalled handshake closed")
         waited = time.monotonic() - t0
         self.assertGreater(waited, 8.0, "closed before the handshake deadline")
         self.assertIn("TLS handshake not done within", nd.log_text())
@@ -311,7 +311,8 @@ class NodeTLS(harness.NodeTestCase):
         addr = "127.0.0.1:%d" % nd.client_port
 
         def ctl(*args):
-            return subprocess.run([RAFTNSCTL, "-n", addr, "--timeout-ms", "5000"] + list(args),
+            return subprocess.run([RAFTNSCTL, "-n", addr, "--timeout-ms",
+                                   str(int(T(5.0) * 1000))] + list(args),
                                   capture_output=True, timeout=T(30.0))
         with_cert = ["--tls-ca", cert("ca.pem"), "--tls-cert", cert("client.pem"),
                      "--tls-key", cert("client.key")]
