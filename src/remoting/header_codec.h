@@ -38,10 +38,12 @@ int header_json_scan(const uint8_t *h, size_t h_len, struct ns_cmd *c);
 /* The general path over a cJSON tree (header_json.c). */
 int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c);
 
-/* Java's view of a header number given as a string ("12" -> 12, else 0), and
- * of a language given as a name or an ordinal: shared by both paths. */
-int32_t header_text_int32(const char *text);
+/* fastjson's view of a header int given as a string (0 and *out, *out
+ * unchanged for "" or "null", NS_EPROTO where Java throws), of a language
+ * name, and of a language ordinal (NS_EPROTO beyond 4.9.8's RUST = 12): shared
+ * by both paths. */
+int header_text_int32(const char *text, int32_t *out);
 int32_t header_language_of_text(const char *text);
-int32_t header_language_of_number(double d);
+int header_language_of_ordinal(int64_t v, int32_t *out);
 
 #endif
