@@ -14,6 +14,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "data_version.h"
 #include "register_body_scan.h"
 
 #define INFLATE_CHUNK (64u * 1024u)
@@ -85,14 +86,27 @@ static int get_int32(struct body_ctx *c, const cJSON *obj, const char *key,
     return 0;
 }
 
-/* DataVersion object (NULL: absent); missing timestamp gets now_ms, as Java's
- * constructor. */
-static void decode_dv(struct body_ctx *c, const cJSON *obj,
-                      struct ns_data_version *dv)
+/* DataVersion object obj (NULL: absent) whose text is span; a missing
+ * timestamp gets now_ms, as Java's constructor. Numbers are read from the
+ * text, so 64-bit counters stay exact. */
+static int decode_dv(struct body_ctx *c, const cJSON *obj,
+                     struct ns_json_span span, struct ns_data_version *dv)
 {
-    dv->counter = ns_json_get_int64(obj, "counter", 0);
-    dv->state_version = ns_json_get_int64(obj, "stateVersion", 0);
-    dv->timestamp = ns_json_get_int64(obj, "timestamp", c->now_ms);
+    const char *bad;
+    if (obj == NULL) {
+        memset(dv, 0, sizeof *dv);
+        dv->timestamp = c->now_ms;
+        return 0;
+    }
+    int rv =
+        ns_data_version_decode_tree(span.p, span.len, obj, c->now_ms, dv, &bad);
+    if (rv != 0) {
+        return fail(c,
+                    "com.alibaba.fastjson.JSONException: parseLong error, "
+                    "field : %s",
+                    bad);
+    }
+    return 0;
 }
 
 static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
@@ -296,7 +310,8 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
 /* TopicConfigSerializeWrapper (and its 5.x subclass): dataVersion,
  * topicConfigTable, topicQueueMappingInfoMap. wrapper NULL: Java's default
  * wrapper (new DataVersion()). */
-static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper)
+static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper,
+                          struct ns_json_span text)
 {
     if (wrapper != NULL && !cJSON_IsNull(wrapper) && !cJSON_IsObject(wrapper)) {
         return fail_json(c, "syntax error, TopicConfigSerializeWrapper");
@@ -305,9 +320,16 @@ static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper)
     if (dv != NULL && !cJSON_IsNull(dv) && !cJSON_IsObject(dv)) {
         return fail_json(c, "syntax error, dataVersion");
     }
-    decode_dv(c, cJSON_IsObject(dv) ? dv : NULL, &c->r->dv);
-    int rv = decode_topic_table(
-        c, cJSON_GetObjectItemCaseSensitive(wrapper, "topicConfigTable"));
+    struct ns_json_span dv_text = {NULL, 0};
+    if (cJSON_IsObject(dv) &&
+        !ns_json_span_of(text.p, text.len, wrapper, dv, &dv_text)) {
+        return fail_json(c, "syntax error, dataVersion");
+    }
+    int rv = decode_dv(c, cJSON_IsObject(dv) ? dv : NULL, dv_text, &c->r->dv);
+    if (rv == 0) {
+        rv = decode_topic_table(
+            c, cJSON_GetObjectItemCaseSensitive(wrapper, "topicConfigTable"));
+    }
     if (rv == 0) {
         rv = decode_mapping_table(c, cJSON_GetObjectItemCaseSensitive(
                                          wrapper, "topicQueueMappingInfoMap"));
@@ -319,6 +341,7 @@ static int decode_json_body(struct body_ctx *c, bool bare_wrapper,
                             const uint8_t *body, size_t len)
 {
     cJSON *root;
+    struct ns_json_span text = {(const char *)body, len};
     int rv =
         parse_json(c, (const char *)body, len, "RegisterBrokerBody", &root);
     if (rv != 0) {
@@ -327,13 +350,19 @@ static int decode_json_body(struct body_ctx *c, bool bare_wrapper,
     if (!cJSON_IsObject(root)) {
         rv = fail(c, "java.lang.NullPointerException: body is not an object");
     } else if (bare_wrapper) {
-        rv = decode_wrapper(c, root);
+        rv = decode_wrapper(c, root, text);
     } else {
         rv = decode_filter_servers(
             c, cJSON_GetObjectItemCaseSensitive(root, "filterServerList"));
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(
+            root, "topicConfigSerializeWrapper");
+        struct ns_json_span w_text = {NULL, 0};
+        if (rv == 0 && cJSON_IsObject(w) &&
+            !ns_json_span_of(text.p, text.len, root, w, &w_text)) {
+            rv = fail_json(c, "syntax error, TopicConfigSerializeWrapper");
+        }
         if (rv == 0) {
-            rv = decode_wrapper(c, cJSON_GetObjectItemCaseSensitive(
-                                       root, "topicConfigSerializeWrapper"));
+            rv = decode_wrapper(c, w, w_text);
         }
     }
     cJSON_Delete(root);
@@ -632,9 +661,11 @@ static int decode_compressed(struct body_ctx *c, int32_t req_version,
         rv = fail_json(c, "syntax error, dataVersion");
         goto out;
     }
-    decode_dv(c, dv, &c->r->dv);
+    rv = decode_dv(c, dv, (struct ns_json_span){p, n}, &c->r->dv);
     cJSON_Delete(dv);
-    rv = decode_compressed_topics(c, &rd);
+    if (rv == 0) {
+        rv = decode_compressed_topics(c, &rd);
+    }
     if (rv == 0) {
         rv = read_record(c, &rd, &p, &n);
     }
