@@ -17,6 +17,25 @@
 #include "register_memo.h"
 #include "server_int.h"
 
+/* What Java 4.9.8 (on Java 8) answers when a handler throws, derived from
+ * DefaultRequestProcessor (docs/compat.md): the exception's text and its
+ * first stack frame. */
+#define NPE_AT(method, line)                                                   \
+    "java.lang.NullPointerException, "                                         \
+    "org.apache.rocketmq.namesrv.processor.DefaultRequestProcessor." method    \
+    "(DefaultRequestProcessor.java:" #line ")"
+/* brokerId missing or not a long: unboxing the null Long throws. */
+#define REMARK_NPE_REGISTER NPE_AT("registerBrokerWithFilterServer", 252)
+#define REMARK_NPE_REGISTER_OLD NPE_AT("registerBroker", 332)
+#define REMARK_NPE_UNREGISTER NPE_AT("unregisterBroker", 359)
+#define REMARK_BAD_BODY                                                        \
+    "org.apache.rocketmq.remoting.exception.RemotingCommandException: "        \
+    "Failed to decode RegisterBrokerBody, "                                    \
+    "org.apache.rocketmq.namesrv.processor.DefaultRequestProcessor."           \
+    "registerBrokerWithFilterServer(DefaultRequestProcessor.java:241)"
+/* QUERY_DATA_VERSION without a body: new String(null) throws. */
+#define REMARK_NPE_NO_BODY "java.lang.NullPointerException"
+
 static const char *ext_or_empty(const struct ns_cmd *cmd, const char *key)
 {
     const char *v = ns_cmd_ext_find(cmd, key);
@@ -103,8 +122,13 @@ static void register_done(struct ns_pending *p, int status,
 
 int ns_register_check_crc(const struct ns_cmd *cmd)
 {
-    int64_t want = 0;
-    ns_ext_int64(cmd, "bodyCrc32", &want);
+    int32_t want = 0;
+    const char *text = ns_cmd_ext_find(cmd, "bodyCrc32");
+    /* Java leaves an unparsable bodyCrc32 at its default 0 and so skips the
+     * check; raftns refuses it instead (docs/compat.md). */
+    if (text != NULL && !ns_java_parse_int32(text, &want)) {
+        return -1;
+    }
     if (want == 0) {
         return 0;
     }
@@ -112,7 +136,7 @@ int ns_register_check_crc(const struct ns_cmd *cmd)
     if (cmd->body_len > 0) {
         crc = crc32(crc, cmd->body, (uInt)cmd->body_len);
     }
-    return ((int64_t)(crc & 0x7FFFFFFF) == want) ? 0 : -1;
+    return (int32_t)(crc & 0x7FFFFFFF) == want ? 0 : -1;
 }
 
 int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
@@ -181,13 +205,26 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
         NS_LOG(NS_LOG_WARN, "conn %llu %s: register refused: %s",
                (unsigned long long)req->conn->id, req->conn->peer, errmsg);
     }
-    if (rv == NS_EPROTO || rv == NS_ETOOBIG) {
-        return reply_error_ext(&req->to, errmsg[0] ? errmsg
-                                                   : "register body decode "
-                                                     "failed");
+    if (rv == NS_ETOOBIG) {
+        return reply_error_ext(&req->to, errmsg);
+    }
+    if (rv == NS_EPROTO) {
+        /* Java: RegisterBrokerBody.decode throws and is wrapped; requests
+         * older than V3_0_11 see the fastjson exception itself. */
+        return ns_reply_exception(&req->to,
+                                  req->cmd->version >= 37 ? REMARK_BAD_BODY
+                                  : errmsg[0]             ? errmsg
+                                              : "com.alibaba.fastjson."
+                                                "JSONException");
     }
     if (rv != 0) {
         return rv;
+    }
+    int64_t id;
+    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+        return ns_reply_exception(&req->to, req->cmd->version >= 37
+                                                ? REMARK_NPE_REGISTER
+                                                : REMARK_NPE_REGISTER_OLD);
     }
     uint64_t epoch = ns_route_epoch();
     if (ns_route_is_unchanged_registration(srv->state->route, reg,
@@ -274,6 +311,10 @@ int ns_handle_unregister_broker(struct ns_req *req)
 {
     struct ns_command c;
     int rv = NS_ENOMEM;
+    int64_t id;
+    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+        return ns_reply_exception(&req->to, REMARK_NPE_UNREGISTER);
+    }
     ns_command_init(&c, NS_CMD_UNREGISTER_BROKERS);
     c.leader_time_ms = ns_wall_ms();
     c.u.brokers.refs = ns_calloc(1, sizeof *c.u.brokers.refs);
@@ -309,9 +350,20 @@ int ns_handle_query_data_version(struct ns_req *req)
     const char *cluster = ext_or_empty(req->cmd, "clusterName");
     const char *addr = ext_or_empty(req->cmd, "brokerAddr");
     struct ns_data_version dv;
-    bool have =
-        req->cmd->body_len > 0 &&
-        ns_data_version_decode(req->cmd->body, req->cmd->body_len, &dv) == 0;
+    if (req->cmd->body_len == 0) {
+        return ns_reply_exception(&req->to, REMARK_NPE_NO_BODY);
+    }
+    int drv = ns_data_version_decode(req->cmd->body, req->cmd->body_len,
+                                     ns_wall_ms(), &dv);
+    if (drv == NS_ENOMEM) {
+        return drv;
+    }
+    if (drv == NS_EPROTO) {
+        return ns_reply_exception(&req->to,
+                                  "com.alibaba.fastjson.JSONException: "
+                                  "DataVersion body does not decode");
+    }
+    bool have = drv == 0; /* NS_ENOTFOUND: Java's null DataVersion */
     const struct ns_data_version *stored =
         ns_route_find_data_version(srv->state->route, cluster, addr);
     bool changed =
