@@ -13,8 +13,9 @@ struct skip {
 
 static void blanks(struct skip *s)
 {
-    while (s->p < s->end &&
-           (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) {
+    /* fastjson's blanks; callers refuse other control bytes first. */
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' ||
+                             *s->p == '\r' || *s->p == '\f' || *s->p == '\b')) {
         s->p++;
     }
 }
