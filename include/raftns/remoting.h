@@ -40,8 +40,8 @@ enum ns_language {
 
 struct ns_ext {
     char *key;   /* owned */
-    char *value; /* owned; never NULL after decode ("" for a zero-length binary
-                    value) */
+    char *value; /* owned; never NULL after decode (a null value, JSON null or
+                    a zero-length binary value, is not stored: absent) */
 };
 
 /* One remoting command, request or reply. */

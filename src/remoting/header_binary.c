@@ -34,9 +34,15 @@ static int decode_ext(const uint8_t *blob, size_t blob_len, struct ns_cmd *c)
         if (r.err || key == NULL || val == NULL) {
             return NS_EPROTO;
         }
-        if (key_len == 0) {
-            continue; /* a null key: Java's map would hold it, no handler reads
-                         it */
+        if (key_len == 0 || val_len == 0) {
+            /* Java's readStr gives null for a zero length: a null key no
+             * handler reads, or a null value, which every handler takes as
+             * absent. */
+            continue;
+        }
+        if (memchr(key, 0, (size_t)key_len) != NULL ||
+            memchr(val, 0, (size_t)val_len) != NULL) {
+            return NS_EPROTO; /* a C string cannot carry it: docs/compat.md */
         }
         if (copy_str(key, (size_t)key_len, &k) != 0) {
             return NS_ENOMEM;
@@ -70,7 +76,11 @@ int header_binary_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
     if (r.err) {
         return NS_EPROTO;
     }
-    /* Java reads a remark only when the length is positive. */
+    /* Zero is a null remark; Netty's readCharSequence throws on a negative
+     * length, and the decoder then closes the connection. */
+    if (remark_len < 0) {
+        return NS_EPROTO;
+    }
     if (remark_len > 0) {
         const uint8_t *p = ns_rd_bytes(&r, (size_t)remark_len);
         if (p == NULL) {

@@ -498,6 +498,22 @@ def header_rows():
     rows.append(Row("header ext value null means missing",
                     frame(header(103, reg_ext("hdr-null", broker_id=Raw("null")))), R(1),
                     "a null map value reads as null: brokerId NPE", remark=NPE_REG, ext=False))
+    bin_hdr = lambda code, ext: ns.encode_binary_header(code, ext, version=409)  # noqa: E731
+    rows.append(Row("binary topic zero-length", frame(bin_hdr(105, {"topic": ""}), b"",
+                                                      ns.SER_ROCKETMQ),
+                    R(17), "readStr gives null for length 0: topic null",
+                    remark=route_remark("null"), opaque=0))
+    rows.append(Row("binary brokerId zero-length", frame(bin_hdr(104, {
+        "brokerName": "b", "brokerAddr": "a", "clusterName": "c", "brokerId": ""}), b"",
+        ns.SER_ROCKETMQ), R(1), "null brokerId: NullPointerException, reply in JSON",
+        remark=NPE_UNREG, ser=ns.SER_JSON, opaque=0))
+    neg = bytearray(bin_hdr(106, None))
+    neg[13:17] = b"\xff\xff\xff\xff"
+    rows.append(Row("binary negative remark length", frame(bytes(neg), b"", ns.SER_ROCKETMQ),
+                    CLOSED, "Netty readCharSequence(-1) throws; NettyDecoder closes"))
+    rows.append(Row("binary NUL inside a value", frame(bin_hdr(105, {"topic": "T\0X"}), b"",
+                                                       ns.SER_ROCKETMQ),
+                    CLOSED, "Java keeps the NUL (code 17)", diff="nul-string"))
     rows.append(Row("header unknown field of any type", frame(header(extra={
         "zz": Raw('[1,{"a":null},1e999,"\\u00e9"]')})), R(0), "ignored"))
     rows.append(Row("header lone surrogate", frame(header(extra={"zz": Raw('"\\ud800"')})),

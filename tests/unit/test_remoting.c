@@ -556,10 +556,10 @@ static void binary_header_cases(void **state)
          FIXED "\x7f\xff\xff\xff"
                "\0\0\0\0",
          21, NS_EPROTO, NULL, false, NULL},
-        {"negative remark is null",
+        {"negative remark length closes (Netty throws)",
          FIXED "\xff\xff\xff\xff"
                "\0\0\0\0",
-         21, 0, NULL, false, NULL},
+         21, NS_EPROTO, NULL, false, NULL},
         {"ext",
          FIXED "\0\0\0\0"
                "\0\0\0\x08"
@@ -601,14 +601,20 @@ static void binary_header_cases(void **state)
                "\0\1k"
                "\xff\xff\xff\xff",
          28, NS_EPROTO, NULL, false, NULL},
-        {"null key skipped, null value empty",
+        {"null key and null value skipped",
          FIXED "\0\0\0\0"
                "\0\0\0\x0e"
                "\0\0"
                "\0\0\0\1x"
                "\0\1k"
                "\0\0\0\0",
-         35, 0, NULL, true, "k=;"},
+         35, 0, NULL, true, NULL},
+        {"NUL inside a value closes",
+         FIXED "\0\0\0\0"
+               "\0\0\0\x09"
+               "\0\1k"
+               "\0\0\0\2v\0",
+         30, NS_EPROTO, NULL, false, NULL},
         {"negative ext length is none",
          FIXED "\0\0\0\0"
                "\xff\0\0\0",
