@@ -74,16 +74,39 @@ static int parse_json(struct body_ctx *c, const char *text, size_t len,
                 what);
 }
 
-/* An int field of obj that must fit an int32 (fastjson rejects overflow). */
+/* An int property of obj as fastjson fills it (docs/compat.md): an integer
+ * must fit; a fraction truncates (low 32 bits of the integer part); a string
+ * is castToInt'ed; true/false are 1/0; null or absent keeps dflt; objects and
+ * arrays throw. The double cJSON holds is exact for every int32. */
 static int get_int32(struct body_ctx *c, const cJSON *obj, const char *key,
                      int32_t dflt, int32_t *out)
 {
-    int64_t v = ns_json_get_int64(obj, key, dflt);
-    if (v < INT32_MIN || v > INT32_MAX) {
-        return fail_json(c, "int value overflow");
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = dflt;
+    if (item == NULL || cJSON_IsNull(item)) {
+        return 0;
     }
-    *out = (int32_t)v;
-    return 0;
+    if (cJSON_IsBool(item)) {
+        *out = cJSON_IsTrue(item) ? 1 : 0;
+        return 0;
+    }
+    if (cJSON_IsString(item)) {
+        int rv = ns_json_string_to_int32(item->valuestring, out);
+        return rv == NS_EPROTO ? fail_json(c, "parseInt error") : 0;
+    }
+    if (!cJSON_IsNumber(item)) {
+        return fail_json(c, "parseInt error");
+    }
+    double d = item->valuedouble;
+    if (d == (double)(int64_t)d && d >= -2147483648.0 && d <= 2147483647.0) {
+        *out = (int32_t)d;
+        return 0;
+    }
+    if (d != (double)(int64_t)d && d > -9.2e18 && d < 9.2e18) {
+        *out = (int32_t)(uint32_t)(uint64_t)(int64_t)d;
+        return 0;
+    }
+    return fail_json(c, "int value overflow");
 }
 
 /* DataVersion object obj (NULL: absent) whose text is span; a missing

@@ -366,8 +366,9 @@ int ns_handle_query_data_version(struct ns_req *req)
     bool have = drv == 0; /* NS_ENOTFOUND: Java's null DataVersion */
     const struct ns_data_version *stored =
         ns_route_find_data_version(srv->state->route, cluster, addr);
-    bool changed =
-        !have || stored == NULL || !ns_data_version_equal(stored, &dv);
+    /* 4.9.8's DataVersion.equals: timestamp and counter (no stateVersion). */
+    bool changed = !have || stored == NULL || stored->counter != dv.counter ||
+                   stored->timestamp != dv.timestamp;
     ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
 
     struct ns_cmd reply;

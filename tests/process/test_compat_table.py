@@ -268,6 +268,17 @@ def register_rows():
             "fastjson reads the AtomicLong counter (a long: integers must fit; fractions "
             "truncate; strings parse; booleans throw) inside RegisterBrokerBody.decode, "
             "whose exception is rethrown as RemotingCommandException", **kw))
+    for label, v, code in (("\"abc\"", '"abc"', 1), ("2^31", str(2 ** 31), 1),
+                           ("1.5", "1.5", 0), ("true", "true", 0), ("\"8\"", '"8"', 0),
+                           ("[]", "[]", 1)):
+        body = ('{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
+                '{"counter":1,"timestamp":1},"topicConfigTable":{"tq":{"perm":6,'
+                '"readQueueNums":%s,"topicName":"tq","writeQueueNums":4}}}}' % v).encode()
+        kw = dict(remark=BAD_BODY, ext=False) if code else dict(ext=True)
+        rows.append(Row("103 body readQueueNums " + label, frame(header(103, reg_ext(
+            "reg-rq-" + label)), body), R(code),
+            "an int property: integers must fit, fractions truncate, strings parse, "
+            "booleans are 1/0, arrays throw", **kw))
     rows.append(Row("103 body timestamp abc", frame(header(103, reg_ext("reg-ts")),
                                                   reg_body(1, '"abc"')),
                     R(1), "timestamp is a long: parseLong error", remark=BAD_BODY, ext=False))
@@ -331,6 +342,13 @@ def query_rows():
                         "DataVersion.equals compares the long counters exactly",
                         ext={"changed": changed}, setup=setup(stored),
                         check=body_counter(stored)))
+    sv_ext = dict(qext, brokerName="qdv-sv", brokerAddr="10.2.0.9:10911")
+    rows.append(Row("322 stateVersion ignored", frame(header(322, sv_ext), (
+        '{"counter":3,"stateVersion":2,"timestamp":5}').encode()), R(0),
+        "4.9.8's DataVersion has no stateVersion: equals compares counter and timestamp",
+        ext={"changed": "false"}, setup=[frame(header(103, dict(
+            sv_ext, haServerAddr="x")), reg_body(3, 5).replace(
+                b'"counter":3', b'"counter":3,"stateVersion":1'))]))
     for label, body in (("1e308", dv_body("1e308")), ("abc", dv_body('"abc"')),
                         ("2^63", dv_body(str(2 ** 63))), ("true", dv_body("true")),
                         ("object", dv_body("{}")), ("timestamp abc", dv_body(1, '"abc"')),
