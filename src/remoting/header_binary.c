@@ -5,12 +5,26 @@
 #include "header_codec.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/utf8.h"
 
 /* Copies n bytes at p into an owned string; NULL result only when out of
  * memory. */
 static int copy_str(const uint8_t *p, size_t n, char **out)
 {
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    /* Netty's readCharSequence(UTF_8): malformed bytes are U+FFFD. */
+    int rv = ns_utf8_java(p, n, &fixed);
+    if (rv < 0) {
+        ns_buf_close(&fixed);
+        return NS_ENOMEM;
+    }
+    if (rv == 1) {
+        p = fixed.data;
+        n = fixed.len;
+    }
     *out = ns_strndup((const char *)p, n);
+    ns_buf_close(&fixed);
     return *out ? 0 : NS_ENOMEM;
 }
 

@@ -10,6 +10,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
+#include "raftns/utf8.h"
 
 /* Java's LanguageCode of 4.9.8 ends at RUST (12). */
 #define JAVA_LANGUAGES 13
@@ -252,7 +253,7 @@ static bool has_refused_bytes(const uint8_t *h, size_t h_len)
     return false;
 }
 
-int header_json_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
+static int decode_text(const uint8_t *h, size_t h_len, struct ns_cmd *c)
 {
     int rv = header_json_scan(h, h_len, c);
     if (rv != NS_EAGAIN) {
@@ -263,6 +264,21 @@ int header_json_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
     ns_cmd_init(c);
     c->ser = ser;
     return header_json_decode_tree(h, h_len, c);
+}
+
+int header_json_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
+{
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    /* Java parses new String(bytes, UTF_8): malformed bytes are U+FFFD. */
+    int rv = ns_utf8_java(h, h_len, &fixed);
+    if (rv == 0) {
+        rv = decode_text(h, h_len, c);
+    } else if (rv == 1) {
+        rv = decode_text(fixed.data, fixed.len, c);
+    }
+    ns_buf_close(&fixed);
+    return rv;
 }
 
 int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c)

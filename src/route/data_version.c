@@ -6,6 +6,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "raftns/utf8.h"
 #include "data_version.h"
 
 /* A long property as fastjson fills it: numbers and numeric strings exactly;
@@ -66,10 +67,20 @@ int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
                            struct ns_data_version *out)
 {
     const char *bad;
-    int rv = 0;
+    struct ns_buf fixed;
     memset(out, 0, sizeof *out);
+    ns_buf_init(&fixed);
+    int rv = ns_utf8_java(body, len, &fixed);
+    if (rv < 0) {
+        return rv;
+    }
+    if (rv == 1) {
+        body = fixed.data;
+        len = fixed.len;
+    }
     cJSON *root = ns_json_parse_rv((const char *)body, len, &rv);
     if (root == NULL) {
+        ns_buf_close(&fixed);
         return rv == NS_ENOMEM ? NS_ENOMEM : NS_EPROTO;
     }
     if (cJSON_IsNull(root) || (cJSON_IsArray(root) && root->child == NULL)) {
@@ -79,6 +90,7 @@ int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
                                          out, &bad);
     }
     cJSON_Delete(root);
+    ns_buf_close(&fixed);
     return rv;
 }
 

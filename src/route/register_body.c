@@ -14,6 +14,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "raftns/utf8.h"
 #include "data_version.h"
 #include "register_body_scan.h"
 
@@ -886,6 +887,20 @@ static int decode_body(struct ns_register *r, int32_t req_version,
         return 0;
     }
     int rv;
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    if (req_version < 37 || !compressed) {
+        /* Java decodes the body with new String(bytes, UTF_8) first. */
+        rv = ns_utf8_java(body, len, &fixed);
+        if (rv < 0) {
+            ns_buf_close(&fixed);
+            return rv;
+        }
+        if (rv == 1) {
+            body = fixed.data;
+            len = fixed.len;
+        }
+    }
     if (req_version < 37) {
         rv = decode_json(&c, true, use_scan, body, len);
     } else if (compressed) {
@@ -893,6 +908,7 @@ static int decode_body(struct ns_register *r, int32_t req_version,
     } else {
         rv = decode_json(&c, false, use_scan, body, len);
     }
+    ns_buf_close(&fixed);
     if (rv == 0 && r->n_topics > NS_REGISTER_MAX_TOPICS) {
         rv = too_many_topics(&c, r->n_topics);
     }

@@ -387,6 +387,14 @@ def route_rows():
         rows.append(Row("105 topic " + label, frame(header(105, {"topic": v})), R(17),
                         "fastjson's String of the value is the topic; no route",
                         remark=route_remark(shown)))
+    rows.append(Row("105 topic with a malformed UTF-8 byte", frame(header(105, {
+        "topic": "T"}).replace(b'"T"', b'"T\xffX"')), R(17),
+        "new String(bytes, UTF_8) makes the byte U+FFFD", remark=route_remark("T\ufffdX")))
+    rows.append(Row("105 binary topic with a cut UTF-8 sequence", frame(
+        ns.encode_binary_header(105, {"topic": "T%%"}, version=409).replace(
+            b"T%%", b"T\xe2\x82"), b"", ns.SER_ROCKETMQ),
+        R(17), "Netty's readCharSequence(UTF_8): one U+FFFD", remark=route_remark("T\ufffd"),
+        opaque=0))
     rows.append(Row("105 topic missing", frame(header(105, {})), R(17),
                     "null topic: no route, remark prints null", remark=route_remark("null")))
     rows.append(Row("105 no extFields", frame(header(105, None)), R(17), "no field read",

@@ -16,6 +16,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "raftns/utf8.h"
 
 struct int_case {
     const char *text;
@@ -305,6 +306,70 @@ static void register_body_exact(void **state)
     ns_register_close(&r);
 }
 
+/* U+FFFD per malformed sequence, as a Java 17 run of new String(bytes,
+ * UTF_8) gave for the same bytes ("R" = one replacement). */
+static void utf8_as_java(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want; /* R = EF BF BD */
+    } cases[] = {
+        {"\xff", 1, "R"},
+        {"\xc3", 1, "R"},
+        {"\xc3"
+         "A",
+         2, "RA"},
+        {"\xe2\x82", 2, "R"},
+        {"\xe2\x82"
+         "A",
+         3, "RA"},
+        {"\xed\xa0\x80", 3, "R"},
+        {"\xed\xbf\xbf", 3, "R"},
+        {"\xf4\x90\x80\x80", 4, "RRRR"},
+        {"\xc0\x80", 2, "RR"},
+        {"\xf0\x9f\x98", 3, "R"},
+        {"\xf0\x9f\x98"
+         "A",
+         4, "RA"},
+        {"\xe0\x80\xa0", 3, "RRR"},
+        {"\xf0\x80\x80\x80", 4, "RRRR"},
+        {"\x80", 1, "R"},
+        {"\xbf"
+         "A",
+         2, "RA"},
+        {"\xf8\x88\x80\x80", 4, "RRRR"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ns_buf out;
+        struct ns_buf want;
+        ns_buf_init(&out);
+        ns_buf_init(&want);
+        for (const char *w = cases[i].want; *w != '\0'; w++) {
+            if (*w == 'R') {
+                ns_buf_append(&want, "\xef\xbf\xbd", 3);
+            } else {
+                ns_buf_append(&want, w, 1);
+            }
+        }
+        int rv = ns_utf8_java((const uint8_t *)cases[i].in, cases[i].len, &out);
+        if (rv != 1 || out.len != want.len ||
+            memcmp(out.data, want.data, want.len) != 0) {
+            fail_msg("case %zu: rv %d, %zu bytes", i, rv, out.len);
+        }
+        ns_buf_close(&out);
+        ns_buf_close(&want);
+    }
+    struct ns_buf out;
+    ns_buf_init(&out);
+    const char *good = "a\xc3\xa9\xe0\xa0\x80\xf0\x9f\x98\x80";
+    assert_int_equal(ns_utf8_java((const uint8_t *)good, strlen(good), &out),
+                     0);
+    assert_int_equal(out.len, 0);
+    ns_buf_close(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +381,7 @@ int main(void)
         cmocka_unit_test(member_spans),
         cmocka_unit_test(data_version_exact),
         cmocka_unit_test(register_body_exact),
+        cmocka_unit_test(utf8_as_java),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
