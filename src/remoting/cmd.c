@@ -98,6 +98,21 @@ int cmd_ext_append(struct ns_cmd *c, char *key, char *value)
     return 0;
 }
 
+void cmd_ext_drop(struct ns_cmd *c, const char *key, size_t key_len)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_ext; i++) {
+        const char *k = c->ext[i].key;
+        if (k != NULL && strlen(k) == key_len && memcmp(k, key, key_len) == 0) {
+            free_owned(c, c->ext[i].key);
+            free_owned(c, c->ext[i].value);
+            continue;
+        }
+        c->ext[kept++] = c->ext[i];
+    }
+    c->n_ext = kept;
+}
+
 /* Last match wins, as in Java's map when a header repeats a key. */
 static struct ns_ext *find_ext(const struct ns_cmd *c, const char *key)
 {

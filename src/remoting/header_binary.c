@@ -51,7 +51,10 @@ static int decode_ext(const uint8_t *blob, size_t blob_len, struct ns_cmd *c)
         if (key_len == 0 || val_len == 0) {
             /* Java's readStr gives null for a zero length: a null key no
              * handler reads, or a null value, which every handler takes as
-             * absent. */
+             * absent (and which replaces an earlier value of the key). */
+            if (key_len > 0) {
+                cmd_ext_drop(c, (const char *)key, (size_t)key_len);
+            }
             continue;
         }
         if (memchr(key, 0, (size_t)key_len) != NULL ||

@@ -27,6 +27,10 @@ size_t header_json_size_hint(const struct ns_cmd *c);
  * or NS_ENOMEM. */
 int cmd_ext_append(struct ns_cmd *c, char *key, char *value);
 
+/* Removes every ext field named key (key_len bytes): a later null value in
+ * Java's map replaces what came before, and null reads as absent. */
+void cmd_ext_drop(struct ns_cmd *c, const char *key, size_t key_len);
+
 /* True when p points into c's arena (see struct ns_cmd). */
 bool cmd_in_arena(const struct ns_cmd *c, const void *p);
 

@@ -167,6 +167,7 @@ static int decode_ext(const cJSON *obj, struct ns_json_span text,
             if (rv != 0) {
                 return rv;
             }
+            cmd_ext_drop(c, e->string, strlen(e->string));
             continue;
         }
         k = ns_strdup(e->string);

@@ -434,7 +434,9 @@ static int scan_ext(struct scan *s, size_t h_len)
         if (s->p >= s->end || scan_ext_value(s, &value, &skip) != 0) {
             return FALLBACK;
         }
-        if (!skip) {
+        if (skip) {
+            cmd_ext_drop(c, key, strlen(key));
+        } else {
             if (c->n_ext >= s->n_colons) {
                 return FALLBACK; /* cannot happen: one ':' per member */
             }

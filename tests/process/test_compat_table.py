@@ -405,6 +405,9 @@ def route_rows():
         rows.append(Row("105 acceptStandardJsonOnly %r" % v, frame(header(
             105, {"topic": "nt", "acceptStandardJsonOnly": v})), R(17),
             "Boolean.parseBoolean never fails", remark=route_remark("nt")))
+    rows.append(Row("105 topic then topic null", frame(header(105, Raw(
+        '{"topic":"a","topic":null}'))), R(17), "the null value replaces \"a\" in the map",
+        remark=route_remark("null")))
     rows.append(Row("105 duplicate topic key", frame(header(105, Raw(
         '{"topic":"a","topic":"b"}'))), R(17), "the map keeps the last value",
         remark=route_remark("b")))

@@ -81,6 +81,7 @@ static const char *const fast_cases[] = {
     "{\"code\":\"1,0\",\"opaque\":\"7.00\",\"version\":\"null\"}",
     "{\"serializeTypeCurrentRPC\":\"ROCKETMQ\",\"code\":2147483647}",
     "{\"extFields\":{}}",
+    "{\"extFields\":{\"k\":\"a\",\"j\":1,\"k\":null,\"i\":\"b\"}}",
     "{\"extFields\":null}",
     "{\"remark\":\"\xc3\xa9\xff\"}",
     "{\"remark\":7}",
