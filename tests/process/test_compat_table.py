@@ -174,6 +174,11 @@ def kv_rows():
         why_missing="putKVConfig checks namespace and key for null")
     rows.append(Row("100 value missing", frame(header(100, {"namespace": "ns1", "key": "k2"})),
                     R(0), "value is not checked; a null value is stored"))
+    rows.append(Row("101 after a put without value", frame(header(101, {"namespace": "nsv",
+                                                                         "key": "kv"})),
+                    R(22), "the stored value is null: not found",
+                    remark="No config item, Namespace: nsv Key: kv", ext=True,
+                    setup=[frame(header(100, {"namespace": "nsv", "key": "kv"}))]))
     for f in ("namespace", "key"):
         base = {"namespace": "nsx", "key": "kx"}
         miss = dict(base)
@@ -408,6 +413,17 @@ def route_rows():
     rows.append(Row("105 topic then topic null", frame(header(105, Raw(
         '{"topic":"a","topic":null}'))), R(17), "the null value replaces \"a\" in the map",
         remark=route_remark("null")))
+    ast_ext = reg_ext("ast-b")
+    ast_setup = [frame(header(103, ast_ext), (
+        '{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,'
+        '"timestamp":1},"topicConfigTable":{"ast":{"perm":6,"readQueueNums":4,"topicName":'
+        '"ast","writeQueueNums":4}}}}').encode())]
+    for v, quoted in (("TRUE", True), ("true", True), ("yes", False), ("1", False)):
+        rows.append(Row("105 acceptStandardJsonOnly %r, version 317" % v, frame(header(
+            105, {"topic": "ast", "acceptStandardJsonOnly": v}, version=317)), R(0),
+            "Boolean.parseBoolean: only true in any case selects standard JSON",
+            setup=ast_setup, check=lambda r, q=quoted: None if ns.has_quoted_int_keys(r.body)
+            == q else "body %r" % r.body))
     rows.append(Row("105 duplicate topic key", frame(header(105, Raw(
         '{"topic":"a","topic":"b"}'))), R(17), "the map keeps the last value",
         remark=route_remark("b")))
