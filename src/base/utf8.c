@@ -73,8 +73,16 @@ int ns_utf8_java(const uint8_t *p, size_t n, struct ns_buf *out)
 {
     size_t i = 0;
     size_t bad;
-    while (i < n && sequence(p + i, n - i, &bad) > 0) {
-        i += sequence(p + i, n - i, &bad);
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++; /* the common case: ASCII */
+            continue;
+        }
+        size_t ok = sequence(p + i, n - i, &bad);
+        if (ok == 0) {
+            break;
+        }
+        i += ok;
     }
     if (i == n) {
         return 0;

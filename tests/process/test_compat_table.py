@@ -577,6 +577,8 @@ def read_one(c, timeout):
         f = c.read_frame(timeout)
     except ns.ConnectionClosed:
         return ("closed", None)
+    except (ns.ProtocolError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+        return ("undecodable reply", e)
     return ("silent", None) if f is None else ("reply", f)
 
 
