@@ -64,9 +64,9 @@ int ns_data_version_decode_tree(const char *text, size_t len, const cJSON *obj,
 }
 
 int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
-                           struct ns_data_version *out)
+                           struct ns_data_version *out, const char **bad_field)
 {
-    const char *bad;
+    const char *bad = NULL;
     struct ns_buf fixed;
     memset(out, 0, sizeof *out);
     ns_buf_init(&fixed);
@@ -88,6 +88,9 @@ int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
     } else {
         rv = ns_data_version_decode_tree((const char *)body, len, root, now_ms,
                                          out, &bad);
+        if (rv == NS_EPROTO && cJSON_IsObject(root) && bad_field != NULL) {
+            *bad_field = bad;
+        }
     }
     cJSON_Delete(root);
     ns_buf_close(&fixed);

@@ -3,6 +3,7 @@
  * register_async.c), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
  * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
  * liveness in liveness.c. */
+#include <stdio.h>
 #include <string.h>
 
 #include <zlib.h>
@@ -353,15 +354,19 @@ int ns_handle_query_data_version(struct ns_req *req)
     if (req->cmd->body_len == 0) {
         return ns_reply_exception(&req->to, REMARK_NPE_NO_BODY);
     }
+    const char *bad = NULL;
     int drv = ns_data_version_decode(req->cmd->body, req->cmd->body_len,
-                                     ns_wall_ms(), &dv);
+                                     ns_wall_ms(), &dv, &bad);
     if (drv == NS_ENOMEM) {
         return drv;
     }
     if (drv == NS_EPROTO) {
-        return ns_reply_exception(&req->to,
-                                  "com.alibaba.fastjson.JSONException: "
-                                  "DataVersion body does not decode");
+        char remark[128];
+        snprintf(remark, sizeof remark,
+                 "com.alibaba.fastjson.JSONException: %s%s",
+                 bad != NULL ? "parseLong error, field : " : "syntax error",
+                 bad != NULL ? bad : "");
+        return ns_reply_exception(&req->to, remark);
     }
     bool have = drv == 0; /* NS_ENOTFOUND: Java's null DataVersion */
     const struct ns_data_version *stored =

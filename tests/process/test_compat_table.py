@@ -354,6 +354,10 @@ def query_rows():
         ext={"changed": "false"}, setup=[frame(header(103, dict(
             sv_ext, haServerAddr="x")), reg_body(3, 5).replace(
                 b'"counter":3', b'"counter":3,"stateVersion":1'))]))
+    rows.append(Row("322 body counter abc remark", q(dv_body('"abc"')), R(1),
+                    "fastjson's message names the field",
+                    remark=prefix("com.alibaba.fastjson.JSONException: parseLong error, "
+                                  "field : counter")))
     for label, body in (("1e308", dv_body("1e308")), ("abc", dv_body('"abc"')),
                         ("2^63", dv_body(str(2 ** 63))), ("true", dv_body("true")),
                         ("object", dv_body("{}")), ("timestamp abc", dv_body(1, '"abc"')),

@@ -228,7 +228,8 @@ static void member_spans(void **state)
 
 static int decode_dv(const char *text, struct ns_data_version *dv)
 {
-    return ns_data_version_decode((const uint8_t *)text, strlen(text), 77, dv);
+    return ns_data_version_decode((const uint8_t *)text, strlen(text), 77, dv,
+                                  NULL);
 }
 
 static void data_version_exact(void **state)

@@ -439,12 +439,14 @@ static void test_data_version_json(void **state)
     assert_int_equal(b.len, strlen(want));
     assert_memory_equal(b.data, want, b.len);
     struct ns_data_version back;
-    assert_int_equal(ns_data_version_decode(b.data, b.len, 0, &back), 0);
+    assert_int_equal(ns_data_version_decode(b.data, b.len, 0, &back, NULL), 0);
     assert_true(ns_data_version_equal(&dv, &back));
-    assert_int_equal(ns_data_version_decode((const uint8_t *)"[1]", 3, 0, &back),
-                     NS_EPROTO);
-    assert_int_equal(ns_data_version_decode((const uint8_t *)"{", 1, 0, &back),
-                     NS_EPROTO);
+    assert_int_equal(
+        ns_data_version_decode((const uint8_t *)"[1]", 3, 0, &back, NULL),
+        NS_EPROTO);
+    assert_int_equal(
+        ns_data_version_decode((const uint8_t *)"{", 1, 0, &back, NULL),
+        NS_EPROTO);
     ns_buf_close(&b);
 }
 
