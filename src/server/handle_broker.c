@@ -374,7 +374,11 @@ int ns_handle_query_data_version(struct ns_req *req)
     /* 4.9.8's DataVersion.equals: timestamp and counter (no stateVersion). */
     bool changed = !have || stored == NULL || stored->counter != dv.counter ||
                    stored->timestamp != dv.timestamp;
-    ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+    if (!changed) {
+        /* As Java: only an unchanged version refreshes the broker; a changed
+         * one is followed by a registration. */
+        ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+    }
 
     struct ns_cmd reply;
     struct ns_buf body;
