@@ -287,6 +287,13 @@ def register_rows():
     rows.append(Row("103 body timestamp abc", frame(header(103, reg_ext("reg-ts")),
                                                   reg_body(1, '"abc"')),
                     R(1), "timestamp is a long: parseLong error", remark=BAD_BODY, ext=False))
+    rows.append(Row("103 compressed body not zlib", frame(header(103, reg_ext(
+        "reg-cz", compressed="true")), b"not zlib"), R(1),
+        "RegisterBrokerBody.decode(compressed) throws", remark=BAD_BODY, ext=False))
+    rows.append(Row("103 version 36 body not json", frame(header(103, reg_ext("reg-oldbad"),
+                                                                 version=36), b"{x"), R(1),
+                    "TopicConfigSerializeWrapper.decode throws fastjson's exception",
+                    remark=prefix("com.alibaba.fastjson.JSONException"), ext=False))
     rows.append(Row("103 body not json", frame(header(103, reg_ext("reg-nj")), b"{x"),
                     R(1), "RegisterBrokerBody.decode throws", remark=BAD_BODY, ext=False))
     rows.append(Row("103 rocketmq header, bad body -> JSON reply",
@@ -542,6 +549,11 @@ def header_rows():
                     CLOSED, "Java keeps the NUL (topic \"T\\0X\", code 17)", diff="nul-string"))
     rows.append(Row("header \\u0000 escape", frame(header(105, {"topic": Raw('"T\\u0000X"')})),
                     CLOSED, "Java keeps the NUL (code 17)", diff="nul-string"))
+    for label, raw in (("tab", b"\t"), ("0x01", b"\x01"), ("0x1f", b"\x1f")):
+        rows.append(Row("header raw %s inside a string" % label, frame(header(105, {
+            "topic": "aQb"}).replace(b"aQb", b"a" + raw + b"b")), R(17),
+            "fastjson keeps raw control characters inside strings",
+            remark=route_remark("a" + raw.decode() + "b")))
     rows.append(closed("header trailing garbage", header() + b"x", "not close json text"))
     rows.append(closed("header not an object", b"[1]", "syntax error, expect {"))
     rows.append(Row("header ext value null means missing",
