@@ -87,6 +87,7 @@ struct ns_json_members {
     const char *p;
     const char *end;
     bool done;
+    bool bare_key; /* the member last returned had an unquoted key */
 };
 bool ns_json_members_init(struct ns_json_members *it, const char *text,
                           size_t len);

@@ -120,6 +120,7 @@ bool ns_json_members_init(struct ns_json_members *it, const char *text,
     it->p = s.p;
     it->end = s.end;
     it->done = s.p < s.end && *s.p == '}';
+    it->bare_key = false;
     return true;
 }
 
@@ -130,7 +131,8 @@ int ns_json_members_next(struct ns_json_members *it, struct ns_json_span *out)
     }
     struct skip s = {.p = it->p, .end = it->end};
     blanks(&s);
-    if (s.p < s.end && *s.p == '"') {
+    it->bare_key = s.p >= s.end || *s.p != '"';
+    if (!it->bare_key) {
         if (!string_lit(&s)) {
             return -1;
         }

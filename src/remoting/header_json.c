@@ -159,7 +159,8 @@ static int decode_ext(const cJSON *obj, struct ns_json_span text,
     c->has_ext = true;
     for (const cJSON *e = obj->child; e != NULL; e = e->next) {
         struct ns_json_span span;
-        if (ns_json_members_next(&it, &span) != 1) {
+        /* fastjson reads a Map<String,String> key only when quoted. */
+        if (ns_json_members_next(&it, &span) != 1 || it.bare_key) {
             return NS_EPROTO;
         }
         v = ext_value(e, span, &rv);
@@ -300,8 +301,9 @@ int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c)
     }
     for (const cJSON *f = root->child; f != NULL && rv == 0; f = f->next) {
         struct ns_json_span span;
-        rv = ns_json_members_next(&it, &span) == 1 ? decode_field(f, span, c)
-                                                   : NS_EPROTO;
+        rv = ns_json_members_next(&it, &span) == 1 && !it.bare_key
+                 ? decode_field(f, span, c)
+                 : NS_EPROTO; /* a bean's property names must be quoted */
     }
 out:
     cJSON_Delete(root);

@@ -554,6 +554,12 @@ def header_rows():
             "topic": "aQb"}).replace(b"aQb", b"a" + raw + b"b")), R(17),
             "fastjson keeps raw control characters inside strings",
             remark=route_remark("a" + raw.decode() + "b")))
+    rows.append(closed("header bare integer key", header(extra={"x": Raw("1")}).replace(
+        b'"x":1', b'1:2'), "fastjson: illegal identifier"))
+    rows.append(closed("header extFields bare integer key", header(ext=Raw('{1:"x"}')),
+                       "a Map<String,String> key must be quoted"))
+    rows.append(ok("header bare integer key nested in an unknown field", header(
+        extra={"x": Raw("{1:2}")}), "fastjson reads nested maps leniently"))
     rows.append(closed("header trailing garbage", header() + b"x", "not close json text"))
     rows.append(closed("header not an object", b"[1]", "syntax error, expect {"))
     rows.append(Row("header ext value null means missing",

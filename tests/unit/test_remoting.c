@@ -477,8 +477,11 @@ static void json_header_cases(void **state)
          NULL},
         {" {\"remark\":\"a\\u00e9\\n\"} \n", 0, 0, 0, 0, 0, NS_LANG_JAVA,
          "a\xc3\xa9\n", false, NULL},
-        {"{\"extFields\":{1:\"x\",\"k\":\"a\",\"k\":\"b\"}}", 0, 0, 0, 0, 0,
-         NS_LANG_JAVA, NULL, true, "1=x;k=a;k=b;"},
+        {"{\"extFields\":{\"k\":\"a\",\"k\":\"b\"},\"x\":{1:2}}", 0, 0, 0, 0, 0,
+         NS_LANG_JAVA, NULL, true, "k=a;k=b;"},
+        {"{\"extFields\":{1:\"x\"}}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false,
+         NULL},
+        {"{1:2,\"code\":3}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"{", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"[]", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
@@ -856,7 +859,7 @@ static void decode_allocation_failures(void **state)
     sweep_decode(b.data, b.len, 2);
     static const char j[] =
         "{\"remark\":\"x\",\"extFields\":{\"a\":1,\"b\":true,"
-        "\"c\":\"s\",\"d\":\"t\",\"e\":\"u\",3:\"v\"}}";
+        "\"c\":\"s\",\"d\":\"t\",\"e\":\"u\",\"f\":\"v\"},\"x\":{3:1}}";
     make_frame(&b, 0, j, sizeof j - 1, NULL);
     sweep_decode(b.data, b.len, 6);
     ns_buf_close(&b);
