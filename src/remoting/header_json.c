@@ -224,35 +224,84 @@ static int decode_field(const cJSON *f, struct ns_json_span span,
     return 0;
 }
 
-/* Bytes fastjson refuses that cJSON would take: a control byte outside a
- * string other than the blanks fastjson skips (cJSON skips them all), and a
- * NUL anywhere, raw or escaped (a C string cannot carry it; docs/compat.md). */
-static bool has_refused_bytes(const uint8_t *h, size_t h_len)
+/* Bytes fastjson refuses that cJSON would take. Outside strings: a control
+ * byte other than the blanks fastjson skips (cJSON skips them all), and a NUL
+ * where a key is due (after '{' or ',' in an object, or between a key and its
+ * ':'); elsewhere fastjson steps over a NUL, so *n_nul counts those for the
+ * caller to blank out. Inside strings: a NUL, raw or escaped (Java keeps it,
+ * a C string cannot: docs/compat.md). Returns 0 or NS_EPROTO. */
+static int screen_bytes(const uint8_t *h, size_t h_len, size_t *n_nul)
 {
     bool in_string = false;
+    bool want_key = false;  /* after '{' or ',' inside an object */
+    bool after_key = false; /* a key read, its ':' not yet */
+    bool in_object[NS_JSON_MAX_DEPTH + 1];
+    int depth = 0;
+    *n_nul = 0;
     for (size_t i = 0; i < h_len; i++) {
         uint8_t ch = h[i];
-        if (ch == 0) {
-            return true;
-        }
         if (in_string) {
+            if (ch == 0) {
+                return NS_EPROTO;
+            }
             if (ch == '\\') {
                 if (i + 5 < h_len && h[i + 1] == 'u' && h[i + 2] == '0' &&
                     h[i + 3] == '0' && h[i + 4] == '0' && h[i + 5] == '0') {
-                    return true;
+                    return NS_EPROTO;
                 }
                 i++;
             } else if (ch == '"') {
                 in_string = false;
+                after_key = want_key;
+                want_key = false;
             }
-        } else if (ch == '"') {
+            continue;
+        }
+        switch (ch) {
+        case 0:
+            if (want_key || after_key) {
+                return NS_EPROTO; /* fastjson: "illegal identifier" */
+            }
+            (*n_nul)++;
+            break;
+        case '"':
             in_string = true;
-        } else if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r' &&
-                   ch != '\f' && ch != '\b') {
-            return true;
+            break;
+        case '{':
+        case '[':
+            if (depth >= NS_JSON_MAX_DEPTH) {
+                return NS_EPROTO;
+            }
+            in_object[++depth] = ch == '{';
+            want_key = ch == '{';
+            break;
+        case '}':
+        case ']':
+            depth -= depth > 0;
+            want_key = false;
+            break;
+        case ',':
+            want_key = depth > 0 && in_object[depth];
+            break;
+        case ':':
+            after_key = false;
+            break;
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r':
+        case '\f':
+        case '\b':
+            break;
+        default:
+            if (ch < 0x20) {
+                return NS_EPROTO;
+            }
+            want_key = false; /* a bare key or a scalar */
+            break;
         }
     }
-    return false;
+    return 0;
 }
 
 static int decode_text(const uint8_t *h, size_t h_len, struct ns_cmd *c)
@@ -286,12 +335,26 @@ int header_json_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
 int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c)
 {
     int rv = 0;
+    size_t n_nul;
+    char *blanked = NULL;
     struct ns_json_members it;
-    if (has_refused_bytes(h, h_len)) {
+    if (screen_bytes(h, h_len, &n_nul) != 0) {
         return NS_EPROTO;
+    }
+    if (n_nul > 0) {
+        /* Outside strings (screen_bytes refused the others): blanks. */
+        blanked = ns_malloc(h_len);
+        if (blanked == NULL) {
+            return NS_ENOMEM;
+        }
+        for (size_t i = 0; i < h_len; i++) {
+            blanked[i] = h[i] == 0 ? ' ' : (char)h[i];
+        }
+        h = (const uint8_t *)blanked;
     }
     cJSON *root = ns_json_parse_rv((const char *)h, h_len, &rv);
     if (root == NULL) {
+        ns_free(blanked);
         return rv == NS_ENOMEM ? NS_ENOMEM : NS_EPROTO;
     }
     if (!cJSON_IsObject(root) ||
@@ -307,6 +370,7 @@ int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c)
     }
 out:
     cJSON_Delete(root);
+    ns_free(blanked);
     return rv;
 }
 

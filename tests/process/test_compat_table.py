@@ -540,6 +540,18 @@ def header_rows():
                            "HashMap<String,String> from a non-object: syntax error"))
     rows.append(closed("header NUL before a key", header().replace(b',"flag"', b',\0"flag"'),
                        "fastjson: illegal identifier"))
+    rows.append(closed("header NUL after {", header().replace(b'{"code"', b'{\0"code"'),
+                       "fastjson: illegal identifier"))
+    rows.append(closed("header NUL between a key and :", header().replace(
+        b'"flag":', b'"flag"\0:'), "fastjson: expect ':'"))
+    rows.append(closed("header NUL before an extFields key", header(105, {"topic": "T"}).replace(
+        b'{"topic"', b'{\0"topic"'), "fastjson: illegal identifier"))
+    for label, old_b, new_b in (("after :", b'"flag":', b'"flag":\0'),
+                                ("after a value", b'"flag":0', b'"flag":0\0'),
+                                ("leading", b'{"code"', b'\0{"code"'),
+                                ("trailing", b'"version":409}', b'"version":409}\0')):
+        rows.append(ok("header NUL " + label, header().replace(old_b, new_b),
+                       "fastjson steps over a NUL where no key is due"))
     rows.append(closed("header control byte 0x01 between tokens",
                        header().replace(b',"flag"', b',\x01"flag"'),
                        "fastjson skips only blanks, \\f and \\b"))
