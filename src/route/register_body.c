@@ -133,15 +133,22 @@ static int decode_dv(struct body_ctx *c, const cJSON *obj,
     return 0;
 }
 
+/* Returns 0, an error, or SKIP_TOPIC for an entry Java files under a null
+ * name or cannot file at all (docs/compat.md `null-topic`): the registration
+ * goes on without it. */
+#define SKIP_TOPIC 1
 static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
                              struct ns_topic_config *t)
 {
+    if (cJSON_IsNull(tc)) {
+        return SKIP_TOPIC;
+    }
     if (!cJSON_IsObject(tc)) {
         return fail_json(c, "syntax error, expect {, actual value");
     }
     const char *name = ns_json_get_string(tc, "topicName");
     if (name == NULL) {
-        return fail(c, "java.lang.NullPointerException: topicName is null");
+        return SKIP_TOPIC;
     }
     int rv = get_int32(c, tc, "readQueueNums", 16, &t->read_queues);
     if (rv == 0) {
@@ -181,6 +188,9 @@ static int decode_topic_table(struct body_ctx *c, const cJSON *table)
     cJSON_ArrayForEach(tc, table)
     {
         int rv = decode_topic_json(c, tc, &r->topics[r->n_topics]);
+        if (rv == SKIP_TOPIC) {
+            continue;
+        }
         if (rv != 0) {
             return rv;
         }

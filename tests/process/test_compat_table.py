@@ -284,6 +284,14 @@ def register_rows():
             "reg-rq-" + label)), body), R(code),
             "an int property: integers must fit, fractions truncate, strings parse, "
             "booleans are 1/0, arrays throw", **kw))
+    for label, entry in (("topicName missing", '{"perm":6,"readQueueNums":4}'),
+                         ("entry null", "null")):
+        body = ('{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
+                '{"counter":1,"timestamp":1},"topicConfigTable":{"tn":%s}}}' % entry).encode()
+        rows.append(Row("103 body " + label, frame(header(103, reg_ext("reg-tn-" + label)),
+                                                   body), R(0),
+                        "decodes; RouteInfoManager files it under a null name or its NPE is "
+                        "caught inside registerBroker", ext=True, diff="null-topic"))
     rows.append(Row("103 body timestamp abc", frame(header(103, reg_ext("reg-ts")),
                                                   reg_body(1, '"abc"')),
                     R(1), "timestamp is a long: parseLong error", remark=BAD_BODY, ext=False))
