@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 #include <zlib.h>
 
@@ -133,6 +134,33 @@ static int decode_dv(struct body_ctx *c, const cJSON *obj,
     return 0;
 }
 
+/* TopicConfig's properties raftns does not keep must still decode, or the
+ * whole body fails in Java: topicFilterType (an enum: a name, ordinal 0-1 or
+ * null) and order (a boolean: true/false, 1/0, "true"/"false" in any case,
+ * "1"/"0", "Y"/"T"/"F"/"N", "" or null). */
+static int check_enum_and_bool(struct body_ctx *c, const cJSON *tc)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(tc, "topicFilterType");
+    bool ok =
+        f == NULL || cJSON_IsNull(f) || cJSON_IsString(f) ||
+        (cJSON_IsNumber(f) && (f->valuedouble == 0.0 || f->valuedouble == 1.0));
+    if (!ok) {
+        return fail_json(c, "parse enum TopicFilterType error");
+    }
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(tc, "order");
+    ok = o == NULL || cJSON_IsNull(o) || cJSON_IsBool(o) || cJSON_IsNumber(o);
+    if (!ok && cJSON_IsString(o)) {
+        static const char *const words[] = {"true", "false", "1", "0",
+                                            "Y",    "y",     "T", "F",
+                                            "f",    "N",     "",  "null"};
+        for (size_t i = 0; i < sizeof words / sizeof words[0] && !ok; i++) {
+            ok = strcasecmp(o->valuestring, words[i]) == 0 &&
+                 (i < 2 || strcmp(o->valuestring, words[i]) == 0);
+        }
+    }
+    return ok ? 0 : fail_json(c, "parseBoolean error, field : order");
+}
+
 /* Returns 0, an error, or SKIP_TOPIC for an entry Java files under a null
  * name or cannot file at all (docs/compat.md `null-topic`): the registration
  * goes on without it. */
@@ -146,11 +174,30 @@ static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
     if (!cJSON_IsObject(tc)) {
         return fail_json(c, "syntax error, expect {, actual value");
     }
+    const cJSON *n_item = cJSON_GetObjectItemCaseSensitive(tc, "topicName");
+    char *printed = NULL;
     const char *name = ns_json_get_string(tc, "topicName");
+    if (name == NULL && n_item != NULL && !cJSON_IsNull(n_item)) {
+        /* A String property given another value holds its text. */
+        printed = cJSON_PrintUnformatted(n_item);
+        if (printed == NULL) {
+            return NS_ENOMEM;
+        }
+        name = printed;
+    }
     if (name == NULL) {
         return SKIP_TOPIC;
     }
-    int rv = get_int32(c, tc, "readQueueNums", 16, &t->read_queues);
+    t->name = ns_strdup(name);
+    cJSON_free(printed);
+    if (t->name == NULL) {
+        return NS_ENOMEM;
+    }
+    int rv = check_enum_and_bool(c, tc);
+    if (rv != 0) {
+        return rv;
+    }
+    rv = get_int32(c, tc, "readQueueNums", 16, &t->read_queues);
     if (rv == 0) {
         rv = get_int32(c, tc, "writeQueueNums", 16, &t->write_queues);
     }
@@ -160,11 +207,7 @@ static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
     if (rv == 0) {
         rv = get_int32(c, tc, "topicSysFlag", 0, &t->sys_flag);
     }
-    if (rv != 0) {
-        return rv;
-    }
-    t->name = ns_strdup(name);
-    return t->name ? 0 : NS_ENOMEM;
+    return rv; /* on error the caller frees t->name with the rest */
 }
 
 static int decode_topic_table(struct body_ctx *c, const cJSON *table)
@@ -192,6 +235,8 @@ static int decode_topic_table(struct body_ctx *c, const cJSON *table)
             continue;
         }
         if (rv != 0) {
+            ns_free(r->topics[r->n_topics].name); /* not counted yet */
+            r->topics[r->n_topics].name = NULL;
             return rv;
         }
         r->n_topics++;
@@ -314,11 +359,11 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
     if (arr == NULL || cJSON_IsNull(arr)) {
         return 0;
     }
-    if (!cJSON_IsArray(arr)) {
-        return fail_json(c, "syntax error, expect [, filterServerList");
-    }
     r->has_filter_servers = true;
-    size_t n = (size_t)cJSON_GetArraySize(arr);
+    /* fastjson reads a List<String> from a lone value as a one-element list
+     * and stores every element's text; null elements are left out
+     * (docs/compat.md struct-ext-text). */
+    size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 1;
     if (n == 0) {
         return 0;
     }
@@ -326,17 +371,23 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
     if (r->filter_servers == NULL) {
         return NS_ENOMEM;
     }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, arr)
-    {
-        if (!cJSON_IsString(e)) {
-            return fail_json(c, "syntax error, filterServerList element");
+    const cJSON *e = cJSON_IsArray(arr) ? arr->child : arr;
+    for (; e != NULL; e = cJSON_IsArray(arr) ? e->next : NULL) {
+        char *text;
+        if (cJSON_IsNull(e)) {
+            continue;
         }
-        r->filter_servers[r->n_filter_servers] = ns_strdup(e->valuestring);
-        if (r->filter_servers[r->n_filter_servers] == NULL) {
+        if (cJSON_IsString(e)) {
+            text = ns_strdup(e->valuestring);
+        } else {
+            char *printed = cJSON_PrintUnformatted(e);
+            text = printed != NULL ? ns_strdup(printed) : NULL;
+            cJSON_free(printed);
+        }
+        if (text == NULL) {
             return NS_ENOMEM;
         }
-        r->n_filter_servers++;
+        r->filter_servers[r->n_filter_servers++] = text;
     }
     return 0;
 }
@@ -347,10 +398,17 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
 static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper,
                           struct ns_json_span text)
 {
+    /* fastjson reads an empty array as a null bean. */
+    if (cJSON_IsArray(wrapper) && wrapper->child == NULL) {
+        wrapper = NULL;
+    }
     if (wrapper != NULL && !cJSON_IsNull(wrapper) && !cJSON_IsObject(wrapper)) {
         return fail_json(c, "syntax error, TopicConfigSerializeWrapper");
     }
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(wrapper, "dataVersion");
+    if (cJSON_IsArray(dv) && dv->child == NULL) {
+        dv = NULL;
+    }
     if (dv != NULL && !cJSON_IsNull(dv) && !cJSON_IsObject(dv)) {
         return fail_json(c, "syntax error, dataVersion");
     }

@@ -284,6 +284,30 @@ def register_rows():
             "reg-rq-" + label)), body), R(code),
             "an int property: integers must fit, fractions truncate, strings parse, "
             "booleans are 1/0, arrays throw", **kw))
+    def tc_body(tc, fs="[]"):
+        return ('{"filterServerList":%s,"topicConfigSerializeWrapper":{"dataVersion":'
+                '{"counter":1,"timestamp":1},"topicConfigTable":{"tx":%s}}}' % (fs, tc)
+                ).encode()
+    for label, tc, fs, code in (
+            ("order \"abc\"", '{"topicName":"tx","order":"abc"}', "[]", 1),
+            ("order \"t\"", '{"topicName":"tx","order":"t"}', "[]", 1),
+            ("order \"Y\"", '{"topicName":"tx","order":"Y"}', "[]", 0),
+            ("order 2", '{"topicName":"tx","order":2}', "[]", 0),
+            ("order {}", '{"topicName":"tx","order":{}}', "[]", 1),
+            ("topicFilterType 2", '{"topicName":"tx","topicFilterType":2}', "[]", 1),
+            ("topicFilterType \"FOO\"", '{"topicName":"tx","topicFilterType":"FOO"}', "[]", 0),
+            ("topicName false", '{"topicName":false}', "[]", 0),
+            ("filterServerList [1,null]", '{"topicName":"tx"}', "[1,null]", 0),
+            ("filterServerList \"x\"", '{"topicName":"tx"}', '"x"', 0),
+            ("filterServerList {}", '{"topicName":"tx"}', "{}", 0),
+            ("dataVersion []", '{"topicName":"tx"}', "[]", 0)):
+        body = tc_body(tc, fs)
+        if label == "dataVersion []":
+            body = body.replace(b'{"counter":1,"timestamp":1}', b"[]")
+        kw = dict(remark=BAD_BODY, ext=False) if code else dict(ext=True)
+        rows.append(Row("103 body " + label, frame(header(103, reg_ext("reg-b-" + label)), body),
+                        R(code), "fastjson's reading of the TopicConfig / List<String> property "
+                        "(a Java run of the same body)", **kw))
     for label, entry in (("topicName missing", '{"perm":6,"readQueueNums":4}'),
                          ("entry null", "null")):
         body = ('{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'

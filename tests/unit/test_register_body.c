@@ -179,8 +179,11 @@ static void test_malformed_json(void **state)
         "{",
         "null",
         "[1,2]",
-        "{\"filterServerList\":{}}",
-        "{\"filterServerList\":[1]}",
+        "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{\"A\":{"
+        "\"topicName\":\"A\",\"order\":\"t\"}}}}",
+        "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{\"A\":{"
+        "\"topicName\":\"A\",\"topicFilterType\":2}}}}",
+        "{\"topicConfigSerializeWrapper\":{\"dataVersion\":5}}",
         "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{\"A\":5}}}",
         "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{\"A\":{"
         "\"topicName\":\"A\","
@@ -218,6 +221,25 @@ static void test_unnamed_topics_left_out(void **state)
     assert_int_equal(decode(&r, 479, false, body, strlen(body), err), 0);
     assert_int_equal(r.n_topics, 1);
     assert_string_equal(r.topics[0].name, "C");
+    ns_register_close(&r);
+    /* What fastjson reads leniently (a Java run of the same text): a lone
+     * filter server value, numbers as text, null elements, a number or
+     * boolean as topicName, "Y" as order, an empty array as a null bean. */
+    static const char lenient[] =
+        "{\"filterServerList\":[1,null,\"a\"],\"topicConfigSerializeWrapper\":"
+        "{\"dataVersion\":[],\"topicConfigTable\":{\"A\":{\"topicName\":12,"
+        "\"order\":\"Y\",\"topicFilterType\":1},\"B\":{\"topicName\":true}}}}";
+    assert_int_equal(decode(&r, 479, false, lenient, strlen(lenient), err), 0);
+    assert_int_equal(r.n_filter_servers, 2);
+    assert_string_equal(r.filter_servers[0], "1");
+    assert_string_equal(r.filter_servers[1], "a");
+    assert_int_equal(r.n_topics, 2);
+    ns_register_close(&r);
+    static const char lone[] = "{\"filterServerList\":\"x\","
+                               "\"topicConfigSerializeWrapper\":[]}";
+    assert_int_equal(decode(&r, 479, false, lone, strlen(lone), err), 0);
+    assert_int_equal(r.n_filter_servers, 1);
+    assert_string_equal(r.filter_servers[0], "x");
     ns_register_close(&r);
 }
 
