@@ -674,19 +674,32 @@ static int decode_compressed_topics(struct body_ctx *c, struct ns_rd *rd)
     if (r->topics == NULL) {
         return NS_ENOMEM;
     }
-    for (int32_t i = 0; i < count; i++) {
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    int rv = 0;
+    for (int32_t i = 0; i < count && rv == 0; i++) {
         const char *p;
         size_t n;
-        int rv = read_record(c, rd, &p, &n);
+        rv = read_record(c, rd, &p, &n);
+        if (rv == 0) {
+            /* Java: new String(record, UTF-8) before splitting the line. */
+            ns_buf_reset(&fixed);
+            rv = ns_utf8_java((const uint8_t *)p, n, &fixed);
+            if (rv == 1) {
+                p = (const char *)fixed.data;
+                n = fixed.len;
+                rv = 0;
+            }
+        }
         if (rv == 0) {
             rv = decode_topic_line(c, p, n, &r->topics[r->n_topics]);
         }
-        if (rv != 0) {
-            return rv;
+        if (rv == 0) {
+            r->n_topics++;
         }
-        r->n_topics++;
     }
-    return 0;
+    ns_buf_close(&fixed);
+    return rv;
 }
 
 static int decode_compressed_mappings(struct body_ctx *c, struct ns_rd *rd)
@@ -762,11 +775,15 @@ static int decode_compressed(struct body_ctx *c, int32_t req_version,
         rv = read_record(c, &rd, &p, &n);
     }
     if (rv == 0) {
-        cJSON *fs;
-        rv = parse_json(c, p, n, "filterServerList", &fs);
-        if (rv == 0) {
-            rv = decode_filter_servers(c, fs);
-            c->r->has_filter_servers = true;
+        /* Java catches a filter server list it cannot parse and registers
+         * with an empty one. */
+        int frv;
+        cJSON *fs = ns_json_parse_rv(p, n, &frv);
+        c->r->has_filter_servers = true;
+        if (fs == NULL && frv == NS_ENOMEM) {
+            rv = NS_ENOMEM;
+        } else if (fs != NULL) {
+            rv = cJSON_IsArray(fs) ? decode_filter_servers(c, fs) : 0;
             cJSON_Delete(fs);
         }
     }

@@ -308,6 +308,22 @@ def register_rows():
         rows.append(Row("103 body " + label, frame(header(103, reg_ext("reg-b-" + label)), body),
                         R(code), "fastjson's reading of the TopicConfig / List<String> property "
                         "(a Java run of the same body)", **kw))
+    def compressed(lines, fs):
+        out = bytearray()
+        for rec in [b'{"counter":1,"timestamp":1}']:
+            out += struct.pack(">i", len(rec)) + rec
+        out += struct.pack(">i", len(lines))
+        for line in lines:
+            out += struct.pack(">i", len(line)) + line
+        out += struct.pack(">i", len(fs)) + fs
+        return zlib.compress(bytes(out))
+    rows.append(Row("103 compressed filter list not JSON", frame(header(103, reg_ext(
+        "reg-cfs", compressed="true")), compressed([b"ctop 4 4 6 SINGLE_TAG"], b"{x")), R(0),
+        "JSON.parseArray's exception is caught: an empty list", ext=True))
+    cext = reg_ext("reg-cu8", compressed="true")
+    rows.append(Row("105 topic from a compressed line with malformed UTF-8", frame(header(
+        105, {"topic": "cu\ufffdx"})), R(0), "the line is new String(bytes, UTF-8): U+FFFD",
+        setup=[frame(header(103, cext), compressed([b"cu\xffx 4 4 6 SINGLE_TAG"], b"[]"))]))
     for label, entry in (("topicName missing", '{"perm":6,"readQueueNums":4}'),
                          ("entry null", "null")):
         body = ('{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
