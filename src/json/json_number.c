@@ -245,8 +245,47 @@ int ns_json_number_text(const char *p, size_t len, struct ns_buf *out)
     return out->err;
 }
 
-/* Integer.parseInt / Long.parseLong over ASCII: an optional sign, at least one
- * digit, nothing else, no overflow. */
+/* The zero of every run of ten decimal digits (Unicode category Nd) in the
+ * Basic Multilingual Plane: Character.digit(ch, 10) accepts them all, and
+ * parseInt reads UTF-16 units, so digits beyond the BMP never count. */
+static const uint16_t DIGIT_ZEROS[] = {
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6,
+    0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50, 0x0ED0,
+    0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
+    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900,
+    0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10};
+
+/* The digit value of the UTF-8 character at *s (advancing *s), or -1. */
+static int java_digit(const char **s)
+{
+    const uint8_t *p = (const uint8_t *)*s;
+    uint32_t cp;
+    size_t n;
+    if (p[0] < 0x80) {
+        cp = p[0];
+        n = 1;
+    } else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) {
+        cp = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+        n = 2;
+    } else if ((p[0] & 0xF0) == 0xE0 && (p[1] & 0xC0) == 0x80 &&
+               (p[2] & 0xC0) == 0x80) {
+        cp = (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 |
+             (p[2] & 0x3F);
+        n = 3;
+    } else {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof DIGIT_ZEROS / sizeof DIGIT_ZEROS[0]; i++) {
+        if (cp >= DIGIT_ZEROS[i] && cp < DIGIT_ZEROS[i] + 10u) {
+            *s += n;
+            return (int)(cp - DIGIT_ZEROS[i]);
+        }
+    }
+    return -1;
+}
+
+/* Integer.parseInt / Long.parseLong: an optional sign, at least one decimal
+ * digit (any script's, as Character.digit), nothing else, no overflow. */
 static bool parse_java(const char *s, uint64_t limit, uint64_t *out)
 {
     bool neg = false;
@@ -258,11 +297,12 @@ static bool parse_java(const char *s, uint64_t limit, uint64_t *out)
     }
     uint64_t max = limit + (neg ? 1 : 0);
     uint64_t v = 0;
-    for (; *s != '\0'; s++) {
-        if (!is_digit(*s)) {
+    while (*s != '\0') {
+        int digit = java_digit(&s);
+        if (digit < 0) {
             return false;
         }
-        uint64_t d = (uint64_t)(*s - '0');
+        uint64_t d = (uint64_t)digit;
         if (v > (max - d) / 10) {
             return false;
         }

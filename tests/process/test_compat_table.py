@@ -229,6 +229,7 @@ def register_rows():
             "Long.parseLong fails (or no value): brokerId stays null and unboxing it for "
             "registerBroker(long) throws NullPointerException"), **npe))
     for label, v in (("-1", "-1"), ("+1", "+1"), ("Long.MAX", str(LONG_MAX)),
+                     ("Arabic-Indic 1", "\u0661"), ("fullwidth 1", "\uff11"),
                      ("json int", Raw("1"))):
         rows.append(Row("103 brokerId " + label, frame(header(103, reg_ext("reg-idok-" + label,
                                                                            broker_id=v))),
@@ -555,6 +556,8 @@ def header_rows():
                     "10^100 has 100 trailing zero bits: 0", opaque=0))
     rows.append(Row("header opaque \"-5\"", frame(header(opaque=Raw('"-5"'))), R(0),
                     "numeric string", opaque=-5))
+    rows.append(Row("header opaque \"\u0661\u0662\"", frame(header(opaque=Raw(
+        '"\u0661\u0662"'))), R(0), "Integer.parseInt reads any script's digits", opaque=12))
     rows.append(Row("header opaque true", frame(header(opaque=Raw("true"))), R(0),
                     "castToInt(true) = 1", opaque=1))
     rows.append(Row("header opaque -2^31", frame(header(opaque=Raw(str(-2 ** 31)))), R(0),
