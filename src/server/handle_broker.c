@@ -18,9 +18,10 @@
 #include "register_memo.h"
 #include "server_int.h"
 
-/* What Java 4.9.8 (on Java 8) answers when a handler throws, derived from
- * DefaultRequestProcessor (docs/compat.md): the exception's text and its
- * first stack frame. */
+/* What Java 4.9.8 answers when a handler throws, derived from
+ * DefaultRequestProcessor (docs/compat.md): the exception's text (as Java 8
+ * prints a NullPointerException) and its first stack frame, whose line is
+ * fixed by the 4.9.8 source. */
 #define NPE_AT(method, line)                                                   \
     "java.lang.NullPointerException, "                                         \
     "org.apache.rocketmq.namesrv.processor.DefaultRequestProcessor." method    \
