@@ -71,4 +71,48 @@ void ns_jw_raw(struct ns_jw *w, const char *json, size_t len);
 void ns_json_write_string(struct ns_buf *out, const char *s,
                           enum ns_json_flavour flavour);
 
+/* --- Exact numbers (json_number.c, json_span.c; docs/compat.md) --- */
+
+/* A value's raw text inside a document (borrowed). */
+struct ns_json_span {
+    const char *p;
+    size_t len;
+};
+
+/* Cursor over the member values of the object text [text, text+len), in
+ * document order, so that the i-th span belongs to cJSON's i-th child of the
+ * same text parsed by ns_json_parse. init: false when the text does not start
+ * with '{'. next: 1 and *out, 0 at the end, -1 on text it cannot skip. */
+struct ns_json_members {
+    const char *p;
+    const char *end;
+    bool done;
+    bool bare_key; /* the member last returned had an unquoted key */
+};
+bool ns_json_members_init(struct ns_json_members *it, const char *text,
+                          size_t len);
+int ns_json_members_next(struct ns_json_members *it, struct ns_json_span *out);
+/* Raw text of member (a child of obj, the tree of [text, text+len)). */
+bool ns_json_span_of(const char *text, size_t len, const cJSON *obj,
+                     const cJSON *member, struct ns_json_span *out);
+
+/* fastjson reading a JSON number literal into a Java int / long field: an
+ * integer literal must fit the type; a literal with a fraction or exponent is
+ * a BigDecimal truncated toward zero keeping the low 32/64 bits (its exact
+ * value when |scale| > 100). 0, or NS_EPROTO where Java throws. */
+int ns_json_number_to_int32(const char *p, size_t len, int32_t *out);
+int ns_json_number_to_int64(const char *p, size_t len, int64_t *out);
+/* fastjson reading a JSON string into a Java int / long field: 0 and *out;
+ * 1 when Java takes it as null ("", "null", "NULL"); NS_EPROTO where Java
+ * throws. Commas are dropped; the int form also drops a trailing ".0*". */
+int ns_json_string_to_int32(const char *s, int32_t *out);
+int ns_json_string_to_int64(const char *s, int64_t *out);
+/* A number literal as fastjson stores it into a String map value: an integer
+ * literal verbatim, any other as BigDecimal.toString(). 0, NS_EPROTO (not a
+ * literal) or the buffer's error. */
+int ns_json_number_text(const char *p, size_t len, struct ns_buf *out);
+/* Integer.parseInt / Long.parseLong (ASCII digits, optional sign). */
+bool ns_java_parse_int32(const char *s, int32_t *out);
+bool ns_java_parse_int64(const char *s, int64_t *out);
+
 #endif

@@ -40,8 +40,8 @@ enum ns_language {
 
 struct ns_ext {
     char *key;   /* owned */
-    char *value; /* owned; never NULL after decode ("" for a zero-length binary
-                    value) */
+    char *value; /* owned; never NULL after decode (a null value, JSON null or
+                    a zero-length binary value, is not stored: absent) */
 };
 
 /* One remoting command, request or reply. */
@@ -95,10 +95,14 @@ int ns_cmd_set_remark(struct ns_cmd *c, const char *remark);
  * 0 or the buffer's error. */
 int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out);
 
-/* Ext field parsing with Java's leniency (PROTOCOL.md §2.5): absent or
- * unparsable numbers leave *out unchanged and return false; booleans are true
- * only for "true" in any case. */
+/* Ext fields as RemotingCommand.decodeCommandCustomHeader fills a Long /
+ * Integer / Boolean field (docs/compat.md): Long.parseLong / Integer.parseInt
+ * (decimal, optional sign, range-checked) and Boolean.parseBoolean ("true" in
+ * any case). false means the Java field stays null ("unset": absent, null or
+ * unparsable) and leaves *out unchanged; each handler decides what unset
+ * means (Java's NullPointerException on unboxing, or a default). */
 bool ns_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out);
+bool ns_ext_int32(const struct ns_cmd *c, const char *key, int32_t *out);
 bool ns_ext_bool(const struct ns_cmd *c, const char *key, bool *out);
 
 const char *

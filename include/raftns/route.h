@@ -107,9 +107,14 @@ int ns_register_decode_body(struct ns_register *r, int32_t req_version,
                             bool compressed, const uint8_t *body, size_t len,
                             int64_t now_ms, char *errmsg, size_t errmsg_size);
 
-/* DataVersion JSON (QUERY_DATA_VERSION body). Returns 0 or NS_EPROTO. */
-int ns_data_version_decode(const uint8_t *body, size_t len,
-                           struct ns_data_version *out);
+/* DataVersion JSON (QUERY_DATA_VERSION body), 64-bit exact, with fastjson's
+ * rules (docs/compat.md); a missing timestamp is now_ms, as Java's
+ * constructor. Returns 0; NS_ENOTFOUND when the body is JSON null or [] (Java
+ * reads a null object); NS_EPROTO where Java throws (not JSON, not an object,
+ * a counter or timestamp that is no long, then *bad_field names it when
+ * bad_field is not NULL: a borrowed literal); NS_ENOMEM. */
+int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
+                           struct ns_data_version *out, const char **bad_field);
 void ns_data_version_encode(const struct ns_data_version *dv,
                             struct ns_buf *out);
 bool ns_data_version_equal(const struct ns_data_version *a,

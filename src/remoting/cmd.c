@@ -9,6 +9,7 @@
 #include "header_codec.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/json.h"
 
 void ns_cmd_init(struct ns_cmd *c)
 {
@@ -95,6 +96,21 @@ int cmd_ext_append(struct ns_cmd *c, char *key, char *value)
     c->n_ext++;
     c->has_ext = true;
     return 0;
+}
+
+void cmd_ext_drop(struct ns_cmd *c, const char *key, size_t key_len)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_ext; i++) {
+        const char *k = c->ext[i].key;
+        if (k != NULL && strlen(k) == key_len && memcmp(k, key, key_len) == 0) {
+            free_owned(c, c->ext[i].key);
+            free_owned(c, c->ext[i].value);
+            continue;
+        }
+        c->ext[kept++] = c->ext[i];
+    }
+    c->n_ext = kept;
 }
 
 /* Last match wins, as in Java's map when a header repeats a key. */
@@ -216,37 +232,14 @@ int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
     return out->err;
 }
 
-/* Long.parseLong: optional sign, at least one decimal digit, nothing else, no
- * overflow. */
-static bool parse_int64(const char *s, int64_t *out)
-{
-    bool neg = false;
-    if (*s == '+' || *s == '-') {
-        neg = *s++ == '-';
-    }
-    if (*s == '\0') {
-        return false;
-    }
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t v = 0;
-    for (; *s != '\0'; s++) {
-        if (*s < '0' || *s > '9') {
-            return false;
-        }
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (limit - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
-}
-
 bool ns_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out)
 {
-    const char *v = ns_cmd_ext_find(c, key);
-    return v != NULL && parse_int64(v, out);
+    return ns_java_parse_int64(ns_cmd_ext_find(c, key), out);
+}
+
+bool ns_ext_int32(const struct ns_cmd *c, const char *key, int32_t *out)
+{
+    return ns_java_parse_int32(ns_cmd_ext_find(c, key), out);
 }
 
 bool ns_ext_bool(const struct ns_cmd *c, const char *key, bool *out)

@@ -5,12 +5,26 @@
 #include "header_codec.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/utf8.h"
 
 /* Copies n bytes at p into an owned string; NULL result only when out of
  * memory. */
 static int copy_str(const uint8_t *p, size_t n, char **out)
 {
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    /* Netty's readCharSequence(UTF_8): malformed bytes are U+FFFD. */
+    int rv = ns_utf8_java(p, n, &fixed);
+    if (rv < 0) {
+        ns_buf_close(&fixed);
+        return NS_ENOMEM;
+    }
+    if (rv == 1) {
+        p = fixed.data;
+        n = fixed.len;
+    }
     *out = ns_strndup((const char *)p, n);
+    ns_buf_close(&fixed);
     return *out ? 0 : NS_ENOMEM;
 }
 
@@ -34,9 +48,18 @@ static int decode_ext(const uint8_t *blob, size_t blob_len, struct ns_cmd *c)
         if (r.err || key == NULL || val == NULL) {
             return NS_EPROTO;
         }
-        if (key_len == 0) {
-            continue; /* a null key: Java's map would hold it, no handler reads
-                         it */
+        if (key_len == 0 || val_len == 0) {
+            /* Java's readStr gives null for a zero length: a null key no
+             * handler reads, or a null value, which every handler takes as
+             * absent (and which replaces an earlier value of the key). */
+            if (key_len > 0) {
+                cmd_ext_drop(c, (const char *)key, (size_t)key_len);
+            }
+            continue;
+        }
+        if (memchr(key, 0, (size_t)key_len) != NULL ||
+            memchr(val, 0, (size_t)val_len) != NULL) {
+            return NS_EPROTO; /* a C string cannot carry it: docs/compat.md */
         }
         if (copy_str(key, (size_t)key_len, &k) != 0) {
             return NS_ENOMEM;
@@ -70,7 +93,11 @@ int header_binary_decode(const uint8_t *h, size_t h_len, struct ns_cmd *c)
     if (r.err) {
         return NS_EPROTO;
     }
-    /* Java reads a remark only when the length is positive. */
+    /* Zero is a null remark; Netty's readCharSequence throws on a negative
+     * length, and the decoder then closes the connection. */
+    if (remark_len < 0) {
+        return NS_EPROTO;
+    }
     if (remark_len > 0) {
         const uint8_t *p = ns_rd_bytes(&r, (size_t)remark_len);
         if (p == NULL) {

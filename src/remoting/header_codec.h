@@ -27,6 +27,10 @@ size_t header_json_size_hint(const struct ns_cmd *c);
  * or NS_ENOMEM. */
 int cmd_ext_append(struct ns_cmd *c, char *key, char *value);
 
+/* Removes every ext field named key (key_len bytes): a later null value in
+ * Java's map replaces what came before, and null reads as absent. */
+void cmd_ext_drop(struct ns_cmd *c, const char *key, size_t key_len);
+
 /* True when p points into c's arena (see struct ns_cmd). */
 bool cmd_in_arena(const struct ns_cmd *c, const void *p);
 
@@ -38,10 +42,12 @@ int header_json_scan(const uint8_t *h, size_t h_len, struct ns_cmd *c);
 /* The general path over a cJSON tree (header_json.c). */
 int header_json_decode_tree(const uint8_t *h, size_t h_len, struct ns_cmd *c);
 
-/* Java's view of a header number given as a string ("12" -> 12, else 0), and
- * of a language given as a name or an ordinal: shared by both paths. */
-int32_t header_text_int32(const char *text);
+/* fastjson's view of a header int given as a string (0 and *out, *out
+ * unchanged for "" or "null", NS_EPROTO where Java throws), of a language
+ * name, and of a language ordinal (NS_EPROTO beyond 4.9.8's RUST = 12): shared
+ * by both paths. */
+int header_text_int32(const char *text, int32_t *out);
 int32_t header_language_of_text(const char *text);
-int32_t header_language_of_number(double d);
+int header_language_of_ordinal(int64_t v, int32_t *out);
 
 #endif

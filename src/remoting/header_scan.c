@@ -372,25 +372,6 @@ static int store_text(struct scan *s, const char *text, size_t len, char **out)
     return 0;
 }
 
-static size_t format_int(char *buf, int64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    size_t len = 0;
-    if (v < 0) {
-        buf[len++] = '-';
-    }
-    while (n > 0) {
-        buf[len++] = tmp[--n];
-    }
-    return len;
-}
-
 /* One extFields member value: strings, integers and booleans are kept, null
  * is skipped (as the tree path does); anything else falls back. */
 static int scan_ext_value(struct scan *s, char **value, bool *skip)
@@ -401,12 +382,14 @@ static int scan_ext_value(struct scan *s, char **value, bool *skip)
         return store_string(s, value);
     }
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        /* fastjson keeps an integer literal's text ("-0", "007"). */
         int64_t v;
-        char num[24];
+        const uint8_t *start = s->p;
         if (scan_int(s, &v) != 0) {
             return FALLBACK;
         }
-        return store_text(s, num, format_int(num, v), value);
+        return store_text(s, (const char *)start, (size_t)(s->p - start),
+                          value);
     }
     int which;
     if (scan_literal(s, &which) != 0) {
@@ -451,7 +434,9 @@ static int scan_ext(struct scan *s, size_t h_len)
         if (s->p >= s->end || scan_ext_value(s, &value, &skip) != 0) {
             return FALLBACK;
         }
-        if (!skip) {
+        if (skip) {
+            cmd_ext_drop(c, key, strlen(key));
+        } else {
             if (c->n_ext >= s->n_colons) {
                 return FALLBACK; /* cannot happen: one ':' per member */
             }
@@ -463,8 +448,9 @@ static int scan_ext(struct scan *s, size_t h_len)
     return expect(s, '}') ? 0 : FALLBACK;
 }
 
-/* code, flag, opaque, version: an integer, a string holding one, or a
- * literal (0). */
+/* code, flag, opaque, version: an integer that fits (the tree path decides
+ * the rest: out of range throws in Java), a string holding one, true/false
+ * (1/0) or null (default). */
 static int scan_int_field(struct scan *s, int32_t *out)
 {
     uint8_t ch = *s->p;
@@ -472,25 +458,27 @@ static int scan_int_field(struct scan *s, int32_t *out)
         char text[64];
         size_t len;
         if (scan_string(s, text, sizeof text, &len) != 0 ||
-            len >= sizeof text || strlen(text) != len) {
+            len >= sizeof text || strlen(text) != len ||
+            header_text_int32(text, out) != 0) {
             return FALLBACK;
         }
-        *out = header_text_int32(text);
         return 0;
     }
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
         int64_t v;
-        if (scan_int(s, &v) != 0) {
+        if (scan_int(s, &v) != 0 || v < INT32_MIN || v > INT32_MAX) {
             return FALLBACK;
         }
-        *out = (int32_t)(uint32_t)(uint64_t)v;
+        *out = (int32_t)v;
         return 0;
     }
     int which;
     if (scan_literal(s, &which) != 0) {
         return FALLBACK;
     }
-    *out = 0;
+    if (which >= 0) {
+        *out = which;
+    }
     return 0;
 }
 
@@ -509,18 +497,30 @@ static int scan_language(struct scan *s)
     }
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
         int64_t v;
-        if (scan_int(s, &v) != 0) {
+        if (scan_int(s, &v) != 0 ||
+            header_language_of_ordinal(v, &s->c->language) != 0) {
             return FALLBACK;
         }
-        s->c->language = header_language_of_number((double)v);
         return 0;
     }
     int which;
-    if (scan_literal(s, &which) != 0) {
-        return FALLBACK;
+    if (scan_literal(s, &which) != 0 || which >= 0) {
+        return FALLBACK; /* true/false: Java throws */
     }
     s->c->language = NS_LANG_JAVA;
     return 0;
+}
+
+/* serializeTypeCurrentRPC: a name (ignored, as Java overwrites it) or null;
+ * ordinals and other types are left to the tree path. */
+static int scan_serialize_type(struct scan *s)
+{
+    size_t len;
+    int which;
+    if (*s->p == '"') {
+        return scan_string(s, NULL, 0, &len);
+    }
+    return scan_literal(s, &which) == 0 && which < 0 ? 0 : FALLBACK;
 }
 
 static int scan_remark(struct scan *s, size_t h_len)
@@ -539,7 +539,7 @@ static int scan_remark(struct scan *s, size_t h_len)
 static int scan_member(struct scan *s, size_t h_len)
 {
     char key[32];
-    size_t len;
+    size_t len = 0;
     if (s->p >= s->end || *s->p != '"' ||
         scan_string(s, key, sizeof key, &len) != 0 || !expect(s, ':')) {
         return FALLBACK;
@@ -548,8 +548,8 @@ static int scan_member(struct scan *s, size_t h_len)
     if (s->p >= s->end) {
         return FALLBACK;
     }
-    /* Only lengths 4..9 are compared, so a longer key's truncated buffer is
-     * never read. */
+    /* Only lengths 4..9 and 23 are compared, so a longer key's truncated buffer
+     * is never read. */
     struct ns_cmd *c = s->c;
     switch (len) {
     case 4:
@@ -558,6 +558,9 @@ static int scan_member(struct scan *s, size_t h_len)
         }
         if (memcmp(key, "flag", 4) == 0) {
             return scan_int_field(s, &c->flag);
+        }
+        if (memcmp(key, "body", 4) == 0) {
+            return FALLBACK; /* a byte[] property: the tree path checks it */
         }
         break;
     case 6:
@@ -581,6 +584,11 @@ static int scan_member(struct scan *s, size_t h_len)
     case 9:
         if (memcmp(key, "extFields", 9) == 0) {
             return scan_ext(s, h_len);
+        }
+        break;
+    case 23:
+        if (memcmp(key, "serializeTypeCurrentRPC", 23) == 0) {
+            return scan_serialize_type(s);
         }
         break;
     default:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 #include <zlib.h>
 
@@ -14,6 +15,8 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
+#include "raftns/utf8.h"
+#include "data_version.h"
 #include "register_body_scan.h"
 
 #define INFLATE_CHUNK (64u * 1024u)
@@ -73,39 +76,128 @@ static int parse_json(struct body_ctx *c, const char *text, size_t len,
                 what);
 }
 
-/* An int field of obj that must fit an int32 (fastjson rejects overflow). */
+/* An int property of obj as fastjson fills it (docs/compat.md): an integer
+ * must fit; a fraction truncates (low 32 bits of the integer part); a string
+ * is castToInt'ed; true/false are 1/0; null or absent keeps dflt; objects and
+ * arrays throw. The double cJSON holds is exact for every int32. */
 static int get_int32(struct body_ctx *c, const cJSON *obj, const char *key,
                      int32_t dflt, int32_t *out)
 {
-    int64_t v = ns_json_get_int64(obj, key, dflt);
-    if (v < INT32_MIN || v > INT32_MAX) {
-        return fail_json(c, "int value overflow");
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = dflt;
+    if (item == NULL || cJSON_IsNull(item)) {
+        return 0;
     }
-    *out = (int32_t)v;
+    if (cJSON_IsBool(item)) {
+        *out = cJSON_IsTrue(item) ? 1 : 0;
+        return 0;
+    }
+    if (cJSON_IsString(item)) {
+        int rv = ns_json_string_to_int32(item->valuestring, out);
+        return rv == NS_EPROTO ? fail_json(c, "parseInt error") : 0;
+    }
+    if (!cJSON_IsNumber(item)) {
+        return fail_json(c, "parseInt error");
+    }
+    double d = item->valuedouble;
+    if (d == (double)(int64_t)d && d >= -2147483648.0 && d <= 2147483647.0) {
+        *out = (int32_t)d;
+        return 0;
+    }
+    if (d != (double)(int64_t)d && d > -9.2e18 && d < 9.2e18) {
+        *out = (int32_t)(uint32_t)(uint64_t)(int64_t)d;
+        return 0;
+    }
+    return fail_json(c, "int value overflow");
+}
+
+/* DataVersion object obj (NULL: absent) whose text is span; a missing
+ * timestamp gets now_ms, as Java's constructor. Numbers are read from the
+ * text, so 64-bit counters stay exact. */
+static int decode_dv(struct body_ctx *c, const cJSON *obj,
+                     struct ns_json_span span, struct ns_data_version *dv)
+{
+    const char *bad;
+    if (obj == NULL) {
+        memset(dv, 0, sizeof *dv);
+        dv->timestamp = c->now_ms;
+        return 0;
+    }
+    int rv =
+        ns_data_version_decode_tree(span.p, span.len, obj, c->now_ms, dv, &bad);
+    if (rv != 0) {
+        return fail(c,
+                    "com.alibaba.fastjson.JSONException: parseLong error, "
+                    "field : %s",
+                    bad);
+    }
     return 0;
 }
 
-/* DataVersion object (NULL: absent); missing timestamp gets now_ms, as Java's
- * constructor. */
-static void decode_dv(struct body_ctx *c, const cJSON *obj,
-                      struct ns_data_version *dv)
+/* TopicConfig's properties raftns does not keep must still decode, or the
+ * whole body fails in Java: topicFilterType (an enum: a name, ordinal 0-1 or
+ * null) and order (a boolean: true/false, 1/0, "true"/"false" in any case,
+ * "1"/"0", "Y"/"T"/"F"/"N", "" or null). */
+static int check_enum_and_bool(struct body_ctx *c, const cJSON *tc)
 {
-    dv->counter = ns_json_get_int64(obj, "counter", 0);
-    dv->state_version = ns_json_get_int64(obj, "stateVersion", 0);
-    dv->timestamp = ns_json_get_int64(obj, "timestamp", c->now_ms);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(tc, "topicFilterType");
+    bool ok =
+        f == NULL || cJSON_IsNull(f) || cJSON_IsString(f) ||
+        (cJSON_IsNumber(f) && (f->valuedouble == 0.0 || f->valuedouble == 1.0));
+    if (!ok) {
+        return fail_json(c, "parse enum TopicFilterType error");
+    }
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(tc, "order");
+    ok = o == NULL || cJSON_IsNull(o) || cJSON_IsBool(o) || cJSON_IsNumber(o);
+    if (!ok && cJSON_IsString(o)) {
+        static const char *const words[] = {"true", "false", "1", "0",
+                                            "Y",    "y",     "T", "F",
+                                            "f",    "N",     "",  "null"};
+        for (size_t i = 0; i < sizeof words / sizeof words[0] && !ok; i++) {
+            ok = strcasecmp(o->valuestring, words[i]) == 0 &&
+                 (i < 2 || strcmp(o->valuestring, words[i]) == 0);
+        }
+    }
+    return ok ? 0 : fail_json(c, "parseBoolean error, field : order");
 }
 
+/* Returns 0, an error, or SKIP_TOPIC for an entry Java files under a null
+ * name or cannot file at all (docs/compat.md `null-topic`): the registration
+ * goes on without it. */
+#define SKIP_TOPIC 1
 static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
                              struct ns_topic_config *t)
 {
+    if (cJSON_IsNull(tc)) {
+        return SKIP_TOPIC;
+    }
     if (!cJSON_IsObject(tc)) {
         return fail_json(c, "syntax error, expect {, actual value");
     }
+    const cJSON *n_item = cJSON_GetObjectItemCaseSensitive(tc, "topicName");
+    char *printed = NULL;
     const char *name = ns_json_get_string(tc, "topicName");
-    if (name == NULL) {
-        return fail(c, "java.lang.NullPointerException: topicName is null");
+    if (name == NULL && n_item != NULL && !cJSON_IsNull(n_item)) {
+        /* A String property given another value holds its text. */
+        printed = cJSON_PrintUnformatted(n_item);
+        if (printed == NULL) {
+            return NS_ENOMEM;
+        }
+        name = printed;
     }
-    int rv = get_int32(c, tc, "readQueueNums", 16, &t->read_queues);
+    if (name == NULL) {
+        return SKIP_TOPIC;
+    }
+    t->name = ns_strdup(name);
+    cJSON_free(printed);
+    if (t->name == NULL) {
+        return NS_ENOMEM;
+    }
+    int rv = check_enum_and_bool(c, tc);
+    if (rv != 0) {
+        return rv;
+    }
+    rv = get_int32(c, tc, "readQueueNums", 16, &t->read_queues);
     if (rv == 0) {
         rv = get_int32(c, tc, "writeQueueNums", 16, &t->write_queues);
     }
@@ -115,11 +207,7 @@ static int decode_topic_json(struct body_ctx *c, const cJSON *tc,
     if (rv == 0) {
         rv = get_int32(c, tc, "topicSysFlag", 0, &t->sys_flag);
     }
-    if (rv != 0) {
-        return rv;
-    }
-    t->name = ns_strdup(name);
-    return t->name ? 0 : NS_ENOMEM;
+    return rv; /* on error the caller frees t->name with the rest */
 }
 
 static int decode_topic_table(struct body_ctx *c, const cJSON *table)
@@ -143,7 +231,12 @@ static int decode_topic_table(struct body_ctx *c, const cJSON *table)
     cJSON_ArrayForEach(tc, table)
     {
         int rv = decode_topic_json(c, tc, &r->topics[r->n_topics]);
+        if (rv == SKIP_TOPIC) {
+            continue;
+        }
         if (rv != 0) {
+            ns_free(r->topics[r->n_topics].name); /* not counted yet */
+            r->topics[r->n_topics].name = NULL;
             return rv;
         }
         r->n_topics++;
@@ -266,11 +359,11 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
     if (arr == NULL || cJSON_IsNull(arr)) {
         return 0;
     }
-    if (!cJSON_IsArray(arr)) {
-        return fail_json(c, "syntax error, expect [, filterServerList");
-    }
     r->has_filter_servers = true;
-    size_t n = (size_t)cJSON_GetArraySize(arr);
+    /* fastjson reads a List<String> from a lone value as a one-element list
+     * and stores every element's text; null elements are left out
+     * (docs/compat.md struct-ext-text). */
+    size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 1;
     if (n == 0) {
         return 0;
     }
@@ -278,17 +371,23 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
     if (r->filter_servers == NULL) {
         return NS_ENOMEM;
     }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, arr)
-    {
-        if (!cJSON_IsString(e)) {
-            return fail_json(c, "syntax error, filterServerList element");
+    const cJSON *e = cJSON_IsArray(arr) ? arr->child : arr;
+    for (; e != NULL; e = cJSON_IsArray(arr) ? e->next : NULL) {
+        char *text;
+        if (cJSON_IsNull(e)) {
+            continue;
         }
-        r->filter_servers[r->n_filter_servers] = ns_strdup(e->valuestring);
-        if (r->filter_servers[r->n_filter_servers] == NULL) {
+        if (cJSON_IsString(e)) {
+            text = ns_strdup(e->valuestring);
+        } else {
+            char *printed = cJSON_PrintUnformatted(e);
+            text = printed != NULL ? ns_strdup(printed) : NULL;
+            cJSON_free(printed);
+        }
+        if (text == NULL) {
             return NS_ENOMEM;
         }
-        r->n_filter_servers++;
+        r->filter_servers[r->n_filter_servers++] = text;
     }
     return 0;
 }
@@ -296,18 +395,33 @@ static int decode_filter_servers(struct body_ctx *c, const cJSON *arr)
 /* TopicConfigSerializeWrapper (and its 5.x subclass): dataVersion,
  * topicConfigTable, topicQueueMappingInfoMap. wrapper NULL: Java's default
  * wrapper (new DataVersion()). */
-static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper)
+static int decode_wrapper(struct body_ctx *c, const cJSON *wrapper,
+                          struct ns_json_span text)
 {
+    /* fastjson reads an empty array as a null bean. */
+    if (cJSON_IsArray(wrapper) && wrapper->child == NULL) {
+        wrapper = NULL;
+    }
     if (wrapper != NULL && !cJSON_IsNull(wrapper) && !cJSON_IsObject(wrapper)) {
         return fail_json(c, "syntax error, TopicConfigSerializeWrapper");
     }
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(wrapper, "dataVersion");
+    if (cJSON_IsArray(dv) && dv->child == NULL) {
+        dv = NULL;
+    }
     if (dv != NULL && !cJSON_IsNull(dv) && !cJSON_IsObject(dv)) {
         return fail_json(c, "syntax error, dataVersion");
     }
-    decode_dv(c, cJSON_IsObject(dv) ? dv : NULL, &c->r->dv);
-    int rv = decode_topic_table(
-        c, cJSON_GetObjectItemCaseSensitive(wrapper, "topicConfigTable"));
+    struct ns_json_span dv_text = {NULL, 0};
+    if (cJSON_IsObject(dv) &&
+        !ns_json_span_of(text.p, text.len, wrapper, dv, &dv_text)) {
+        return fail_json(c, "syntax error, dataVersion");
+    }
+    int rv = decode_dv(c, cJSON_IsObject(dv) ? dv : NULL, dv_text, &c->r->dv);
+    if (rv == 0) {
+        rv = decode_topic_table(
+            c, cJSON_GetObjectItemCaseSensitive(wrapper, "topicConfigTable"));
+    }
     if (rv == 0) {
         rv = decode_mapping_table(c, cJSON_GetObjectItemCaseSensitive(
                                          wrapper, "topicQueueMappingInfoMap"));
@@ -319,6 +433,7 @@ static int decode_json_body(struct body_ctx *c, bool bare_wrapper,
                             const uint8_t *body, size_t len)
 {
     cJSON *root;
+    struct ns_json_span text = {(const char *)body, len};
     int rv =
         parse_json(c, (const char *)body, len, "RegisterBrokerBody", &root);
     if (rv != 0) {
@@ -327,13 +442,19 @@ static int decode_json_body(struct body_ctx *c, bool bare_wrapper,
     if (!cJSON_IsObject(root)) {
         rv = fail(c, "java.lang.NullPointerException: body is not an object");
     } else if (bare_wrapper) {
-        rv = decode_wrapper(c, root);
+        rv = decode_wrapper(c, root, text);
     } else {
         rv = decode_filter_servers(
             c, cJSON_GetObjectItemCaseSensitive(root, "filterServerList"));
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(
+            root, "topicConfigSerializeWrapper");
+        struct ns_json_span w_text = {NULL, 0};
+        if (rv == 0 && cJSON_IsObject(w) &&
+            !ns_json_span_of(text.p, text.len, root, w, &w_text)) {
+            rv = fail_json(c, "syntax error, TopicConfigSerializeWrapper");
+        }
         if (rv == 0) {
-            rv = decode_wrapper(c, cJSON_GetObjectItemCaseSensitive(
-                                       root, "topicConfigSerializeWrapper"));
+            rv = decode_wrapper(c, w, w_text);
         }
     }
     cJSON_Delete(root);
@@ -553,19 +674,32 @@ static int decode_compressed_topics(struct body_ctx *c, struct ns_rd *rd)
     if (r->topics == NULL) {
         return NS_ENOMEM;
     }
-    for (int32_t i = 0; i < count; i++) {
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    int rv = 0;
+    for (int32_t i = 0; i < count && rv == 0; i++) {
         const char *p;
         size_t n;
-        int rv = read_record(c, rd, &p, &n);
+        rv = read_record(c, rd, &p, &n);
+        if (rv == 0) {
+            /* Java: new String(record, UTF-8) before splitting the line. */
+            ns_buf_reset(&fixed);
+            rv = ns_utf8_java((const uint8_t *)p, n, &fixed);
+            if (rv == 1) {
+                p = (const char *)fixed.data;
+                n = fixed.len;
+                rv = 0;
+            }
+        }
         if (rv == 0) {
             rv = decode_topic_line(c, p, n, &r->topics[r->n_topics]);
         }
-        if (rv != 0) {
-            return rv;
+        if (rv == 0) {
+            r->n_topics++;
         }
-        r->n_topics++;
     }
-    return 0;
+    ns_buf_close(&fixed);
+    return rv;
 }
 
 static int decode_compressed_mappings(struct body_ctx *c, struct ns_rd *rd)
@@ -632,18 +766,24 @@ static int decode_compressed(struct body_ctx *c, int32_t req_version,
         rv = fail_json(c, "syntax error, dataVersion");
         goto out;
     }
-    decode_dv(c, dv, &c->r->dv);
+    rv = decode_dv(c, dv, (struct ns_json_span){p, n}, &c->r->dv);
     cJSON_Delete(dv);
-    rv = decode_compressed_topics(c, &rd);
+    if (rv == 0) {
+        rv = decode_compressed_topics(c, &rd);
+    }
     if (rv == 0) {
         rv = read_record(c, &rd, &p, &n);
     }
     if (rv == 0) {
-        cJSON *fs;
-        rv = parse_json(c, p, n, "filterServerList", &fs);
-        if (rv == 0) {
-            rv = decode_filter_servers(c, fs);
-            c->r->has_filter_servers = true;
+        /* Java catches a filter server list it cannot parse and registers
+         * with an empty one. */
+        int frv;
+        cJSON *fs = ns_json_parse_rv(p, n, &frv);
+        c->r->has_filter_servers = true;
+        if (fs == NULL && frv == NS_ENOMEM) {
+            rv = NS_ENOMEM;
+        } else if (fs != NULL) {
+            rv = cJSON_IsArray(fs) ? decode_filter_servers(c, fs) : 0;
             cJSON_Delete(fs);
         }
     }
@@ -832,6 +972,20 @@ static int decode_body(struct ns_register *r, int32_t req_version,
         return 0;
     }
     int rv;
+    struct ns_buf fixed;
+    ns_buf_init(&fixed);
+    if (req_version < 37 || !compressed) {
+        /* Java decodes the body with new String(bytes, UTF_8) first. */
+        rv = ns_utf8_java(body, len, &fixed);
+        if (rv < 0) {
+            ns_buf_close(&fixed);
+            return rv;
+        }
+        if (rv == 1) {
+            body = fixed.data;
+            len = fixed.len;
+        }
+    }
     if (req_version < 37) {
         rv = decode_json(&c, true, use_scan, body, len);
     } else if (compressed) {
@@ -839,6 +993,7 @@ static int decode_body(struct ns_register *r, int32_t req_version,
     } else {
         rv = decode_json(&c, false, use_scan, body, len);
     }
+    ns_buf_close(&fixed);
     if (rv == 0 && r->n_topics > NS_REGISTER_MAX_TOPICS) {
         rv = too_many_topics(&c, r->n_topics);
     }

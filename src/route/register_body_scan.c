@@ -435,6 +435,15 @@ static int scan_topic(struct scan *s)
             rv = first_time(&seen, 8) ? read_int32(s, &t.perm) : FALLBACK;
         } else if (key_is(k, n, "topicSysFlag")) {
             rv = first_time(&seen, 16) ? read_int32(s, &t.sys_flag) : FALLBACK;
+        } else if (key_is(k, n, "order") || key_is(k, n, "topicFilterType")) {
+            /* Not kept, but Java fails the body on a bad one: only the
+             * shapes brokers write (a boolean, an enum name) stay here. */
+            skip_ws(s);
+            uint8_t want = key_is(k, n, "order") ? 'b' : '"';
+            bool plain =
+                s->p < s->end &&
+                (want == '"' ? *s->p == '"' : (*s->p == 't' || *s->p == 'f'));
+            rv = plain ? skip_value(s, 4) : FALLBACK;
         } else {
             rv = skip_value(s, 4);
         }

@@ -3,6 +3,7 @@
  * register_async.c), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
  * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
  * liveness in liveness.c. */
+#include <stdio.h>
 #include <string.h>
 
 #include <zlib.h>
@@ -16,6 +17,26 @@
 #include "raftns/route.h"
 #include "register_memo.h"
 #include "server_int.h"
+
+/* What Java 4.9.8 answers when a handler throws, derived from
+ * DefaultRequestProcessor (docs/compat.md): the exception's text (as Java 8
+ * prints a NullPointerException) and its first stack frame, whose line is
+ * fixed by the 4.9.8 source. */
+#define NPE_AT(method, line)                                                   \
+    "java.lang.NullPointerException, "                                         \
+    "org.apache.rocketmq.namesrv.processor.DefaultRequestProcessor." method    \
+    "(DefaultRequestProcessor.java:" #line ")"
+/* brokerId missing or not a long: unboxing the null Long throws. */
+#define REMARK_NPE_REGISTER NPE_AT("registerBrokerWithFilterServer", 252)
+#define REMARK_NPE_REGISTER_OLD NPE_AT("registerBroker", 332)
+#define REMARK_NPE_UNREGISTER NPE_AT("unregisterBroker", 359)
+#define REMARK_BAD_BODY                                                        \
+    "org.apache.rocketmq.remoting.exception.RemotingCommandException: "        \
+    "Failed to decode RegisterBrokerBody, "                                    \
+    "org.apache.rocketmq.namesrv.processor.DefaultRequestProcessor."           \
+    "registerBrokerWithFilterServer(DefaultRequestProcessor.java:241)"
+/* QUERY_DATA_VERSION without a body: new String(null) throws. */
+#define REMARK_NPE_NO_BODY "java.lang.NullPointerException"
 
 static const char *ext_or_empty(const struct ns_cmd *cmd, const char *key)
 {
@@ -103,8 +124,13 @@ static void register_done(struct ns_pending *p, int status,
 
 int ns_register_check_crc(const struct ns_cmd *cmd)
 {
-    int64_t want = 0;
-    ns_ext_int64(cmd, "bodyCrc32", &want);
+    int32_t want = 0;
+    const char *text = ns_cmd_ext_find(cmd, "bodyCrc32");
+    /* Java leaves an unparsable bodyCrc32 at its default 0 and so skips the
+     * check; raftns refuses it instead (docs/compat.md). */
+    if (text != NULL && !ns_java_parse_int32(text, &want)) {
+        return -1;
+    }
     if (want == 0) {
         return 0;
     }
@@ -112,7 +138,7 @@ int ns_register_check_crc(const struct ns_cmd *cmd)
     if (cmd->body_len > 0) {
         crc = crc32(crc, cmd->body, (uInt)cmd->body_len);
     }
-    return ((int64_t)(crc & 0x7FFFFFFF) == want) ? 0 : -1;
+    return (int32_t)(crc & 0x7FFFFFFF) == want ? 0 : -1;
 }
 
 int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
@@ -198,13 +224,26 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
         NS_LOG(NS_LOG_WARN, "conn %llu %s: register refused: %s",
                (unsigned long long)req->conn->id, req->conn->peer, errmsg);
     }
-    if (rv == NS_EPROTO || rv == NS_ETOOBIG) {
-        return reply_error_ext(&req->to, errmsg[0] ? errmsg
-                                                   : "register body decode "
-                                                     "failed");
+    if (rv == NS_ETOOBIG) {
+        return reply_error_ext(&req->to, errmsg);
+    }
+    if (rv == NS_EPROTO) {
+        /* Java: RegisterBrokerBody.decode throws and is wrapped; requests
+         * older than V3_0_11 see the fastjson exception itself. */
+        return ns_reply_exception(&req->to,
+                                  req->cmd->version >= 37 ? REMARK_BAD_BODY
+                                  : errmsg[0]             ? errmsg
+                                              : "com.alibaba.fastjson."
+                                                "JSONException");
     }
     if (rv != 0) {
         return rv;
+    }
+    int64_t id;
+    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+        return ns_reply_exception(&req->to, req->cmd->version >= 37
+                                                ? REMARK_NPE_REGISTER
+                                                : REMARK_NPE_REGISTER_OLD);
     }
     uint64_t epoch = ns_route_epoch();
     if (may_short_cut(srv) && ns_route_is_unchanged_registration(
@@ -292,6 +331,10 @@ int ns_handle_unregister_broker(struct ns_req *req)
 {
     struct ns_command c;
     int rv = NS_ENOMEM;
+    int64_t id;
+    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+        return ns_reply_exception(&req->to, REMARK_NPE_UNREGISTER);
+    }
     ns_command_init(&c, NS_CMD_UNREGISTER_BROKERS);
     c.leader_time_ms = ns_wall_ms();
     c.u.brokers.refs = ns_calloc(1, sizeof *c.u.brokers.refs);
@@ -327,14 +370,34 @@ int ns_handle_query_data_version(struct ns_req *req)
     const char *cluster = ext_or_empty(req->cmd, "clusterName");
     const char *addr = ext_or_empty(req->cmd, "brokerAddr");
     struct ns_data_version dv;
-    bool have =
-        req->cmd->body_len > 0 &&
-        ns_data_version_decode(req->cmd->body, req->cmd->body_len, &dv) == 0;
+    if (req->cmd->body_len == 0) {
+        return ns_reply_exception(&req->to, REMARK_NPE_NO_BODY);
+    }
+    const char *bad = NULL;
+    int drv = ns_data_version_decode(req->cmd->body, req->cmd->body_len,
+                                     ns_wall_ms(), &dv, &bad);
+    if (drv == NS_ENOMEM) {
+        return drv;
+    }
+    if (drv == NS_EPROTO) {
+        char remark[128];
+        snprintf(remark, sizeof remark,
+                 "com.alibaba.fastjson.JSONException: %s%s",
+                 bad != NULL ? "parseLong error, field : " : "syntax error",
+                 bad != NULL ? bad : "");
+        return ns_reply_exception(&req->to, remark);
+    }
+    bool have = drv == 0; /* NS_ENOTFOUND: Java's null DataVersion */
     const struct ns_data_version *stored =
         ns_route_find_data_version(srv->state->route, cluster, addr);
-    bool changed =
-        !have || stored == NULL || !ns_data_version_equal(stored, &dv);
-    ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+    /* 4.9.8's DataVersion.equals: timestamp and counter (no stateVersion). */
+    bool changed = !have || stored == NULL || stored->counter != dv.counter ||
+                   stored->timestamp != dv.timestamp;
+    if (!changed) {
+        /* As Java: only an unchanged version refreshes the broker; a changed
+         * one is followed by a registration. */
+        ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+    }
 
     struct ns_cmd reply;
     struct ns_buf body;

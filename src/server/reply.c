@@ -70,6 +70,20 @@ int ns_reply_simple(const struct ns_reply_to *to, int32_t code,
     return ns_reply_send(to, &reply);
 }
 
+int ns_reply_exception(const struct ns_reply_to *to, const char *remark)
+{
+    struct ns_cmd reply;
+    ns_reply_init(&reply, to, 1);
+    /* Java's catch-all builds a fresh response and never copies the
+     * request's serialize type onto it: always JSON, no extFields. */
+    reply.ser = NS_SER_JSON;
+    if (ns_cmd_set_remark(&reply, remark) != 0) {
+        ns_cmd_close(&reply);
+        return NS_ENOMEM;
+    }
+    return ns_reply_send(to, &reply);
+}
+
 int ns_reply_body(const struct ns_reply_to *to, int32_t code,
                   const uint8_t *body, size_t len)
 {

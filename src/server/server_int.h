@@ -328,6 +328,10 @@ void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
 /* Encodes and queues reply (then closes it). Nothing is sent for oneway or
  * closed targets. Returns 0 or NS_ENOMEM. */
 int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply);
+/* The SYSTEM_ERROR reply Java's processor wrapper sends when a handler throws
+ * (docs/compat.md): code 1, remark = the exception text (borrowed), JSON
+ * whatever the request's type, no extFields. */
+int ns_reply_exception(const struct ns_reply_to *to, const char *remark);
 /* A reply with only a code and a remark (borrowed, may be NULL). */
 int ns_reply_simple(const struct ns_reply_to *to, int32_t code,
                     const char *remark);

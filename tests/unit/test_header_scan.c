@@ -74,14 +74,14 @@ static const char *const fast_cases[] = {
     " {\r\n\t\"version\" : 1 , \"code\" : 2 } \n",
     "{\"remark\":\"a\",\"remark\":null,\"extFields\":{\"k\":\"1\"},"
     "\"extFields\":{\"k\":\"2\"},\"code\":3,\"code\":4}",
-    "{\"code\":\"12x\",\"opaque\":\"-5\",\"flag\":true,\"language\":3}",
-    "{\"code\":\" 7\",\"opaque\":\"+8\",\"version\":\"99999999999\"}",
     "{\"language\":\"GO\"}",
     "{\"language\":\"go\"}",
-    "{\"language\":99,\"code\":null}",
     "{\"language\":\"nope\",\"version\":false}",
-    "{\"code\":4294967297,\"opaque\":-2147483649}",
+    "{\"code\":\"-5\",\"opaque\":\"+8\",\"flag\":true,\"language\":3}",
+    "{\"code\":\"1,0\",\"opaque\":\"7.00\",\"version\":\"null\"}",
+    "{\"serializeTypeCurrentRPC\":\"ROCKETMQ\",\"code\":2147483647}",
     "{\"extFields\":{}}",
+    "{\"extFields\":{\"k\":\"a\",\"j\":1,\"k\":null,\"i\":\"b\"}}",
     "{\"extFields\":null}",
     "{\"remark\":\"\xc3\xa9\xff\"}",
     "{\"remark\":7}",
@@ -92,6 +92,12 @@ static const char *const fast_cases[] = {
 
 /* Shapes it leaves to cJSON (which may accept or reject them). */
 static const char *const fallback_cases[] = {
+    "{\"code\":\"12x\",\"opaque\":\"-5\",\"flag\":true,\"language\":3}",
+    "{\"code\":\" 7\",\"opaque\":\"+8\",\"version\":\"99999999999\"}",
+    "{\"language\":99,\"code\":null}",
+    "{\"code\":4294967297,\"opaque\":-2147483649}",
+    "{\"serializeTypeCurrentRPC\":5}",
+    "{\"body\":\"AAAA\"}",
     "{\"extFields\":{1:\"a\"}}",
     "{1:2,\"code\":3}",
     "{\"code\":1.5}",

@@ -466,19 +466,22 @@ static void json_header_cases(void **state)
         {"{\"extFields\":{\"a\":12,\"b\":true,\"c\":false,\"d\":-3,\"e\":1.5,"
          "\"f\":null,\"g\":{},\"h\":\"x\"}}",
          0, 0, 0, 0, 0, NS_LANG_JAVA, NULL, true,
-         "a=12;b=true;c=false;d=-3;e=1.5;h=x;"},
+         "a=12;b=true;c=false;d=-3;e=1.5;g={};h=x;"},
         {"{\"language\":9}", 0, 0, 0, 0, 0, NS_LANG_GO, NULL, false, NULL},
         {"{\"language\":\"KLINGON\"}", 0, 0, 0, 0, 0, NS_LANG_JAVA, NULL, false,
          NULL},
-        {"{\"language\":99}", 0, 0, 0, 0, 0, NS_LANG_JAVA, NULL, false, NULL},
+        {"{\"language\":99}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"{\"code\":\"105\",\"opaque\":-2,\"flag\":3}", 0, 105, 3, 0, -2,
          NS_LANG_JAVA, NULL, false, NULL},
-        {"{\"opaque\":4294967297}", 0, 0, 0, 0, 1, NS_LANG_JAVA, NULL, false,
+        {"{\"opaque\":4294967297}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false,
          NULL},
         {" {\"remark\":\"a\\u00e9\\n\"} \n", 0, 0, 0, 0, 0, NS_LANG_JAVA,
          "a\xc3\xa9\n", false, NULL},
-        {"{\"extFields\":{1:\"x\",\"k\":\"a\",\"k\":\"b\"}}", 0, 0, 0, 0, 0,
-         NS_LANG_JAVA, NULL, true, "1=x;k=a;k=b;"},
+        {"{\"extFields\":{\"k\":\"a\",\"k\":\"b\"},\"x\":{1:2}}", 0, 0, 0, 0, 0,
+         NS_LANG_JAVA, NULL, true, "k=a;k=b;"},
+        {"{\"extFields\":{1:\"x\"}}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false,
+         NULL},
+        {"{1:2,\"code\":3}", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"{", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
         {"[]", NS_EPROTO, 0, 0, 0, 0, 0, NULL, false, NULL},
@@ -556,10 +559,10 @@ static void binary_header_cases(void **state)
          FIXED "\x7f\xff\xff\xff"
                "\0\0\0\0",
          21, NS_EPROTO, NULL, false, NULL},
-        {"negative remark is null",
+        {"negative remark length closes (Netty throws)",
          FIXED "\xff\xff\xff\xff"
                "\0\0\0\0",
-         21, 0, NULL, false, NULL},
+         21, NS_EPROTO, NULL, false, NULL},
         {"ext",
          FIXED "\0\0\0\0"
                "\0\0\0\x08"
@@ -601,14 +604,20 @@ static void binary_header_cases(void **state)
                "\0\1k"
                "\xff\xff\xff\xff",
          28, NS_EPROTO, NULL, false, NULL},
-        {"null key skipped, null value empty",
+        {"null key and null value skipped",
          FIXED "\0\0\0\0"
                "\0\0\0\x0e"
                "\0\0"
                "\0\0\0\1x"
                "\0\1k"
                "\0\0\0\0",
-         35, 0, NULL, true, "k=;"},
+         35, 0, NULL, true, NULL},
+        {"NUL inside a value closes",
+         FIXED "\0\0\0\0"
+               "\0\0\0\x09"
+               "\0\1k"
+               "\0\0\0\2v\0",
+         30, NS_EPROTO, NULL, false, NULL},
         {"negative ext length is none",
          FIXED "\0\0\0\0"
                "\xff\0\0\0",
@@ -850,7 +859,7 @@ static void decode_allocation_failures(void **state)
     sweep_decode(b.data, b.len, 2);
     static const char j[] =
         "{\"remark\":\"x\",\"extFields\":{\"a\":1,\"b\":true,"
-        "\"c\":\"s\",\"d\":\"t\",\"e\":\"u\",3:\"v\"}}";
+        "\"c\":\"s\",\"d\":\"t\",\"e\":\"u\",\"f\":\"v\"},\"x\":{3:1}}";
     make_frame(&b, 0, j, sizeof j - 1, NULL);
     sweep_decode(b.data, b.len, 6);
     ns_buf_close(&b);
