@@ -159,8 +159,12 @@ class Node:
         try:
             with nsclient.Conn(self.addr, timeout=T(1.0), tls=self.tls) as c:
                 r = c.request(nsclient.GET_BROKER_CLUSTER_INFO, timeout=T(1.0))
-                self.last_probe = "106 answered code %d %r" % (r.code, r.remark)
-                return r.code == 0
+                served_by = (r.ext or {}).get("raftnsServedBy")
+                self.last_probe = "106 answered code %d %r (served by %s)" % (
+                    r.code, r.remark, served_by or "itself")
+                # A node that is not ready forwards reads (docs/readiness.md): an answer
+                # another node served says nothing about this node's own readiness.
+                return r.code == 0 and served_by is None
         except (OSError, nsclient.ConnectionClosed, nsclient.ProtocolError, TimeoutError,
                 ValueError) as e:
             self.last_probe = e
@@ -177,7 +181,8 @@ class Node:
                 return
             time.sleep(0.05)
         raise AssertionError("%s\n%s" % (expired(
-            "raftns pid %s ready (GET_BROKER_CLUSTER_INFO answers 0)" % self.pid, timeout,
+            "raftns pid %s ready (GET_BROKER_CLUSTER_INFO answered by itself with 0)" % self.pid,
+            timeout,
             self.last_probe), self.log_tail()))
 
     def alive(self):
