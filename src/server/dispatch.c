@@ -117,9 +117,11 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         return ns_reply_simple(&req.to, 1,
                                "not ready: this node's state diverged");
     }
+#ifndef RAFTNS_BREAK_STALE_READS /* TEST-ONLY MUTANT: serve when not ready */
     if ((h->flags & F_READ) && !ns_node_is_ready(srv->node)) {
         return ns_reply_simple(&req.to, 1, "not ready");
     }
+#endif
     if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
         ns_cluster_hold_consistent_read(&req)) {
         return 0; /* raftnsConsistent=true: answered once confirmed */
