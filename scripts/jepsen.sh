@@ -71,8 +71,8 @@ if [ -n "$mutants" ]; then
         log=$top/build-break-$m/jepsen.log
         rc=0
         runner --bin "$top/build-break-$m/raftns" "${args[@]}" "${extra[@]}" >"$log" 2>&1 || rc=$?
-        failed=$(grep -E '^[a-z-]+ +(FAIL|UNKNOWN) ' "$log" | awk '{print $1}' | paste -sd, -)
-        dir=$(sed -n 's/.*run dir //p' "$log" | tail -1)
+        failed=$(grep -E '^[a-z-]+ +(FAIL|UNKNOWN) ' "$log" | awk '{print $1}' | paste -sd, - || true)
+        dir=$(sed -n 's/.*run dir //p' "$log" | tail -1 || true)
         if [ "$rc" = 0 ]; then
             echo "mutant $m SURVIVED: judged VALID (log $log)"
             survivors+=("$m")
@@ -84,8 +84,8 @@ if [ -n "$mutants" ]; then
             clog=$top/build-jepsen/jepsen-$m.log
             rc=0
             runner --bin "$top/build-jepsen/raftns" "${args[@]}" "${extra[@]}" >"$clog" 2>&1 || rc=$?
-            cfailed=$(grep -E '^[a-z-]+ +(FAIL|UNKNOWN) ' "$clog" | awk '{print $1}' | paste -sd, -)
-            cdir=$(sed -n 's/.*run dir //p' "$clog" | tail -1)
+            cfailed=$(grep -E '^[a-z-]+ +(FAIL|UNKNOWN) ' "$clog" | awk '{print $1}' | paste -sd, - || true)
+            cdir=$(sed -n 's/.*run dir //p' "$clog" | tail -1 || true)
             if [ "$rc" != 0 ]; then
                 echo "clean build on $m's schedule: NOT valid (exit $rc, ${cfailed}; log $clog)"
                 failed_clean+=("$m")
