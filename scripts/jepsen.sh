@@ -12,18 +12,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 nodes=3 time=120 nemesis=all seed="" bin="" broken="" mutants="" clean=0 extra=()
-# name -> "seed nemesis seconds": the seed's schedule exercises what the mutant breaks (kills
-# for restarts and leader changes, pauses and partitions for lost reports); every run uses the
-# same 10 s quiet period. Mutants not listed here use the default plan.
+# name -> "seed nemesis seconds nodes": the seed's schedule exercises what the mutant breaks
+# (kills for restarts and leader changes, pauses and partitions for lost reports); every run uses
+# the same 10 s quiet period. no-grace runs on 5 nodes: with 3, the one follower left after a
+# leader fault reports everything the new leader lacks before its first expiry, so only with
+# several followers does a new leader without grace expire brokers it has not heard of yet.
 declare -A MUTANT_PLAN=(
-    [ack-before-commit]="2 kill,partition,pause 40"
-    [ack-before-apply]="2 kill,partition,pause 40"
-    [ignore-reports]="2 kill,partition,pause 40"
-    [crash-once]="2 kill,partition,pause 40"
-    [slow-expiry]="2 kill,partition,pause 40"
-    [apply-twice]="2 kill,partition,pause 40"
-    [no-grace]="2 kill,partition,pause 40"
-    [stale-reads]="2 kill,partition,pause 40"
+    [ack-before-commit]="2 kill,partition,pause 40 3"
+    [ack-before-apply]="2 kill,partition,pause 40 3"
+    [ignore-reports]="2 kill,partition,pause 40 3"
+    [crash-once]="2 kill,partition,pause 40 3"
+    [slow-expiry]="2 kill,partition,pause 40 3"
+    [apply-twice]="2 kill,partition,pause 40 3"
+    [no-grace]="1 kill,partition,pause 40 5"
+    [stale-reads]="2 kill,partition,pause 40 3"
 )
 ALL_MUTANTS=ack-before-commit,ack-before-apply,ignore-reports,crash-once,slow-expiry,apply-twice,no-grace,stale-reads
 while [ $# -gt 0 ]; do
@@ -63,10 +65,10 @@ if [ -n "$mutants" ]; then
     [ "$clean" = 1 ] && build build-jepsen -DRAFTNS_BREAK=
     IFS=, read -r -a list <<<"$mutants"
     for m in "${list[@]}"; do
-        plan=${MUTANT_PLAN[$m]:-"2 kill,partition,pause 40"}
-        read -r mseed mnem mtime <<<"$plan"
-        args=(--nodes 3 --time "$mtime" --nemesis "$mnem" --seed "$mseed" --quiet 10)
-        echo "== mutant $m: build-break-$m, seed $mseed, $mnem, ${mtime}s"
+        plan=${MUTANT_PLAN[$m]:-"2 kill,partition,pause 40 3"}
+        read -r mseed mnem mtime mnodes <<<"$plan"
+        args=(--nodes "$mnodes" --time "$mtime" --nemesis "$mnem" --seed "$mseed" --quiet 10)
+        echo "== mutant $m: build-break-$m, $mnodes nodes, seed $mseed, $mnem, ${mtime}s"
         build "build-break-$m" -DRAFTNS_BREAK="$m" || { echo "mutant $m: build failed"; exit 2; }
         log=$top/build-break-$m/jepsen.log
         rc=0
@@ -79,7 +81,7 @@ if [ -n "$mutants" ]; then
         else
             echo "mutant $m caught (exit $rc): failed checks ${failed:-none} (log $log)"
         fi
-        table+=("$m|$mseed|$mnem|${failed:-none}|$rc|$dir")
+        table+=("$m|$mnodes|$mseed|$mnem|${failed:-none}|$rc|$dir")
         if [ "$clean" = 1 ]; then
             clog=$top/build-jepsen/jepsen-$m.log
             rc=0
@@ -92,10 +94,10 @@ if [ -n "$mutants" ]; then
             else
                 echo "clean build on $m's schedule: VALID"
             fi
-            table+=("(real build)|$mseed|$mnem|${cfailed:-none}|$rc|$cdir")
+            table+=("(real build)|$mnodes|$mseed|$mnem|${cfailed:-none}|$rc|$cdir")
         fi
     done
-    echo "mutant|seed|nemesis|failed checks|exit|run dir"
+    echo "mutant|nodes|seed|nemesis|failed checks|exit|run dir"
     printf '%s\n' "${table[@]}"
     if ((${#survivors[@]})) || ((${#failed_clean[@]})); then
         echo "mutants: survived: ${survivors[*]:-none}; real build not valid on: ${failed_clean[*]:-none}"
