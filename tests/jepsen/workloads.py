@@ -276,10 +276,12 @@ class Workloads:
         return res
 
     # -- liveness ---------------------------------------------------------------------------
-    def _follower(self, rng):
+    def _follower(self, idx):
+        """The idx-th follower (by id, wrapping): pinned brokers spread over every follower, so
+        after any leader change some of them talk to a node that is still a follower."""
         lead = self.cluster.leader()
         nodes = [nd for nd in self.nodes() if nd.id != lead] or self.nodes()
-        return rng.choice(nodes)
+        return nodes[idx % len(nodes)]
 
     def liveness_loop(self, idx, rng, pinned=False):
         """A broker heartbeating every node each second (as a broker configured with every
@@ -296,7 +298,7 @@ class Workloads:
             val = {"broker": name, "timeout_ms": tmo}
             targets = None
             if pinned:
-                nd0 = self._follower(rng)
+                nd0 = self._follower(idx + gen)
                 val["pinned"] = "n%d" % nd0.id
                 b.pinned = nd0.id
                 targets = [nd0]
