@@ -248,16 +248,21 @@ class Workloads:
             self._sleep(0.25)
 
     def local_loop(self, node_id):
-        """Plain 106 reads of one node every 0.15 s whatever its state (a node that is not ready
-        must refuse them, not answer from stale state; the checker holds them to read-your-
-        writes of that node)."""
+        """Plain 106 reads of one node every 0.15 s whatever its state, and every 0.02 s for the
+        first 3 s of a new process (a node that is not ready, as after a restart, must refuse
+        them, not answer from stale state; the checker holds them to read-your-writes of that
+        node)."""
         p = Proc(self.rec, "route")
         nd = self.cluster.nodes[node_id]
+        pid, burst_until = None, 0.0
         while not self.stop_ev.is_set():
+            proc = nd.proc
+            if proc is not None and proc.pid != pid:
+                pid, burst_until = proc.pid, time.monotonic() + 3.0
             if node_id in self.cluster.members and nd.up():
                 p.op("read", {"consistent": False}, node_id,
                      lambda: client.cluster_info(nd.client_addr))
-            self._sleep(0.15)
+            self._sleep(0.02 if time.monotonic() < burst_until else 0.15)
 
     @staticmethod
     def _route_read(nd):
