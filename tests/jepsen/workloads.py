@@ -249,16 +249,17 @@ class Workloads:
 
     def local_loop(self, node_id):
         """Plain 106 reads of one node every 0.15 s whatever its state, and every 0.02 s for the
-        first 3 s of a new process (a node that is not ready, as after a restart, must refuse
+        first 3 s of a new process or membership (a node that is not ready, as after a restart, must refuse
         them, not answer from stale state; the checker holds them to read-your-writes of that
         node)."""
         p = Proc(self.rec, "route")
         nd = self.cluster.nodes[node_id]
-        pid, burst_until = None, 0.0
+        seen, burst_until = None, 0.0
         while not self.stop_ev.is_set():
             proc = nd.proc
-            if proc is not None and proc.pid != pid:
-                pid, burst_until = proc.pid, time.monotonic() + 3.0
+            now = (proc.pid if proc is not None else None, node_id in self.cluster.members)
+            if now != seen:  # a new process, or the node (re)joined: it may not be ready
+                seen, burst_until = now, time.monotonic() + 3.0
             if node_id in self.cluster.members and nd.up():
                 p.op("read", {"consistent": False}, node_id,
                      lambda: client.cluster_info(nd.client_addr))
