@@ -17,9 +17,8 @@ nodes=3 time=120 nemesis=all seed="" bin="" broken="" mutants="" clean=0 extra=(
 # the same 10 s quiet period. no-grace runs on 5 nodes: with 3, the one follower left after a
 # leader fault reports everything the new leader lacks before its first expiry, so only with
 # several followers does a new leader without grace expire brokers it has not heard of yet.
-# stale-reads runs membership cycles: a restarted node reloads its own log at once (its plain
-# reads show everything it acknowledged), but a wiped node that rejoins starts empty and is not
-# ready for a while.
+# stale-reads is NOT reliably caught (JEPSEN.md): a restarted node reloads its own log at once,
+# so its plain reads while not ready show everything it acknowledged.
 declare -A MUTANT_PLAN=(
     [ack-before-commit]="2 kill,partition,pause 40 3"
     [ack-before-apply]="2 kill,partition,pause 40 3"
@@ -28,7 +27,7 @@ declare -A MUTANT_PLAN=(
     [slow-expiry]="2 kill,partition,pause 40 3"
     [apply-twice]="2 kill,partition,pause 40 3"
     [no-grace]="1 kill,partition,pause 40 5"
-    [stale-reads]="3 member 40 3"
+    [stale-reads]="2 kill,partition,pause 40 3"
 )
 ALL_MUTANTS=ack-before-commit,ack-before-apply,ignore-reports,crash-once,slow-expiry,apply-twice,no-grace,stale-reads
 while [ $# -gt 0 ]; do
