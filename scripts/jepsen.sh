@@ -22,7 +22,7 @@ nodes=3 time=120 nemesis=all seed="" bin="" broken="" mutants="" clean=0 extra=(
 declare -A MUTANT_PLAN=(
     [ack-before-commit]="2 kill,partition,pause 40 3"
     [ack-before-apply]="2 kill,partition,pause 40 3"
-    [ignore-reports]="2 kill,partition,pause 40 3"
+    [ignore-reports]="6 kill,partition,pause 40 3"
     [crash-once]="2 kill,partition,pause 40 3"
     [slow-expiry]="2 kill,partition,pause 40 3"
     [apply-twice]="2 kill,partition,pause 40 3"

@@ -67,7 +67,7 @@ fi
 if [ "$labels" = . ] || [[ process =~ $labels ]]; then
     if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
         echo "== fault-suite mutants (a fast subset; each must be judged INVALID)"
-        scripts/jepsen.sh --mutants crash-once,ignore-reports,ack-before-apply
+        scripts/jepsen.sh --mutants crash-once,ack-before-apply,slow-expiry
     else
         echo "== fault-suite mutants: skipped (needs root and ip netns)"
     fi

@@ -85,6 +85,9 @@ def slack_ns(cfg):
     return cfg.get("expiry_slack_ms", 2000) * MS * scale(cfg)
 
 
+# src/server/liveness.c REPORT_TIMEOUT_MS (3 s) + the 1 s liveness tick + peer.c's 1 s connect
+# timeout: the worst case for a follower's report to reach the leader after a fault ends.
+REPORT_RECOVERY_MS = 5000
 WINDOW_OPEN = {"kill": "restart", "pause": "resume", "start-partition": "stop-partition",
                "remove-node": "add-node"}
 
@@ -93,9 +96,11 @@ def fault_windows(events, cfg):
     """[(start, end)] of every fault: kill..restart, pause..resume, partitions, membership
     cycles, and a node's unexpected exit until it is started again; a window still open at the
     heal closes there, one still open at the end never closes. Each end is pushed out by two
-    election timeouts and a report tick (scaled): the time a restarted or reconnected node
-    needs before the leader hears what it heard."""
-    margin = (2 * cfg.get("election_timeout_ms", 1000) + 1000) * MS * scale(cfg)
+    election timeouts plus `report_recovery_ms` (scaled): the time a restarted or reconnected
+    node needs before the leader hears what it heard (a report lost in the fault is resent only
+    after its timeout, then waits for the next tick and a new connection)."""
+    margin = (2 * cfg.get("election_timeout_ms", 1000) +
+              cfg.get("report_recovery_ms", REPORT_RECOVERY_MS)) * MS * scale(cfg)
     opened = {}
     out = []
     closers = {v: k for k, v in WINDOW_OPEN.items()}

@@ -225,7 +225,7 @@ def main():
             "nodes": ["n%d" % i for i in sorted(cluster.members)], "seed": seed,
             "scan_interval_ms": SCAN_INTERVAL_MS, "broker_timeout_ms": 30000,
             "election_timeout_ms": ELECTION_MS, "expiry_slack_ms": EXPIRY_SLACK_MS,
-            "scale": harness.SCALE,
+            "scale": harness.SCALE, "report_recovery_ms": 5000,
             "nemesis": families, "workloads": names, "time_s": args.time,
             "faketime_node": faketime_node, "schedule": sched})
         cluster.start_all()

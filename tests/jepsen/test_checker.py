@@ -531,7 +531,8 @@ class MutantChecksTest(unittest.TestCase):
                                                                  {"node": "n1"})
         h.info(6, "harness", "exit", {"node": "n2", "rc": -11, "expected": False})
         h.info(9, "harness", "heal")
-        ws = checker.fault_windows(h.events(), {"election_timeout_ms": 1000})
+        ws = checker.fault_windows(h.events(), {"election_timeout_ms": 1000,
+                                                "report_recovery_ms": 1000})
         self.assertEqual(ws, [(2 * S, 7 * S), (6 * S, 12 * S)])
 
 
