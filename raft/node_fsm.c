@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(RAFTNS_BREAK_CRASH_ONCE)
+#include <signal.h>
+#include <unistd.h>
+#endif
 
 #include <raft.h>
 
@@ -70,6 +74,49 @@ static void log_divergence(const struct ns_node *n, uint64_t index,
     }
 }
 
+#ifdef RAFTNS_BREAK_CRASH_ONCE
+/* TEST-ONLY MUTANT: node 2 dies by itself at its first entry from 300 on, once
+ * per data dir. */
+static void break_crash_once(const struct ns_node *n, uint64_t index)
+{
+    char path[4096];
+    if (n->id != 2 || index < 300) {
+        return;
+    }
+    snprintf(path, sizeof path, "%s/crash-once", n->dir);
+    FILE *f = access(path, F_OK) != 0 ? fopen(path, "w") : NULL;
+    if (f != NULL) {
+        fclose(f);
+        raise(SIGSEGV);
+    }
+}
+#endif
+
+#ifdef RAFTNS_BREAK_APPLY_TWICE
+/* TEST-ONLY MUTANT: node 2 applies every 20th entry a second time, after the
+ * next one (twice, and out of order). */
+static void break_apply_twice(struct ns_node *n, uint64_t index,
+                              const uint8_t *p, size_t len)
+{
+    static uint8_t saved[1 << 16];
+    static size_t n_saved;
+    struct ns_apply_result dup;
+    if (n->id != 2) {
+        return;
+    }
+    if (n_saved > 0) {
+        memset(&dup, 0, sizeof dup);
+        ns_fsm_apply_bytes(n->state, saved, n_saved, &dup);
+        ns_apply_result_close(&dup);
+        n_saved = 0;
+    }
+    if (index % 20 == 0 && len <= sizeof saved) {
+        memcpy(saved, p, len);
+        n_saved = len;
+    }
+}
+#endif
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                      void **result)
 {
@@ -108,6 +155,12 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         ns_apply_result_close(res);
         return 0;
     }
+#ifdef RAFTNS_BREAK_APPLY_TWICE
+    break_apply_twice(n, index, p + ENTRY_PREFIX, ns_load_u32(p));
+#endif
+#ifdef RAFTNS_BREAK_CRASH_ONCE
+    break_crash_once(n, index);
+#endif
     if (n->apply_hook != NULL &&
         n->apply_hook(n->apply_hook_arg, index, p + ENTRY_PREFIX,
                       ns_load_u32(p), res)) {

@@ -73,6 +73,20 @@ if [ "$labels" = . ] || [[ security =~ $labels ]]; then
     scripts/mutants.sh
 fi
 
+# ---- fault-suite mutants (tests/jepsen, JEPSEN.md) -------------------------------------------
+# A fast subset of scripts/jepsen.sh --mutants: each deliberately broken build must be judged
+# INVALID on its short fixed schedule (about 80 s each). The clean short run is
+# tests/process/test_jepsen_short.py in the process tier. Needs root and `ip netns`.
+if [ "$labels" = . ] || [[ process =~ $labels ]]; then
+    if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
+        echo "== fault-suite mutants (a fast subset; each must be judged INVALID)"
+        scripts/jepsen.sh --mutants crash-once,ack-before-apply,slow-expiry
+    else
+        echo "== fault-suite mutants: skipped (needs root and ip netns)"
+    fi
+fi
+# ---- end of fault-suite mutants --------------------------------------------------------------
+
 if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
     echo "== fuzz (libFuzzer, short runs)"
     CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON >/dev/null

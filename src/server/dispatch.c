@@ -132,7 +132,12 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         return 0; /* refused with code 16 */
     }
     bool diverged = !(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node);
-    if (diverged || ((h->flags & F_READ) && !ns_node_is_ready(srv->node))) {
+    bool unready = (h->flags & F_READ) && !ns_node_is_ready(srv->node);
+#ifdef RAFTNS_BREAK_STALE_READS /* TEST-ONLY MUTANT: serve its own state when  \
+                                   not ready */
+    unready = false;
+#endif
+    if (diverged || unready) {
         const char *why =
             diverged ? "not ready: this node's state diverged" : "not ready";
         /* Its own state is no answer: the leader's is (docs/readiness.md). */

@@ -430,8 +430,11 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     if (wait < MIN_APPLY_WAIT_MS) {
         wait = MIN_APPLY_WAIT_MS;
     }
-    int rv =
-        ns_node_wait_applied(cl->srv->node, f->index, wait, applied_here, f);
+    uint64_t want = f->index;
+#ifdef RAFTNS_BREAK_ACK_BEFORE_APPLY
+    want = 0; /* TEST-ONLY MUTANT: answer before this node applied it */
+#endif
+    int rv = ns_node_wait_applied(cl->srv->node, want, wait, applied_here, f);
     if (rv != 0) {
         finish(f, rv, 0, NULL);
     }
@@ -481,9 +484,10 @@ static void route(struct fwd *f)
 }
 
 #ifdef RAFTNS_BREAK_ACK_BEFORE_COMMIT
-/* TEST-ONLY BREAK (cmake -DRAFTNS_BREAK=ON, issue 4): a follower answers
- * SUCCESS on the next node tick, before the write is forwarded or committed;
- * the write still travels to the leader, or is dropped when none answers. */
+/* TEST-ONLY BREAK (cmake -DRAFTNS_BREAK=ack-before-commit, issue 4): a follower
+ * answers SUCCESS on the next node tick, before the write is forwarded or
+ * committed; the write still travels to the leader, or is dropped when none
+ * answers. */
 struct early_ack {
     ns_node_index_cb cb;
     void *arg;

@@ -92,6 +92,9 @@ void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now)
 {
     struct ns_server *srv = server_of(lv);
     set_self(srv);
+#ifdef RAFTNS_BREAK_NO_GRACE
+    now = 0; /* TEST-ONLY MUTANT: no grace, unheard brokers expire at once */
+#endif
     /* Every broker of the route, not only those this node heard: an expiry
      * this node proposed while it wrongly believed itself leader (paused, then
      * resumed) took brokers out of its table without removing them. */
@@ -412,6 +415,9 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
     struct ns_rd rd;
     char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
     uint64_t now = uv_now(srv->loop);
+#ifdef RAFTNS_BREAK_IGNORE_REPORTS
+    return 0; /* TEST-ONLY MUTANT: followers' reports are dropped */
+#endif
     ns_rd_init(&rd, body, len);
     if (ns_rd_u16(&rd) != REPORT_VERSION) {
         return NS_EPROTO;

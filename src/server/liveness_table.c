@@ -185,6 +185,9 @@ static uint64_t compute_deadline(const struct ns_lvt *t,
         return max_u64(e->fast_at_ms,
                        t->leader_since_ms + NS_LVT_FAST_SETTLE_MS);
     }
+#ifdef RAFTNS_BREAK_SLOW_EXPIRY
+    return max_u64(e->seen_ms, t->leader_since_ms) + 3 * e->timeout_ms;
+#endif
     return max_u64(e->seen_ms, t->leader_since_ms) + e->timeout_ms;
 }
 

@@ -6,6 +6,7 @@ It judges a recorded history only; it never talks to raftns (the harness does) a
 """
 
 import argparse
+import bisect
 import json
 import os
 import sys
@@ -73,6 +74,63 @@ def digest_mark(d):
     return (d.get("applied_index"), dig)
 
 
+def scale(cfg):
+    """The harness's deadline scale (RAFTNS_TEST_SCALE, x3 for sanitizer builds): every timing
+    allowance of the checker is a configured timeout times this, never a fixed guess."""
+    s = cfg.get("scale", 1)
+    return s if isinstance(s, (int, float)) and s > 0 else 1
+
+
+def slack_ns(cfg):
+    return cfg.get("expiry_slack_ms", 2000) * MS * scale(cfg)
+
+
+# src/server/liveness.c REPORT_TIMEOUT_MS (3 s) + the 1 s liveness tick + peer.c's 1 s connect
+# timeout: the worst case for a follower's report to reach the leader after a fault ends.
+REPORT_RECOVERY_MS = 5000
+WINDOW_OPEN = {"kill": "restart", "pause": "resume", "start-partition": "stop-partition",
+               "remove-node": "add-node"}
+
+
+def fault_windows(events, cfg):
+    """[(start, end)] of every fault: kill..restart, pause..resume, partitions, membership
+    cycles, and a node's unexpected exit until it is started again; a window still open at the
+    heal closes there, one still open at the end never closes. Each end is pushed out by two
+    election timeouts plus `report_recovery_ms` (scaled): the time a restarted or reconnected
+    node needs before the leader hears what it heard (a report lost in the fault is resent only
+    after its timeout, then waits for the next tick and a new connection)."""
+    margin = (2 * cfg.get("election_timeout_ms", 1000) +
+              cfg.get("report_recovery_ms", REPORT_RECOVERY_MS)) * MS * scale(cfg)
+    opened = {}
+    out = []
+    closers = {v: k for k, v in WINDOW_OPEN.items()}
+    for ev in events:
+        f, v = ev.get("f"), ev.get("value") if isinstance(ev.get("value"), dict) else {}
+        proc = ev.get("process")
+        if proc == "nemesis" and f in WINDOW_OPEN:
+            key = (f, v.get("node") if f != "start-partition" else None)
+            opened.setdefault(key, ev["time"])
+        elif proc == "nemesis" and f in closers:
+            key = (closers[f], v.get("node") if f != "stop-partition" else None)
+            if key in opened:
+                out.append((opened.pop(key), ev["time"] + margin))
+        elif proc == "harness" and f == "exit" and not v.get("expected") and \
+                v.get("cause") != "cleanup":
+            opened.setdefault(("exit", v.get("node")), ev["time"])
+        elif proc == "harness" and f == "node-start":
+            if ("exit", v.get("node")) in opened:
+                out.append((opened.pop(("exit", v.get("node"))), ev["time"] + margin))
+        elif proc == "harness" and f == "heal":
+            for key in list(opened):
+                out.append((opened.pop(key), ev["time"] + margin))
+    out += [(t, INF) for t in opened.values()]
+    return sorted(out)
+
+
+def in_windows(t, windows):
+    return any(a <= t <= b for a, b in windows)
+
+
 class Brokers:
     """Per broker: its register/heartbeat ops, unregisters and stop times across all workloads."""
 
@@ -81,6 +139,7 @@ class Brokers:
         self.unregs = {}
         self.stops = {}
         self.timeout_ms = {}
+        self.pinned = set()  # brokers that talk to one node only (value "pinned")
         default_to = cfg.get("broker_timeout_ms", 120000)
         for op in ops:
             b = broker_of(op)
@@ -89,6 +148,8 @@ class Brokers:
             b = str(b)
             if op.f in REG_FS:
                 self.regs.setdefault(b, []).append(op)
+                if op.value.get("pinned"):
+                    self.pinned.add(b)
                 to = op.value.get("timeout_ms")
                 self.timeout_ms[b] = to if isinstance(to, (int, float)) else \
                     self.timeout_ms.get(b, default_to)
@@ -103,6 +164,29 @@ class Brokers:
                     self.stops.setdefault(str(v["broker"]), []).append(ev["time"])
         for b in self.regs:
             self.timeout_ms.setdefault(b, default_to)
+        self.windows = fault_windows(events, cfg)
+
+    def heard(self, b):
+        """b's ok register/heartbeat ops the leader surely heard of: all of them, except for a
+        pinned broker those invoked inside a fault window (its one node may have been cut off
+        from the leader, answering heartbeats from local state that no report carried on)."""
+        oks = [r for r in self.regs.get(b, []) if r.type == "ok"]
+        if b not in self.pinned:
+            return oks
+        return [r for r in oks if not in_windows(r.start, self.windows)]
+
+    def drop_excuses(self, b, start, end):
+        """True when a pinned broker's one connection dropped (a register/heartbeat that ended
+        in a transport error: the client closes that connection, and a broker whose every
+        connection closed may be expired at once) within one timeout before [start, end]."""
+        if b not in self.pinned:
+            return False
+        to = self.timeout_ns(b)
+        for r in self.regs.get(b, []):
+            if r.type != "ok" and not str(r.error or "").startswith("code") and \
+                    r.start < end and r.start + to > start:
+                return True
+        return False
 
     def timeout_ns(self, b):
         return self.timeout_ms.get(b, 120000) * MS
@@ -139,23 +223,12 @@ def check_broker_set(ops, events, cfg):
     errors = []
     names = set(str(broker_of(op)) for op in wops if broker_of(op) is not None)
 
-    # Lost: acknowledged and not removable must be in every final read.
-    for fr in finals:
-        seen = read_set(fr)
-        for b in sorted(names):
-            oks = [r for r in bs.regs.get(b, []) if r.type == "ok" and r.end < fr.start]
-            if not oks:
-                continue
-            if bs.removal_invoked_before(b, fr.end):
-                continue
-            last_ok_start = max(r.start for r in oks)
-            if fr.end >= last_ok_start + bs.timeout_ns(b):
-                continue
-            counts["checked"] += 1
-            if b not in seen:
-                counts["lost"] += 1
-                errors.append({"kind": "lost", "broker": b, "final_read": fr.brief(),
-                               "acknowledged": max(oks, key=lambda r: r.end).brief()})
+    lost = find_lost(ops, bs)
+    counts["checked"] += lost["checked"]
+    counts["lost"] = lost["lost"]
+    counts["lost_ryw"] = lost["ryw"]
+    counts["reads_searched"] = lost["reads"]
+    errors += lost["errors"]
 
     # Resurrected: present after a witness of absence with no register to explain it.
     witnesses = {}
@@ -211,6 +284,82 @@ def check_broker_set(ops, events, cfg):
                                "only_b": sorted((read_set(fr) & stable) - first)})
     valid = counts["lost"] == 0 and counts["resurrected"] == 0 and counts["final_mismatch"] == 0
     return result(valid, counts, errors)
+
+
+class _Acks:
+    """ok register/heartbeat ops of one broker sorted by completion, with the running maximum
+    of the invoke times of the "heard" ones: answers, for a read that began at t, whether some
+    ack completed before t and the latest invoke of a heard ack completed before t."""
+
+    def __init__(self, acks, heard):
+        heard_ids = set(id(r) for r in heard)
+        acks = sorted(acks, key=lambda r: r.end)
+        self.ends = [r.end for r in acks]
+        self.ops = acks
+        self.best = []
+        m = None
+        for r in acks:
+            if id(r) in heard_ids and (m is None or r.start > m):
+                m = r.start
+            self.best.append(m)
+
+    def before(self, t):
+        """(latest ack completed before t, latest heard invoke among them) or (None, None)."""
+        i = bisect.bisect_left(self.ends, t)
+        if i == 0:
+            return None, None
+        return self.ops[i - 1], self.best[i - 1]
+
+
+def find_lost(ops, bs):
+    """Lost acknowledged registrations, searched for in every read that must show them:
+    - every consistent or final read (any workload) must contain a broker with an ok
+      register/heartbeat completed before it began, unless its removal (unregister of any
+      outcome, stop) was invoked before the read completed or its timeout may have run out since
+      the latest invoke of an op the leader surely heard (Brokers.heard);
+    - every plain read on node N must contain a broker that N acknowledged before the read
+      began, under the same exceptions (read-your-writes: a node answers a write only after
+      applying it, and a node that is not ready must not answer reads)."""
+    reads = [op for op in ops if op.f in READ_FS and op.type == "ok" and read_set(op) is not None]
+    out = {"checked": 0, "lost": 0, "ryw": 0, "reads": len(reads), "errors": []}
+    table = {}
+    for b, regs in bs.regs.items():
+        oks = [r for r in regs if r.type == "ok"]
+        if not oks:
+            continue
+        heard = bs.heard(b)
+        by_node = {}
+        for r in oks:
+            by_node.setdefault(r.node, []).append(r)
+        table[b] = (_Acks(oks, heard), {n: _Acks(rs, heard) for n, rs in by_node.items()},
+                    min(r.end for r in oks))
+    removal = {b: min([u.start for u in bs.unregs.get(b, [])] + bs.stops.get(b, []) + [INF])
+               for b in table}
+    for rd in reads:
+        seen = read_set(rd)
+        auth = is_global(rd)
+        for b, (acks, by_node, first_end) in table.items():
+            if first_end >= rd.start or removal[b] < rd.end:
+                continue
+            src = acks if auth else by_node.get(rd.node)
+            if src is None:
+                continue
+            ack, _ = src.before(rd.start)
+            if ack is None:
+                continue
+            _, last_heard = acks.before(rd.start)
+            if last_heard is None or rd.end >= last_heard + bs.timeout_ns(b):
+                continue
+            if bs.drop_excuses(b, rd.start, rd.end):
+                continue
+            out["checked"] += 1
+            if b not in seen:
+                out["lost"] += 1
+                if not auth:
+                    out["ryw"] += 1
+                out["errors"].append({"kind": "lost" if auth else "lost-ryw", "broker": b,
+                                      "read": rd.brief(), "acknowledged": ack.brief()})
+    return out
 
 
 # ---------------------------------------------------------------- 3. route reads
@@ -287,19 +436,22 @@ def expiry_deadline(bs, b, last_heard, events, cfg):
     """Latest time by which stopped broker b must be gone everywhere (see README check 4)."""
     timeout = bs.timeout_ns(b)
     scan = cfg.get("scan_interval_ms", 5000) * MS
-    slack = cfg.get("expiry_slack_ms", 2000) * MS
-    # A leader that dies is replaced after a randomised election timeout in
-    # [T, 2T] (canonical/raft) plus a vote round, and the new leader grants
-    # every broker a full timeout from its takeover (DESIGN.md §5).
-    elect = 2 * cfg.get("election_timeout_ms", 1000) * MS
+    slack = slack_ns(cfg)
     deadline = last_heard + timeout + scan + slack
-    moves = sorted(ev["time"] for ev in events
-                   if ev.get("process") == "nemesis"
-                   or (ev.get("process") == "harness" and ev.get("f") in ("leader", "heal")))
-    for t in moves:
+    # Only an observed leader change moves the deadline: the new leader grants every broker a
+    # full timeout from its takeover (DESIGN.md section 5), and the harness observes a takeover
+    # after it happened, so "observed + timeout" is a bound. A fault that changes no leader
+    # moves nothing. Each leader change inside the window grants anew (that is the design, not
+    # slack), so leader changes extend one after another; nothing else does.
+    for t in leader_changes(events):
         if last_heard <= t <= deadline:
-            deadline = max(deadline, t + elect + timeout + scan + slack)
+            deadline = max(deadline, t + timeout + scan + slack)
     return deadline
+
+
+def leader_changes(events):
+    return sorted(ev["time"] for ev in events
+                  if ev.get("process") == "harness" and ev.get("f") == "leader")
 
 
 def chain_start(times, end, limit):
@@ -321,14 +473,15 @@ def check_liveness(ops, events, cfg):
     reads = [op for op in ops if op.workload in ("liveness", "broker-set") and op.f in READ_FS
              and op.type == "ok" and read_set(op) is not None]
     auth = [op for op in reads if is_authoritative(op)]
-    slack = cfg.get("expiry_slack_ms", 2000) * MS
+    slack = slack_ns(cfg)
     names = sorted(set(str(broker_of(op)) for op in lops if broker_of(op) is not None))
     counts = {"brokers": len(names), "reads": len(reads), "authoritative_reads": len(auth),
               "expired_while_alive": 0, "not_gone": 0, "checked": 0}
     errors = []
+    counts["pinned"] = len([b for b in names if b in bs.pinned])
     for b in names:
-        oks = sorted(r.start for r in bs.regs.get(b, []) if r.type == "ok")
-        ok_ops = [r for r in bs.regs.get(b, []) if r.type == "ok"]
+        ok_ops = bs.heard(b)
+        oks = sorted(r.start for r in ok_ops)
         limit = bs.timeout_ns(b) - slack
         for rd in auth:
             if bs.removal_invoked_before(b, rd.end):
@@ -337,6 +490,8 @@ def check_liveness(ops, events, cfg):
             if s is None:
                 continue
             if not any(r.start >= s and r.end < rd.start for r in ok_ops):
+                continue
+            if bs.drop_excuses(b, s, rd.end):
                 continue
             counts["checked"] += 1
             if b not in read_set(rd):
@@ -412,11 +567,11 @@ def check_convergence(ops, events, cfg):
                 n = nodes[name] if isinstance(nodes[name], dict) else {}
                 vals.add((n.get("applied_index"), n.get("table_hash")))
             if len(vals) == 1 and None not in next(iter(vals)) and \
-                    s.get("time", INF) - healed <= 10_000 * MS and not converged:
+                    s.get("time", INF) - healed <= 10_000 * MS * scale(cfg) and not converged:
                 converged = True
                 counts["converged_after_ms"] = max(0, (s["time"] - healed) // MS)
     if conv and not converged:
-        errors.append({"kind": "not-converged", "within_ms": 10000,
+        errors.append({"kind": "not-converged", "within_ms": 10000 * scale(cfg),
                        "last_sample": (conv[-1].get("value") or {}).get("samples", [None])[-1]})
     for ev in scans:
         probs = (ev.get("value") or {}).get("problems") or []
@@ -425,6 +580,79 @@ def check_convergence(ops, events, cfg):
             errors.append({"kind": "log", "problem": p})
     valid = bool(conv) and bool(scans) and converged and counts["diverged"] == 0 and \
         counts["log_problems"] == 0
+    return result(valid, counts, errors)
+
+
+# ---------------------------------------------------------------- 6. final tables
+
+
+def check_final_tables(ops, events, cfg):
+    """The final-tables event: every member answered every table (105 of every topic, 106, 206,
+    224, 219, 101 of every kv key, the member list) in one round where all reported the same
+    applied index before and after, and every table is byte-identical on every node."""
+    evs = harness_events(events, "final-tables")
+    counts = {"nodes": 0, "tables": 0, "mismatched": 0, "checked": 0}
+    errors = []
+    if not evs:
+        return result(False, counts, [{"kind": "missing", "what": "final-tables event"}])
+    v = evs[-1].get("value") or {}
+    nodes = v.get("nodes") or {}
+    counts["nodes"] = len(nodes)
+    want = set(str(n) for n in cfg.get("nodes", []))
+    absent = sorted(n for n in set(nodes) | want if not isinstance(nodes.get(n), dict))
+    if absent:
+        errors.append({"kind": "no-answer", "nodes": absent})
+    if not v.get("stable"):
+        errors.append({"kind": "not-stable", "applied_index": v.get("applied_index")})
+    answered = {n: t for n, t in nodes.items() if isinstance(t, dict)}
+    names = sorted(set(k for t in answered.values() for k in t))
+    counts["tables"] = len(names)
+    for name in names:
+        vals = {n: t.get(name) for n, t in sorted(answered.items())}
+        counts["checked"] += len(vals)
+        if len(set(vals.values())) != 1:
+            counts["mismatched"] += 1
+            errors.append({"kind": "table-mismatch", "table": name, "nodes": vals})
+    valid = not errors and counts["checked"] > 0
+    return result(valid, counts, errors)
+
+
+# ---------------------------------------------------------------- 7. node exits and nemesis
+
+
+def check_nodes(ops, events, cfg):
+    """Every node process's exit was caused by the harness (a nemesis kill: -9; a stop: 0), every
+    started process has a recorded exit, and every nemesis step was carried out (or its failure
+    was declared expected)."""
+    counts = {"starts": 0, "exits": 0, "unexpected_exits": 0, "no_exit": 0,
+              "nemesis_failed": 0, "nemesis_failed_expected": 0, "checked": 0}
+    errors = []
+    running = {}
+    for ev in harness_events(events):
+        f, v = ev.get("f"), ev.get("value") if isinstance(ev.get("value"), dict) else {}
+        if f == "node-start":
+            counts["starts"] += 1
+            running[v.get("pid")] = v.get("node")
+        elif f == "exit":
+            counts["exits"] += 1
+            counts["checked"] += 1
+            running.pop(v.get("pid"), None)
+            if not v.get("expected") and v.get("cause") != "cleanup":
+                counts["unexpected_exits"] += 1
+                errors.append({"kind": "unexpected-exit", "node": v.get("node"),
+                               "rc": v.get("rc"), "cause": v.get("cause"), "time": ev["time"]})
+        elif f == "nemesis-failed":
+            counts["checked"] += 1
+            if v.get("expected"):
+                counts["nemesis_failed_expected"] += 1
+            else:
+                counts["nemesis_failed"] += 1
+                errors.append({"kind": "nemesis-failed", "fault": v})
+    for pid, node in sorted(running.items(), key=str):
+        counts["no_exit"] += 1
+        errors.append({"kind": "no-exit-recorded", "node": node, "pid": pid})
+    valid = counts["unexpected_exits"] == 0 and counts["nemesis_failed"] == 0 and \
+        counts["no_exit"] == 0
     return result(valid, counts, errors)
 
 
@@ -446,11 +674,18 @@ def check_events(events, max_steps=checker_kv.DEFAULT_MAX_STEPS, want=None):
         "route-reads": lambda: check_route_reads(ops, events, cfg),
         "liveness": lambda: check_liveness(ops, events, cfg),
         "convergence": lambda: check_convergence(ops, events, cfg),
+        "final-tables": lambda: check_final_tables(ops, events, cfg),
+        "nodes": lambda: check_nodes(ops, events, cfg),
     }
     out = {}
     for name, fn in checks.items():
         if want is None or name in want:
-            out[name] = fn()
+            r = fn()
+            # A check that had nothing to check proves nothing: never VALID.
+            if r["valid"] is True and name != "format" and not r["counts"].get("checked"):
+                r["valid"] = "unknown"
+                r["errors"] = [{"kind": "nothing-checked"}] + r["errors"]
+            out[name] = r
     verdicts = [r["valid"] for r in out.values()]
     valid = False if False in verdicts else ("unknown" if "unknown" in verdicts else True)
     hist = {"events": len(events), "ops": len(ops),

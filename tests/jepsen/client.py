@@ -3,6 +3,7 @@ could not be sent is "fail" (it had no effect), a write that was sent but got no
 reply is "info" (it may or may not take effect), a read that got no good reply is "fail" (reads
 have no effect). It builds on tests/process/nsclient.py for the wire and adds no retries."""
 
+import hashlib
 import os
 import socket
 import sys
@@ -164,3 +165,36 @@ class Broker:
         for c in self.conns.values():
             c.close()
         self.conns = {}
+
+
+def table_set(addr, topics, kv_keys, timeout=2.0):
+    """{table name: "code:body-sha256"} of one node's every table, by plain local reads: 106,
+    206, 224 of the jepsen cluster, 105 of every topic given, 219 of the kv namespace and 101 of
+    every kv key (its value). None when the node did not answer. Replies carry no node-specific
+    bytes in their bodies, so equal states give equal strings."""
+    conn = connect(addr)
+    if conn is None:
+        return None
+    reqs = [("106", ns.GET_BROKER_CLUSTER_INFO, None),
+            ("206", ns.GET_ALL_TOPIC_LIST, None),
+            ("224", ns.GET_TOPICS_BY_CLUSTER, {"cluster": "jepsen"}),
+            ("219", ns.GET_KVLIST_BY_NAMESPACE, {"namespace": KV_NAMESPACE})]
+    reqs += [("105:" + t, ns.GET_ROUTEINFO_BY_TOPIC, {"topic": t}) for t in sorted(topics)]
+    reqs += [("101:" + k, ns.GET_KV_CONFIG, {"namespace": KV_NAMESPACE, "key": k})
+             for k in sorted(kv_keys)]
+    out = {}
+    try:
+        for name, code, ext in reqs:
+            try:
+                r = conn.request(code, ext, b"", timeout=timeout)
+            except (TimeoutError, socket.timeout, ns.ConnectionClosed, OSError,
+                    ns.ProtocolError):
+                return None
+            extra = (r.ext or {}).get("value", "") if code == ns.GET_KV_CONFIG else ""
+            out[name] = "%d:%s" % (r.code, hashlib.sha256(
+                (r.body or b"") + b"\0" + extra.encode()).hexdigest()[:16])
+            if name == "206" and r.code == 0:
+                out["_topics"] = sorted(ns.loads_tolerant(r.body).get("topicList") or [])
+        return out
+    finally:
+        conn.close()

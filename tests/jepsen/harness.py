@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,7 +19,20 @@ import client
 CLIENT_PORT, RAFT_PORT, HTTP_PORT = 9876, 9886, 9896
 CHECKPOINT_ENTRIES, CHECKPOINT_MS = 50, 2000
 PDEATH = (["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else [])
-LOG_MARKERS = ("AddressSanitizer", "runtime error", "Assertion", "SIGSEGV")
+LOG_MARKERS = ("AddressSanitizer", "runtime error", "Assertion", "SIGSEGV", "out of memory",
+               "aborting")
+# The shared test deadline scale (common contract: RAFTNS_TEST_SCALE, x3 for sanitizer builds);
+# tests/process/harness.py cannot be imported here (same module name), so it is read the same way.
+SCALE = (float(os.environ.get("RAFTNS_TEST_SCALE") or 1) *
+         (3.0 if os.environ.get("RAFTNS_SANITIZE", "").upper() in ("ON", "1", "TRUE", "YES")
+          else 1.0))
+
+
+def T(seconds):
+    """A harness deadline scaled for a loaded machine or a sanitizer build."""
+    return seconds * SCALE
+
+
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/faketime/libfaketime.so.1")
@@ -41,6 +55,9 @@ class Node:
         self.log_path = os.path.join(cluster.run_dir, "logs", "n%d.log" % node_id)
         self.proc = None
         self.paused = False
+        # why the current process may exit ("nemesis-kill", "stop", ...); None = it must not
+        self.expect_exit = None
+        self.exit_reported = True
         self.faketime_file = None  # set when this node runs under libfaketime
         os.makedirs(self.data_dir, exist_ok=True)
 
@@ -68,6 +85,7 @@ class Node:
 
     def start(self):
         assert not self.alive()
+        self.cluster.reap(self)  # the previous process's exit is recorded before it is replaced
         env = dict(os.environ)
         if self.faketime_file:
             env["LD_PRELOAD"] = faketime_lib()
@@ -97,6 +115,9 @@ class Node:
                                      stdin=subprocess.DEVNULL)
         log.close()
         self.paused = False
+        self.expect_exit = None
+        self.exit_reported = False
+        self.cluster.record("node-start", {"node": "n%d" % self.id, "pid": self.proc.pid})
 
     def signal(self, sig):
         if self.alive():
@@ -105,7 +126,9 @@ class Node:
             except ProcessLookupError:
                 pass
 
-    def kill9(self):
+    def kill9(self, why="harness-kill"):
+        if self.alive() and self.expect_exit is None:
+            self.expect_exit = why
         self.signal(signal.SIGCONT)
         self.signal(signal.SIGKILL)
         if self.proc is not None:
@@ -114,6 +137,7 @@ class Node:
             except subprocess.TimeoutExpired:
                 pass
         self.paused = False
+        self.cluster.reap(self)
 
     def pause(self):
         self.signal(signal.SIGSTOP)
@@ -123,16 +147,22 @@ class Node:
         self.signal(signal.SIGCONT)
         self.paused = False
 
-    def stop(self):
-        """SIGTERM, then SIGKILL after 10 s."""
+    def stop(self, why="stop"):
+        """SIGTERM, then SIGKILL after 10 s (scaled): an exit status other than 0 is recorded
+        as unexpected (a crash while stopping, or a node that did not stop in time)."""
         self.resume()
         if not self.alive():
+            self.cluster.reap(self)
             return
+        if self.expect_exit is None:
+            self.expect_exit = why
         self.signal(signal.SIGTERM)
         try:
-            self.proc.wait(10)
+            self.proc.wait(T(10))
         except subprocess.TimeoutExpired:
+            self.expect_exit = why + "-timeout"
             self.kill9()
+        self.cluster.reap(self)
 
     def status(self, timeout=1.0):
         url = "http://%s/status" % self.http_addr
@@ -167,6 +197,8 @@ class Cluster:
             nd = self.nodes[faketime_node]
             nd.faketime_file = os.path.join(run_dir, "faketime-n%d" % faketime_node)
             nd.set_clock_offset("+0")
+        self.rec = None  # workloads.Recorder: node starts and exits go into the history
+        self.reap_lock = threading.Lock()
         self.config_path = os.path.join(run_dir, "cluster.json")
         cfg = {"secret": "jepsen-cluster-secret-0123456789", "electionTimeoutMs": election_ms, "heartbeatMs": 50,
                "snapshotThreshold": 4096,
@@ -193,6 +225,41 @@ class Cluster:
     def member_nodes(self):
         return [self.nodes[i] for i in sorted(self.members)]
 
+    def record(self, f, value):
+        if self.rec is not None:
+            self.rec.info("harness", f, value)
+
+    def reap(self, nd):
+        """Records the exit of nd's process once, when it has exited: status (negative = the
+        signal), and what the harness expected (None = nothing should have stopped it).
+        Expected: 0 after "stop", -9 after a kill; anything else is the node's own doing."""
+        with self.reap_lock:
+            if nd.proc is None or nd.exit_reported:
+                return
+            rc = nd.proc.poll()
+            if rc is None:
+                return
+            nd.exit_reported = True
+            why = nd.expect_exit
+            want = {"stop": 0, "member-stop": 0}.get(why, -signal.SIGKILL)
+            self.record("exit", {"node": "n%d" % nd.id, "pid": nd.proc.pid, "rc": rc,
+                                 "cause": why,
+                                 "expected": why is not None and not why.endswith("-timeout")
+                                 and rc == want})
+            if why is None or rc != want:
+                self.log("n%d exited with status %d (%s)" % (
+                    nd.id, rc, "expected %s" % why if why else "nothing stopped it"))
+
+    def reap_all(self):
+        for nd in self.nodes.values():
+            self.reap(nd)
+
+    def watch_exits(self, stop_ev):
+        """Thread body: records every exit within 0.1 s, so a node that dies by itself is
+        noticed even when the heal restarts it."""
+        while not stop_ev.wait(0.1):
+            self.reap_all()
+
     def start_all(self):
         for nd in self.member_nodes():
             nd.start()
@@ -204,7 +271,7 @@ class Cluster:
 
     def kill_all(self):
         for nd in self.nodes.values():
-            nd.kill9()
+            nd.kill9("cleanup")
 
     def statuses(self, nodes=None):
         out = {}
@@ -225,7 +292,7 @@ class Cluster:
         return best[0] if best else None
 
     def wait_ready(self, timeout=30.0):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + T(timeout)
         while time.monotonic() < deadline:
             sts = self.statuses()
             if all(st and st.get("ready") for st in sts.values()) and self.leader():
@@ -234,11 +301,15 @@ class Cluster:
         return False
 
     def restart_dead(self):
+        """Resumes paused members and restarts dead ones; returns the ids restarted."""
+        dead = []
         for nd in self.member_nodes():
             if nd.paused:
                 nd.resume()
             if not nd.alive():
                 nd.start()
+                dead.append(nd.id)
+        return dead
 
     def convergence(self, timeout=10.0):
         """Polls until every member reports the same digest at the same applied index, no one is

@@ -87,7 +87,7 @@ class Op:
     """One client operation: invoke plus completion (type 'info' and end=INF when unknown)."""
 
     __slots__ = ("process", "f", "workload", "node", "value", "result", "type", "start", "end",
-                 "index", "end_index")
+                 "index", "end_index", "error")
 
     def __init__(self, inv):
         self.process = inv["process"]
@@ -101,6 +101,7 @@ class Op:
         self.end = INF
         self.index = inv["index"]
         self.end_index = None
+        self.error = None  # the completion's "error" text (fail/info)
 
     def __repr__(self):
         return "Op(p=%r %s %s %r->%r %s [%s,%s] node=%r)" % (
@@ -150,6 +151,7 @@ def pair_ops(events):
         else:
             op.end = ev["time"]
         op.result = ev.get("value")
+        op.error = ev.get("error")
         if op.node is None:
             op.node = ev.get("node")
     return ops, problems

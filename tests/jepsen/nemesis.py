@@ -55,7 +55,7 @@ def format_schedule(sched):
 
 
 class Nemesis:
-    def __init__(self, cluster, rec, ctl_bin=None, log=print):
+    def __init__(self, cluster, rec, ctl_bin=None, log=print, allow_failed=()):
         self.cluster = cluster
         self.net = cluster.net
         self.rec = rec
@@ -64,7 +64,15 @@ class Nemesis:
         self.member_note = None
         self.partitioned = False
         self.executed = []
+        self.allow_failed = set(allow_failed)  # fault kinds allowed not to be carried out
 
+    def _failed(self, kind, step, why, **extra):
+        """A fault that could not be carried out: recorded (the checker fails the run unless
+        the kind was passed in allow_failed) and logged, never skipped silently."""
+        self.log("nemesis: %s: %s failed: %s" % (kind, step, why))
+        v = {"kind": kind, "step": step, "why": why, "expected": kind in self.allow_failed}
+        v.update(extra)
+        self._ev("nemesis-failed", v)
     def _ev(self, f, value):
         self.rec.event({"process": "nemesis", "type": "info", "f": f, "value": value})
 
@@ -93,7 +101,7 @@ class Nemesis:
     def _kill_window(self, ids, dur, why):
         for i in ids:
             self._ev("kill", {"node": "n%d" % i, "why": why})
-            self.cluster.nodes[i].kill9()
+            self.cluster.nodes[i].kill9("nemesis-kill")
         time.sleep(dur)
         for i in ids:
             self.cluster.nodes[i].start()
@@ -181,6 +189,7 @@ class Nemesis:
 
     def member_supported(self):
         if self.member_note is not None:
+            self._failed("member-cycle", "raftnsctl", self.member_note)
             return False
         if not self.ctl_bin or not os.path.exists(self.ctl_bin):
             self.member_note = "no raftnsctl binary: membership changes skipped"
@@ -189,8 +198,7 @@ class Nemesis:
             if "member" not in (h.stdout + h.stderr):
                 self.member_note = "raftnsctl has no 'member' command: membership skipped"
         if self.member_note:
-            self.log("nemesis: " + self.member_note)
-            self._ev("skipped", {"what": "membership", "why": self.member_note})
+            self._failed("member-cycle", "raftnsctl", self.member_note)
             return False
         return True
 
@@ -201,6 +209,7 @@ class Nemesis:
         lead = self.cluster.leader()
         cands = [i for i in self._ordered(pick) if i != lead]
         if not cands:
+            self._failed("member-cycle", "pick", "no non-leader voter")
             return
         victim = cands[0]
         nd = self.cluster.nodes[victim]
@@ -208,9 +217,11 @@ class Nemesis:
         self._ev("remove-node", {"node": "n%d" % victim, "rc": r.returncode,
                                  "out": (r.stdout + r.stderr).strip()[:300]})
         if r.returncode != 0:
+            self._failed("member-cycle", "member remove", "raftnsctl exit %d" % r.returncode,
+                         node="n%d" % victim, out=(r.stdout + r.stderr).strip()[:300])
             return
         self.cluster.members.discard(victim)
-        nd.stop()
+        nd.stop("member-stop")
         time.sleep(dur)
         import shutil
         shutil.rmtree(nd.data_dir, ignore_errors=True)
@@ -224,13 +235,15 @@ class Nemesis:
         if r.returncode == 0:
             self.cluster.members.add(victim)
         else:
-            nd.stop()
+            self._failed("member-cycle", "member add", "raftnsctl exit %d" % r.returncode,
+                         node="n%d" % victim, out=(r.stdout + r.stderr).strip()[:300])
+            nd.stop("member-stop")
 
     # -- clock ------------------------------------------------------------------------------
     def f_clock_jump(self, dur, pick):
         nd = next((n for n in self.cluster.nodes.values() if n.faketime_file), None)
         if nd is None:
-            self._ev("skipped", {"what": "clock-jump", "why": "no libfaketime node"})
+            self._failed("clock-jump", "faketime", "no libfaketime node")
             return
         offset = "+%ds" % int(20 + 40 * pick[0]) if pick[1] < 0.5 else "-%ds" % int(
             10 + 20 * pick[0])
@@ -246,4 +259,6 @@ class Nemesis:
         for nd in self.cluster.nodes.values():
             if nd.faketime_file:
                 nd.set_clock_offset("+0")
-        self.cluster.restart_dead()
+        dead = self.cluster.restart_dead()
+        if dead:
+            self._ev("heal-restart", {"nodes": ["n%d" % i for i in dead]})

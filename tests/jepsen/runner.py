@@ -61,7 +61,7 @@ def convergence(cluster, timeout=10.0):
     convergence event value and whether it converged."""
     healed = time.monotonic_ns()
     samples, ok = [], False
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + harness.T(timeout)
     while True:
         nodes = {}
         for nd in cluster.member_nodes():
@@ -87,6 +87,43 @@ def convergence(cluster, timeout=10.0):
             break
         time.sleep(0.2)
     return {"healed_time": healed, "samples": samples[-50:], "converged": ok}, ok
+
+
+MEMBER_KEYS = ("id", "raft", "client", "http", "role")
+
+
+def final_tables(cluster, kv_keys, timeout=10.0):
+    """Every table of every member, read when all of them report one applied index before and
+    after their reads (same index => same state => same bytes): the "final-tables" event value.
+    Retries until such a round happens or the (scaled) timeout passes."""
+    deadline = time.monotonic() + harness.T(timeout)
+    nodes = cluster.member_nodes()
+    last = None
+    while True:
+        before = cluster.statuses(nodes)
+        topics = set()
+        for nd in nodes:
+            t = client.table_set(nd.client_addr, (), ())
+            topics.update((t or {}).get("_topics", []))
+        tables = {}
+        for nd in nodes:
+            t = client.table_set(nd.client_addr, topics, kv_keys)
+            st = before.get(nd.id)
+            if t is not None and st is not None:
+                t.pop("_topics", None)
+                t["members"] = hashlib.sha256(json.dumps(sorted(
+                    [{k: m.get(k) for k in MEMBER_KEYS} for m in st.get("members") or []],
+                    key=lambda m: m.get("id") or 0), sort_keys=True).encode()).hexdigest()[:16]
+            tables["n%d" % nd.id] = t
+        after = cluster.statuses(nodes)
+        idx = {st.get("applied_index") if st else None
+               for st in list(before.values()) + list(after.values())}
+        stable = len(idx) == 1 and None not in idx and None not in tables.values()
+        last = {"stable": stable, "applied_index": sorted(idx, key=str), "topics": len(topics),
+                "nodes": tables}
+        if stable or time.monotonic() >= deadline:
+            return last
+        time.sleep(0.2)
 
 
 def final_reads(cluster, rec):
@@ -128,6 +165,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--quiet", type=float, default=25)
     ap.add_argument("--out", default=os.path.join(HERE, "runs"))
+    ap.add_argument("--allow-nemesis-failure", default="",
+                    help="fault kinds (comma list) allowed not to be carried out")
     args = ap.parse_args()
 
     why = netns.available()
@@ -180,14 +219,19 @@ def main():
                                   single=args.nodes == 1)
         state["cluster"] = cluster
         rec = wl.Recorder(os.path.join(run_dir, "history.jsonl"))
+        cluster.rec = rec
         names = [w.strip() for w in args.workloads.split(",") if w.strip()]
         rec.info("harness", "config", {
             "nodes": ["n%d" % i for i in sorted(cluster.members)], "seed": seed,
             "scan_interval_ms": SCAN_INTERVAL_MS, "broker_timeout_ms": 30000,
             "election_timeout_ms": ELECTION_MS, "expiry_slack_ms": EXPIRY_SLACK_MS,
+            "scale": harness.SCALE, "report_recovery_ms": 5000,
             "nemesis": families, "workloads": names, "time_s": args.time,
             "faketime_node": faketime_node, "schedule": sched})
         cluster.start_all()
+        stop_exits = threading.Event()
+        exits = threading.Thread(target=cluster.watch_exits, args=(stop_exits,), daemon=True)
+        exits.start()
         if not cluster.wait_ready(60):
             raise RuntimeError("cluster not ready within 60 s: %r" % cluster.statuses())
         say("cluster ready, leader n%s" % cluster.leader())
@@ -198,7 +242,8 @@ def main():
         loads = wl.Workloads(cluster, rec, rng, names=names)
         loads.start()
         nemesis = nem.Nemesis(cluster, rec, ctl_bin=args.ctl or os.path.join(
-            os.path.dirname(args.bin), "raftnsctl"), log=say)
+            os.path.dirname(args.bin), "raftnsctl"), log=say,
+            allow_failed=[k for k in args.allow_nemesis_failure.split(",") if k])
         t0 = time.monotonic()
         for item in sched:
             wait = t0 + item["at"] - time.monotonic()
@@ -223,10 +268,18 @@ def main():
         say("convergence: %s" % ("ok" if ok else "NOT converged: %s" % json.dumps(
             conv["samples"][-1]["nodes"])))
         final_reads(cluster, rec)
+        ft = final_tables(cluster, loads.kv_keys)
+        rec.info("harness", "final-tables", ft)
+        say("final tables: %s, %d topics" % ("stable" if ft["stable"] else "NOT stable",
+                                             ft["topics"]))
         done.set()
         hb.join(30)
+        loads.close_silent()
         stop_watch.set()
         cluster.stop_all()
+        stop_exits.set()
+        exits.join(5)
+        cluster.reap_all()
         problems = [{"node": "n%s" % k, "line": line}
                     for k, lines in cluster.scan_logs().items() for line in lines]
         rec.info("harness", "log-scan", {"files": len(cluster.nodes), "problems": problems})

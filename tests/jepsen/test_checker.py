@@ -40,7 +40,7 @@ class FixtureTest(unittest.TestCase):
     def test_fixtures_exist(self):
         checks = set(c for _, c in fixtures("bad"))
         self.assertEqual(checks, {"broker-set", "kv-linearizable", "route-reads", "liveness",
-                                  "convergence"})
+                                  "convergence", "final-tables", "nodes"})
         self.assertEqual(set(c for _, c in fixtures("good")), checks)
 
     def test_bad_rejected_by_their_check(self):
@@ -63,7 +63,12 @@ class FixtureTest(unittest.TestCase):
             with self.subTest(path=os.path.basename(path)):
                 res = checker.check_events(read_history(path))
                 for name, r in res["checks"].items():
-                    if name != "convergence":
+                    if name in ("convergence", "final-tables"):
+                        continue  # need their harness events
+                    if r["valid"] == "unknown":  # a check this workload gives nothing to check
+                        self.assertEqual(r["errors"][0]["kind"], "nothing-checked", (name, r))
+                        self.assertFalse(r["counts"].get("checked"), (name, r))
+                    else:
                         self.assertIs(r["valid"], True, (name, r))
 
     def test_error_kinds(self):
@@ -289,6 +294,18 @@ class FormatTest(unittest.TestCase):
             self.assertIs(res["checks"]["broker-set"]["valid"], False)
             self.assertEqual(res["checks"]["broker-set"]["counts"]["lost"], 2)  # b1, two nodes
 
+    def test_cli_partial_run_is_unknown(self):
+        # Checks with nothing to check (no kv, no route reads, no node exits) are not VALID.
+        evs = read_history(os.path.join(FIXTURES, "good__broker-set__concurrent.jsonl"))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "history.jsonl")
+            write_history(path, evs)
+            p = subprocess.run([sys.executable, os.path.join(HERE, "checker.py"), path,
+                                "--out", os.path.join(d, "r.json")],
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("nothing-checked", p.stdout)
+
     def test_cli_valid_run_exits_zero(self):
         # A whole run: good broker-set workload + convergence events.
         evs = read_history(os.path.join(FIXTURES, "good__broker-set__concurrent.jsonl"))
@@ -302,10 +319,221 @@ class FormatTest(unittest.TestCase):
             path = os.path.join(d, "history.jsonl")
             write_history(path, evs)
             p = subprocess.run([sys.executable, os.path.join(HERE, "checker.py"), path,
-                                "--out", os.path.join(d, "r.json")],
+                                "--out", os.path.join(d, "r.json"), "--only", "broker-set",
+                                "--only", "convergence"],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertIn("VALID", p.stdout)
+
+
+# ---------------------------------------------------------------- checks of the mutant table
+
+S = 1_000_000_000  # ns per second
+
+
+class H:
+    """A tiny history builder: ops are invoke/complete pairs with explicit times (seconds)."""
+
+    def __init__(self, **cfg):
+        c = {"nodes": ["n1", "n2", "n3"], "scan_interval_ms": 5000, "broker_timeout_ms": 10000,
+             "expiry_slack_ms": 2000, "election_timeout_ms": 1000}
+        c.update(cfg)
+        self.raw = [(0, {"process": "harness", "type": "info", "f": "config", "value": c})]
+        self.next_p = 1
+
+    def op(self, t0, t1, f, value, node="n1", workload="liveness", type_="ok", result=None,
+           error=None):
+        p = self.next_p
+        self.next_p += 1
+        self.raw.append((t0 * S, {"process": p, "type": "invoke", "f": f, "value": value,
+                                  "node": node, "workload": workload}))
+        done = {"process": p, "type": type_, "f": f, "node": node, "workload": workload,
+                "value": result if result is not None else value}
+        if error:
+            done["error"] = error
+        self.raw.append((t1 * S, done))
+        return self
+
+    def hb(self, broker, t0, t1, step=1.0, node="n1", pinned=False, **kw):
+        t = t0
+        v = {"broker": broker, "timeout_ms": 10000}
+        if pinned:
+            v["pinned"] = node
+        while t <= t1:
+            self.op(t, t + 0.05, "heartbeat", dict(v), node=node, **kw)
+            t += step
+        return self
+
+    def read(self, t, brokers, consistent=True, node="n2", workload="liveness", f="read"):
+        v = {} if f == "final-read" else {"consistent": consistent}
+        return self.op(t, t + 0.05, f, v, node=node, workload=workload, result=sorted(brokers))
+
+    def info(self, t, process, f, value=None):
+        ev = {"process": process, "type": "info", "f": f}
+        if value is not None:
+            ev["value"] = value
+        self.raw.append((t * S, ev))
+        return self
+
+    def events(self):
+        out = []
+        for i, (t, ev) in enumerate(sorted(self.raw, key=lambda x: x[0])):
+            ev = dict(ev, time=int(t), index=i)
+            out.append(ev)
+        return out
+
+    def check(self, name):
+        return checker.check_events(self.events(), want={name})["checks"][name]
+
+
+class MutantChecksTest(unittest.TestCase):
+    def assertKind(self, r, kind):
+        self.assertIs(r["valid"], False, r)
+        self.assertIn(kind, [e.get("kind") for e in r["errors"]], r)
+
+    # -- node exits (crash-once) and nemesis steps
+    def nodes_history(self, rc, cause, expected):
+        h = H()
+        h.info(0, "harness", "node-start", {"node": "n2", "pid": 7})
+        h.info(5, "harness", "exit", {"node": "n2", "pid": 7, "rc": rc, "cause": cause,
+                                      "expected": expected})
+        h.info(6, "harness", "node-start", {"node": "n2", "pid": 8})
+        h.info(9, "harness", "exit", {"node": "n2", "pid": 8, "rc": 0, "cause": "stop",
+                                      "expected": True})
+        return h
+
+    def test_unexpected_exit_rejected_even_when_restarted(self):
+        self.assertKind(self.nodes_history(-11, None, False).check("nodes"), "unexpected-exit")
+        self.assertKind(self.nodes_history(1, "stop", False).check("nodes"), "unexpected-exit")
+        r = self.nodes_history(-9, "nemesis-kill", True).check("nodes")
+        self.assertIs(r["valid"], True, r)
+
+    def test_start_without_exit_rejected(self):
+        h = self.nodes_history(-9, "nemesis-kill", True)
+        h.info(10, "harness", "node-start", {"node": "n3", "pid": 9})
+        self.assertKind(h.check("nodes"), "no-exit-recorded")
+
+    def test_nemesis_failure_rejected_unless_expected(self):
+        h = self.nodes_history(-9, "nemesis-kill", True)
+        h.info(3, "nemesis", "nemesis-failed", {"kind": "member-cycle", "step": "member remove",
+                                                "why": "exit 1", "expected": False})
+        self.assertKind(h.check("nodes"), "nemesis-failed")
+        h = self.nodes_history(-9, "nemesis-kill", True)
+        h.info(3, "nemesis", "nemesis-failed", {"kind": "member-cycle", "step": "member remove",
+                                                "why": "exit 1", "expected": True})
+        self.assertIs(h.check("nodes")["valid"], True)
+
+    def test_nothing_checked_is_not_valid(self):
+        r = H().check("nodes")
+        self.assertEqual(r["valid"], "unknown", r)
+        r = H().check("liveness")
+        self.assertEqual(r["valid"], "unknown", r)
+        res = checker.check_events(H().events(), want={"liveness"})
+        self.assertEqual(checker.exit_code(res), 2)
+
+    # -- final tables (apply-twice, ack-before-commit)
+    def tables(self, n3_kv, stable=True):
+        t = {"106": "0:aa", "206": "0:bb", "105:t1": "0:cc", "101:k0": "0:dd", "members": "ee"}
+        nodes = {"n1": dict(t), "n2": dict(t), "n3": dict(t, **{"101:k0": n3_kv})}
+        return H().info(1, "harness", "final-tables", {"stable": stable, "applied_index": [9],
+                                                       "topics": 1, "nodes": nodes})
+
+    def test_final_tables_byte_for_byte(self):
+        self.assertIs(self.tables("0:dd").check("final-tables")["valid"], True)
+        r = self.tables("0:d0").check("final-tables")
+        self.assertKind(r, "table-mismatch")
+        self.assertEqual(r["errors"][0]["table"], "101:k0")
+        self.assertKind(self.tables("0:dd", stable=False).check("final-tables"), "not-stable")
+        self.assertKind(H().check("final-tables"), "missing")
+
+    def test_final_tables_node_missing(self):
+        h = self.tables("0:dd")
+        h.raw[-1][1]["value"]["nodes"]["n3"] = None
+        self.assertKind(h.check("final-tables"), "no-answer")
+
+    # -- lost registrations in every consistent read (not only final ones)
+    def test_lost_in_mid_run_consistent_read(self):
+        h = H().hb("b1", 0, 20, node="n1", workload="broker-set")
+        h.read(10.5, ["b1"], workload="broker-set")
+        self.assertIs(h.check("broker-set")["valid"], True)
+        h = H().hb("b1", 0, 20, node="n1", workload="broker-set")
+        h.read(10.5, [], workload="broker-set")
+        self.assertKind(h.check("broker-set"), "lost")
+
+    # -- read-your-writes on the acknowledging node (ack-before-apply, stale-reads)
+    def test_plain_read_on_acking_node_must_show_the_write(self):
+        h = H().op(0, 0.1, "register", {"broker": "b1", "timeout_ms": 10000}, node="n2",
+                   workload="broker-set")
+        h.read(0.2, [], consistent=False, node="n3", workload="broker-set")  # another node
+        self.assertEqual(h.check("broker-set")["counts"]["lost"], 0)
+        h.read(0.2, [], consistent=False, node="n2", workload="route")
+        self.assertKind(h.check("broker-set"), "lost-ryw")
+
+    # -- must-be-gone deadline (slow-expiry)
+    def stopped(self, at, events=()):
+        h = H().hb("b1", 0, 5, workload="liveness").read(3, ["b1"])  # checked while alive
+        h.info(5.1, "harness", "stop-heartbeat", {"broker": "b1"})
+        for t, proc, f in events:
+            h.info(t, proc, f, {"node": "n1"})
+        h.read(at, ["b1"])
+        return h
+
+    def test_deadline_not_moved_by_non_leader_faults(self):
+        # last heard 5.05 s; deadline 5.05 + 10 + 5 + 2 = 22.05 s
+        self.assertIs(self.stopped(21).check("liveness")["valid"], True)
+        self.assertKind(self.stopped(23).check("liveness"), "not-gone")
+        self.assertKind(self.stopped(23, [(8, "nemesis", "pause"), (11, "nemesis", "resume"),
+                                          (12, "harness", "heal")]).check("liveness"),
+                        "not-gone")
+        # an observed leader change at 20 s grants a new timeout: 20 + 17 = 37 s
+        r = self.stopped(30, [(20, "harness", "leader")]).check("liveness")
+        self.assertIs(r["valid"], True, r)
+        self.assertKind(self.stopped(38, [(20, "harness", "leader")]).check("liveness"),
+                        "not-gone")
+
+    def test_slack_scales_with_the_harness_scale(self):
+        h = self.stopped(23)
+        h.raw[0][1]["value"]["scale"] = 3  # slack 6 s: deadline 26.05 s
+        self.assertIs(h.check("liveness")["valid"], True)
+        h = self.stopped(27)
+        h.raw[0][1]["value"]["scale"] = 3
+        self.assertKind(h.check("liveness"), "not-gone")
+
+    # -- pinned brokers (ignore-reports, no-grace)
+    def test_pinned_broker_expired_while_alive(self):
+        h = H().hb("p1", 0, 30, node="n2", pinned=True).read(2, ["p1"], node="n1")
+        h.read(15, [], node="n1")
+        self.assertKind(h.check("liveness"), "expired-while-alive")
+
+    def test_pinned_broker_cut_off_by_a_fault_may_expire(self):
+        # n2 partitioned 5..25 s: its locally answered heartbeats reach no leader.
+        h = H().hb("p1", 0, 30, node="n2", pinned=True).read(2, ["p1"], node="n1")
+        h.info(5, "nemesis", "start-partition", {"kind": "isolate", "desc": "n2 | n1 n3"})
+        h.info(25, "nemesis", "stop-partition", {"kind": "isolate"})
+        h.read(16, [], node="n1")
+        self.assertIs(h.check("liveness")["valid"], True)
+        # a broker heartbeating every node is heard by the majority side throughout
+        h = H().hb("b1", 0, 30, node="n2").read(2, ["b1"], node="n1")
+        h.info(5, "nemesis", "start-partition", {"kind": "isolate", "desc": "n2 | n1 n3"})
+        h.info(25, "nemesis", "stop-partition", {"kind": "isolate"})
+        h.read(16, [], node="n1")
+        self.assertKind(h.check("liveness"), "expired-while-alive")
+
+    def test_pinned_broker_connection_drop_excuses(self):
+        h = H().hb("p1", 0, 30, node="n2", pinned=True).read(2, ["p1"], node="n1")
+        h.op(12, 18, "heartbeat", {"broker": "p1", "timeout_ms": 10000, "pinned": "n2"},
+             node="n2", type_="info", error="timeout: timed out")
+        h.read(15, [], node="n1")
+        self.assertIs(h.check("liveness")["valid"], True)
+
+    def test_fault_windows(self):
+        h = H().info(2, "nemesis", "kill", {"node": "n1"}).info(4, "nemesis", "restart",
+                                                                 {"node": "n1"})
+        h.info(6, "harness", "exit", {"node": "n2", "rc": -11, "expected": False})
+        h.info(9, "harness", "heal")
+        ws = checker.fault_windows(h.events(), {"election_timeout_ms": 1000,
+                                                "report_recovery_ms": 1000})
+        self.assertEqual(ws, [(2 * S, 7 * S), (6 * S, 12 * S)])
 
 
 class PlotTest(unittest.TestCase):

@@ -81,7 +81,7 @@ class Workloads:
     to derive per-thread seeds (thread scheduling is not reproducible, the fault schedule is)."""
 
     def __init__(self, cluster, rec, rng, names=("broker-set", "kv", "route", "liveness"),
-                 kv_keys=3, kv_clients=4, brokers=6, liveness_brokers=4,
+                 kv_keys=3, kv_clients=4, brokers=6, liveness_brokers=4, pinned_brokers=3,
                  liveness_timeout_ms=10000, broker_timeout_ms=30000):
         self.cluster = cluster
         self.rec = rec
@@ -91,12 +91,15 @@ class Workloads:
         self.kv_clients = kv_clients
         self.brokers = brokers
         self.liveness_brokers = liveness_brokers
+        self.pinned_brokers = pinned_brokers
         self.liveness_timeout_ms = liveness_timeout_ms
         self.broker_timeout_ms = broker_timeout_ms
         self.stop_ev = threading.Event()
         self.quiet_ev = threading.Event()  # no new broker lifecycle changes after this
         self.threads = []
         self.live_brokers = []  # client.Broker objects still heartbeating at the end
+        self.silent = []  # stopped brokers whose connections stay open until the run ends
+        self.silent_lock = threading.Lock()
 
     # -- helpers ----------------------------------------------------------------------------
     def nodes(self):
@@ -124,15 +127,31 @@ class Workloads:
         if "route" in self.names:
             for nd in self.cluster.nodes.values():
                 self._spawn("route-n%d" % nd.id, self.route_loop, nd.id)
+                self._spawn("local-n%d" % nd.id, self.local_loop, nd.id)
         if "liveness" in self.names:
             for i in range(self.liveness_brokers):
                 self._spawn("lv%d" % i, self.liveness_loop, i, random.Random(self.rng.random()))
+            for i in range(self.pinned_brokers):
+                self._spawn("pin%d" % i, self.liveness_loop, i, random.Random(self.rng.random()),
+                            True)
 
     def stop(self):
         self.stop_ev.set()
         for t in self.threads:
             t.join(30)
         self.threads = []
+
+    def close_silent(self):
+        with self.silent_lock:
+            for b in self.silent:
+                b.close()
+            self.silent = []
+
+    def _ryw_read(self, p, nd):
+        """A plain (not consistent) read on the node that just acknowledged a write: a node
+        answers a write only after applying it, so the write must be visible there."""
+        p.op("read", {"consistent": False, "ryw": True}, nd.id,
+             lambda: client.cluster_info(nd.client_addr))
 
     # -- kv ---------------------------------------------------------------------------------
     def kv_loop(self, rng):
@@ -173,7 +192,8 @@ class Workloads:
                               timeout_ms=self.broker_timeout_ms)
             val = {"broker": name, "timeout_ms": self.broker_timeout_ms}
             nd = self.pick(rng)
-            p.op("register", val, nd.id, lambda: b.register(nd.client_addr))
+            if p.op("register", val, nd.id, lambda: b.register(nd.client_addr)).type == "ok":
+                self._ryw_read(p, nd)
             life = rng.uniform(5, 40)
             t_end = time.monotonic() + life
             # heartbeats: a full re-send over a random node's persistent connection each second
@@ -208,9 +228,14 @@ class Workloads:
         p = Proc(self.rec, "broker-set")
         while not rounds_until():
             for b in self.live_brokers:
-                for nd in self.nodes():
-                    p.op("heartbeat", {"broker": b.name, "timeout_ms": b.timeout_ms}, nd.id,
-                         lambda: b.register(nd.client_addr))
+                val = {"broker": b.name, "timeout_ms": b.timeout_ms}
+                nodes = self.nodes()
+                pin = getattr(b, "pinned", None)
+                if pin is not None:
+                    val["pinned"] = "n%d" % pin
+                    nodes = [nd for nd in nodes if nd.id == pin]
+                for nd in nodes:
+                    p.op("heartbeat", val, nd.id, lambda: b.register(nd.client_addr))
             time.sleep(1.0)
 
     # -- route reads ------------------------------------------------------------------------
@@ -221,6 +246,24 @@ class Workloads:
             if node_id in self.cluster.members and nd.up():
                 p.op("route-read", {}, node_id, lambda: self._route_read(nd))
             self._sleep(0.25)
+
+    def local_loop(self, node_id):
+        """Plain 106 reads of one node every 0.15 s whatever its state, and every 0.02 s for the
+        first 3 s of a new process or membership (a node that is not ready, as after a restart, must refuse
+        them, not answer from stale state; the checker holds them to read-your-writes of that
+        node)."""
+        p = Proc(self.rec, "route")
+        nd = self.cluster.nodes[node_id]
+        seen, burst_until = None, 0.0
+        while not self.stop_ev.is_set():
+            proc = nd.proc
+            now = (proc.pid if proc is not None else None, node_id in self.cluster.members)
+            if now != seen:  # a new process, or the node (re)joined: it may not be ready
+                seen, burst_until = now, time.monotonic() + 3.0
+            if node_id in self.cluster.members and nd.up():
+                p.op("read", {"consistent": False}, node_id,
+                     lambda: client.cluster_info(nd.client_addr))
+            self._sleep(0.02 if time.monotonic() < burst_until else 0.15)
 
     @staticmethod
     def _route_read(nd):
@@ -239,22 +282,41 @@ class Workloads:
         return res
 
     # -- liveness ---------------------------------------------------------------------------
-    def liveness_loop(self, idx, rng):
+    def _follower(self, idx):
+        """The idx-th follower (by id, wrapping): pinned brokers spread over every follower, so
+        after any leader change some of them talk to a node that is still a follower."""
+        lead = self.cluster.leader()
+        nodes = [nd for nd in self.nodes() if nd.id != lead] or self.nodes()
+        return nodes[idx % len(nodes)]
+
+    def liveness_loop(self, idx, rng, pinned=False):
+        """A broker heartbeating every node each second (as a broker configured with every
+        name-server address does) or, pinned, only one follower picked at its birth (a stock
+        broker configured with one address: only that node's liveness reports keep it)."""
         p = Proc(self.rec, "liveness")
         gen = 0
         while not self.stop_ev.is_set():
             gen += 1
-            name = "lv%d-%d" % (idx, gen)
+            name = ("pin%d-%d" if pinned else "lv%d-%d") % (idx, gen)
             tmo = self.liveness_timeout_ms
-            b = client.Broker(name, "10.89.%d.%d:10911" % (idx, gen % 250), timeout_ms=tmo)
+            b = client.Broker(name, "10.%d.%d.%d:10911" % (90 if pinned else 89, idx, gen % 250),
+                              timeout_ms=tmo)
             val = {"broker": name, "timeout_ms": tmo}
+            targets = None
+            if pinned:
+                nd0 = self._follower(idx + gen)
+                val["pinned"] = "n%d" % nd0.id
+                b.pinned = nd0.id
+                targets = [nd0]
             life = time.monotonic() + rng.uniform(10, 40)
             first = True
             while not self.stop_ev.is_set() and (time.monotonic() < life
                                                  or self.quiet_ev.is_set()):
-                for nd in self.nodes():
-                    p.op("register" if first else "heartbeat", val, nd.id,
-                         lambda: b.register(nd.client_addr))
+                for nd in targets or self.nodes():
+                    res = p.op("register" if first else "heartbeat", val, nd.id,
+                               lambda: b.register(nd.client_addr))
+                    if first and pinned and res.type == "ok":
+                        self._ryw_read(p, nd)
                 first = False
                 nd = self.pick(rng)
                 p.op("read", {"consistent": True}, nd.id,
@@ -271,6 +333,7 @@ class Workloads:
                 b.close()
                 self._sleep(1.0)
             else:
-                # keep the connections open until the broker must be gone, then close
-                self._sleep((tmo + 5000 + 4000) / 1000.0)
-                b.close()
+                # connections stay open until the run ends: only the timeout removes it
+                with self.silent_lock:
+                    self.silent.append(b)
+                self._sleep(1.0)
