@@ -70,6 +70,8 @@ class Proc:
               "value": res.value if res.value is not None else value}
         if res.error:
             ev["error"] = res.error
+        if getattr(res, "served_by", None) is not None:
+            ev["served_by"] = res.served_by
         self.rec.event(ev)
         if res.type == "info":
             self.pid = self.rec.new_process()
