@@ -126,7 +126,6 @@ class Workloads:
         if "broker-set" in self.names:
             for i in range(self.brokers):
                 self._spawn("bs%d" % i, self.broker_loop, i, random.Random(self.rng.random()))
-            self._spawn("bs-down", self.down_loop, random.Random(self.rng.random()))
         if "route" in self.names:
             for nd in self.cluster.nodes.values():
                 self._spawn("route-n%d" % nd.id, self.route_loop, nd.id)
@@ -137,6 +136,9 @@ class Workloads:
             for i in range(self.pinned_brokers):
                 self._spawn("pin%d" % i, self.liveness_loop, i, random.Random(self.rng.random()),
                             True)
+        if "broker-set" in self.names:
+            # seeded last, so every other thread gets the same seed as before this thread existed
+            self._spawn("bs-down", self.down_loop, random.Random(self.rng.random()))
 
     def stop(self):
         self.stop_ev.set()
