@@ -131,6 +131,26 @@ def in_windows(t, windows):
     return any(a <= t <= b for a, b in windows)
 
 
+def node_starts(events):
+    """{node: sorted times its processes were spawned} from the harness's node-start events
+    (`spawn_time`, taken before the process existed; the event's own time in older histories)."""
+    out = {}
+    for ev in harness_events(events, "node-start"):
+        v = ev.get("value") if isinstance(ev.get("value"), dict) else {}
+        if v.get("node") is None:
+            continue
+        t = v.get("spawn_time")
+        out.setdefault(str(v["node"]), []).append(t if isinstance(t, (int, float)) else ev["time"])
+    return {n: sorted(ts) for n, ts in out.items()}
+
+
+def started_before(starts, node, t):
+    """When node's process that was running at t was spawned: its latest start before t."""
+    ts = starts.get(str(node)) or []
+    i = bisect.bisect_left(ts, t)
+    return ts[i - 1] if i else None
+
+
 class Brokers:
     """Per broker: its register/heartbeat ops, unregisters and stop times across all workloads."""
 
@@ -165,6 +185,7 @@ class Brokers:
         for b in self.regs:
             self.timeout_ms.setdefault(b, default_to)
         self.windows = fault_windows(events, cfg)
+        self.starts = node_starts(events)
 
     def heard(self, b):
         """b's ok register/heartbeat ops the leader surely heard of: all of them, except for a
@@ -227,6 +248,7 @@ def check_broker_set(ops, events, cfg):
     counts["checked"] += lost["checked"]
     counts["lost"] = lost["lost"]
     counts["lost_ryw"] = lost["ryw"]
+    counts["lost_after_restart"] = lost["stale"]
     counts["reads_searched"] = lost["reads"]
     errors += lost["errors"]
 
@@ -319,7 +341,14 @@ def find_lost(ops, bs):
       the latest invoke of an op the leader surely heard (Brokers.heard);
     - every plain read on node N must contain a broker that N acknowledged before the read
       began, under the same exceptions (read-your-writes: a node answers a write only after
-      applying it, and a node that is not ready must not answer reads)."""
+      applying it; a node that is not ready forwards the read to the leader, whose state has it);
+    - every plain read that N answered itself (no `served_by`: not forwarded) must contain a
+      broker acknowledged by any node before N's process was spawned, under the same
+      exceptions: a node answers reads itself only once ready, i.e. after applying the read
+      index it asked the leader for after it started (a quorum barrier, raft/node_read.c,
+      docs/readiness.md), which covers every write committed before that start. A forwarded
+      read is held to read-your-writes only: it was answered by the leader the asked node
+      follows, which may be a deposed leader that has not stepped down yet."""
     reads = [op for op in ops if op.f in READ_FS and op.type == "ok" and read_set(op) is not None]
     out = {"checked": 0, "lost": 0, "ryw": 0, "reads": len(reads), "errors": []}
     table = {}
@@ -335,16 +364,21 @@ def find_lost(ops, bs):
                     min(r.end for r in oks))
     removal = {b: min([u.start for u in bs.unregs.get(b, [])] + bs.stops.get(b, []) + [INF])
                for b in table}
+    out["stale"] = 0
     for rd in reads:
         seen = read_set(rd)
         auth = is_global(rd)
+        t_start = None
+        if not auth and rd.served_by is None:
+            t_start = started_before(bs.starts, rd.node, rd.start)
         for b, (acks, by_node, first_end) in table.items():
             if first_end >= rd.start or removal[b] < rd.end:
                 continue
+            kind = "lost" if auth else "lost-ryw"
             src = acks if auth else by_node.get(rd.node)
-            if src is None:
-                continue
-            ack, _ = src.before(rd.start)
+            ack = src.before(rd.start)[0] if src is not None else None
+            if ack is None and t_start is not None and first_end < t_start:
+                ack, kind = acks.before(t_start)[0], "lost-after-restart"
             if ack is None:
                 continue
             _, last_heard = acks.before(rd.start)
@@ -355,10 +389,14 @@ def find_lost(ops, bs):
             out["checked"] += 1
             if b not in seen:
                 out["lost"] += 1
-                if not auth:
+                if kind == "lost-ryw":
                     out["ryw"] += 1
-                out["errors"].append({"kind": "lost" if auth else "lost-ryw", "broker": b,
-                                      "read": rd.brief(), "acknowledged": ack.brief()})
+                elif kind == "lost-after-restart":
+                    out["stale"] += 1
+                err = {"kind": kind, "broker": b, "read": rd.brief(), "acknowledged": ack.brief()}
+                if kind == "lost-after-restart":
+                    err["node_spawned"] = t_start
+                out["errors"].append(err)
     return out
 
 

@@ -17,13 +17,19 @@ KV_NAMESPACE = "jepsen"
 QUERY_NOT_FOUND = 22
 
 
-class Result:
-    """type: ok | fail | info; value: what a read saw; error: text for fail/info."""
+SERVED_BY = "raftnsServedBy"
 
-    def __init__(self, type_, value=None, error=None):
+
+class Result:
+    """type: ok | fail | info; value: what a read saw; error: text for fail/info; served_by: the
+    reply's raftnsServedBy ext field (the node whose state answered a read this node forwarded,
+    docs/readiness.md), None when the node answered from its own state."""
+
+    def __init__(self, type_, value=None, error=None, served_by=None):
         self.type = type_
         self.value = value
         self.error = error
+        self.served_by = served_by
 
 
 def connect(addr):
@@ -46,10 +52,11 @@ def call(conn, code, ext=None, body=b"", write=True, timeout=REPLY_TIMEOUT):
     except (ns.ConnectionClosed, OSError, ns.ProtocolError) as e:
         conn.close()
         return Result("info" if write else "fail", error="transport: %s" % e), None
+    served_by = (r.ext or {}).get(SERVED_BY)
     if r.code == 0:
-        return Result("ok"), r
+        return Result("ok", served_by=served_by), r
     return Result("info" if write else "fail",
-                  error="code %d: %s" % (r.code, r.remark)), r
+                  error="code %d: %s" % (r.code, r.remark), served_by=served_by), r
 
 
 def once(addr, code, ext=None, body=b"", write=True):
@@ -78,7 +85,7 @@ def kv_get(addr, key):
     res, r = once(addr, ns.GET_KV_CONFIG, {"namespace": KV_NAMESPACE, "key": key,
                                            "raftnsConsistent": "true"}, write=False)
     if r is not None and r.code == QUERY_NOT_FOUND:
-        return Result("ok", value=None)
+        return Result("ok", value=None, served_by=res.served_by)
     if res.type == "ok":
         ext = r.ext or {}
         res.value = ext.get("value")
@@ -95,7 +102,7 @@ def cluster_info(addr, consistent=False):
     try:
         body = ns.loads_tolerant(r.body) if r.body else {}
     except ValueError as e:
-        return Result("fail", error="bad 106 body: %s" % e)
+        return Result("fail", error="bad 106 body: %s" % e, served_by=res.served_by)
     table = body.get("brokerAddrTable") or {}
     res.value = sorted(table.keys())
     return res

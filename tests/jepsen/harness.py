@@ -111,13 +111,17 @@ class Node:
         log.write(("\n=== jepsen: start n%d at %.3f: %s\n" % (
             self.id, time.monotonic(), " ".join(argv))).encode())
         log.flush()
+        # taken before the process exists: the checker's cut-off for what a restarted node must
+        # show once it answers reads itself (README check 1), so it may not be later than the start
+        spawn_time = time.monotonic_ns()
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                      stdin=subprocess.DEVNULL)
         log.close()
         self.paused = False
         self.expect_exit = None
         self.exit_reported = False
-        self.cluster.record("node-start", {"node": "n%d" % self.id, "pid": self.proc.pid})
+        self.cluster.record("node-start", {"node": "n%d" % self.id, "pid": self.proc.pid,
+                                           "spawn_time": spawn_time})
 
     def signal(self, sig):
         if self.alive():

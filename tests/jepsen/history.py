@@ -87,7 +87,7 @@ class Op:
     """One client operation: invoke plus completion (type 'info' and end=INF when unknown)."""
 
     __slots__ = ("process", "f", "workload", "node", "value", "result", "type", "start", "end",
-                 "index", "end_index", "error")
+                 "index", "end_index", "error", "served_by")
 
     def __init__(self, inv):
         self.process = inv["process"]
@@ -102,6 +102,9 @@ class Op:
         self.index = inv["index"]
         self.end_index = None
         self.error = None  # the completion's "error" text (fail/info)
+        # the completion's "served_by": the node whose state answered a read the asked node
+        # forwarded (raftnsServedBy); None = the asked node answered from its own state
+        self.served_by = None
 
     def __repr__(self):
         return "Op(p=%r %s %s %r->%r %s [%s,%s] node=%r)" % (
@@ -109,9 +112,12 @@ class Op:
             self.end, self.node)
 
     def brief(self):
-        return {"process": self.process, "f": self.f, "type": self.type, "value": self.value,
-                "result": self.result, "start": self.start,
-                "end": None if self.end == INF else self.end, "node": self.node}
+        out = {"process": self.process, "f": self.f, "type": self.type, "value": self.value,
+               "result": self.result, "start": self.start,
+               "end": None if self.end == INF else self.end, "node": self.node}
+        if self.served_by is not None:
+            out["served_by"] = self.served_by
+        return out
 
 
 def pair_ops(events):
@@ -152,6 +158,7 @@ def pair_ops(events):
             op.end = ev["time"]
         op.result = ev.get("value")
         op.error = ev.get("error")
+        op.served_by = ev.get("served_by")
         if op.node is None:
             op.node = ev.get("node")
     return ops, problems

@@ -1,7 +1,8 @@
 """Fault injection for the fault suite: a seeded schedule (fault kinds, start times, durations,
 random node picks) and its execution against the cluster: kill -9 (leader, random, majority),
 SIGSTOP pauses, iptables partitions inside the node namespaces (isolate leader, halves, bridge,
-one-way), membership remove/add through raftnsctl, and libfaketime clock jumps. "leader" targets
+one-way), restarts into isolation, membership remove/add through raftnsctl, and libfaketime
+clock jumps. "leader" targets
 are resolved when the fault starts; everything else comes from the seed. It does not check
 anything."""
 
@@ -15,6 +16,7 @@ FAMILIES = {
     "partition": ["partition-leader", "partition-halves", "partition-bridge", "partition-oneway"],
     "member": ["member-cycle"],
     "clock": ["clock-jump"],
+    "restart": ["restart-isolated"],
 }
 
 
@@ -116,6 +118,29 @@ class Nemesis:
     def f_kill_majority(self, dur, pick):
         ids = self._ordered(pick)
         self._kill_window(ids[:len(ids) // 2 + 1], dur, "majority")
+
+    def f_restart_isolated(self, dur, pick):
+        """kill -9 of a node, then its restart cut off from every other member: it cannot learn
+        what was committed while it was down, so it must not answer reads from its own state
+        (docs/readiness.md); the reads of its first seconds (workloads.local_loop) see that."""
+        lead = self.cluster.leader()
+        # a follower: the leader keeps committing while it is down (a leader kill would spend
+        # the down time on an election)
+        i = next((j for j in self._ordered(pick) if j != lead), self._ordered(pick)[0])
+        rest = [j for j in self._members() if j != i]
+        self._ev("kill", {"node": "n%d" % i, "why": "isolated-restart"})
+        self.cluster.nodes[i].kill9("nemesis-kill")
+        time.sleep(dur / 2)
+        self._ev("start-partition", {"kind": "isolate-restarted",
+                                     "desc": "n%d | %s" % (i, " ".join("n%d" % j for j in rest))})
+        self.partitioned = True
+        for a, b, d in self._cut([i], rest):
+            self.net.block(a, b, d)
+        self.cluster.nodes[i].start()
+        self._ev("restart", {"node": "n%d" % i})
+        time.sleep(max(dur / 2, 3.0))  # at least the 3 s read burst of local_loop
+        self.heal_network()
+        self._ev("stop-partition", {"kind": "isolate-restarted"})
 
     # -- pause ------------------------------------------------------------------------------
     def _pause_window(self, i, dur, why):

@@ -342,7 +342,7 @@ class H:
         self.next_p = 1
 
     def op(self, t0, t1, f, value, node="n1", workload="liveness", type_="ok", result=None,
-           error=None):
+           error=None, served_by=None):
         p = self.next_p
         self.next_p += 1
         self.raw.append((t0 * S, {"process": p, "type": "invoke", "f": f, "value": value,
@@ -351,6 +351,8 @@ class H:
                 "value": result if result is not None else value}
         if error:
             done["error"] = error
+        if served_by is not None:
+            done["served_by"] = served_by
         self.raw.append((t1 * S, done))
         return self
 
@@ -364,9 +366,11 @@ class H:
             t += step
         return self
 
-    def read(self, t, brokers, consistent=True, node="n2", workload="liveness", f="read"):
+    def read(self, t, brokers, consistent=True, node="n2", workload="liveness", f="read",
+             served_by=None):
         v = {} if f == "final-read" else {"consistent": consistent}
-        return self.op(t, t + 0.05, f, v, node=node, workload=workload, result=sorted(brokers))
+        return self.op(t, t + 0.05, f, v, node=node, workload=workload, result=sorted(brokers),
+                       served_by=served_by)
 
     def info(self, t, process, f, value=None):
         ev = {"process": process, "type": "info", "f": f}
@@ -468,6 +472,45 @@ class MutantChecksTest(unittest.TestCase):
         self.assertEqual(h.check("broker-set")["counts"]["lost"], 0)
         h.read(0.2, [], consistent=False, node="n2", workload="route")
         self.assertKind(h.check("broker-set"), "lost-ryw")
+
+    # -- a restarted node answering itself before it caught up (stale-reads)
+    def restarted(self, read_brokers, served_by=None, reg_at=1.0, unreg_at=None):
+        """n3 killed at 0.5 and spawned again at 2.0 (event recorded at 2.01); b1 registered on
+        n1 at reg_at; a plain read of n3 at 2.5."""
+        h = H()
+        for n in ("n1", "n2", "n3"):
+            h.info(0, "harness", "node-start", {"node": n, "pid": 1, "spawn_time": 0})
+        h.info(0.5, "nemesis", "kill", {"node": "n3"})
+        h.info(2.01, "harness", "node-start", {"node": "n3", "pid": 2, "spawn_time": 2 * S})
+        h.info(2.02, "nemesis", "restart", {"node": "n3"})
+        h.op(reg_at, reg_at + 0.1, "register", {"broker": "b1", "timeout_ms": 10000},
+             node="n1", workload="broker-set")
+        if unreg_at is not None:
+            h.op(unreg_at, unreg_at + 0.1, "unregister", {"broker": "b1"}, node="n1",
+                 workload="broker-set")
+        return h.read(2.5, read_brokers, consistent=False, node="n3", workload="route",
+                      served_by=served_by)
+
+    def test_self_answered_read_after_restart_shows_writes_acked_before_it(self):
+        r = self.restarted([]).check("broker-set")
+        self.assertKind(r, "lost-after-restart")
+        self.assertEqual(r["counts"]["lost_after_restart"], 1, r)
+        self.assertEqual(r["counts"]["lost_ryw"], 0, r)  # not read-your-writes: n1 acked it
+        self.assertIs(self.restarted(["b1"]).check("broker-set")["valid"], True)
+
+    def test_restart_rule_exceptions(self):
+        def lost(h):
+            return h.check("broker-set")["counts"]["lost"]
+        # forwarded to the leader: judged by read-your-writes of n3 only
+        self.assertEqual(lost(self.restarted([], served_by="1")), 0)
+        # acknowledged after n3 was spawned: n3 may have been ready before it was applied
+        self.assertEqual(lost(self.restarted([], reg_at=2.05)), 0)
+        # removal invoked before the read ended
+        self.assertEqual(lost(self.restarted([], unreg_at=2.3)), 0)
+        # the cut-off is spawn_time, not the event's (later) time: an ack completed between
+        # the two is not required
+        self.assertEqual(lost(self.restarted([], reg_at=1.905)), 0)
+        self.assertEqual(lost(self.restarted([], reg_at=1.895)), 1)
 
     # -- must-be-gone deadline (slow-expiry)
     def stopped(self, at, events=()):

@@ -70,6 +70,8 @@ class Proc:
               "value": res.value if res.value is not None else value}
         if res.error:
             ev["error"] = res.error
+        if getattr(res, "served_by", None) is not None:
+            ev["served_by"] = res.served_by
         self.rec.event(ev)
         if res.type == "info":
             self.pid = self.rec.new_process()
@@ -134,6 +136,9 @@ class Workloads:
             for i in range(self.pinned_brokers):
                 self._spawn("pin%d" % i, self.liveness_loop, i, random.Random(self.rng.random()),
                             True)
+        if "broker-set" in self.names:
+            # seeded last, so every other thread gets the same seed as before this thread existed
+            self._spawn("bs-down", self.down_loop, random.Random(self.rng.random()))
 
     def stop(self):
         self.stop_ev.set()
@@ -221,6 +226,40 @@ class Workloads:
                 # closing every connection lets the cluster expire it at once (fast path)
                 self.rec.info("harness", "stop", {"broker": name})
             b.close()
+
+    def down_loop(self, rng):
+        """New brokers registered on the live nodes every 0.3 s while a member's process is
+        down, so a restarted node has writes to catch up on while local_loop reads it; each is
+        unregistered (or stopped) once no member has been down for 4 s (after the read burst)."""
+        p = Proc(self.rec, "broker-set")
+        pending, gen, last_down = [], 0, 0.0
+        while not self.stop_ev.is_set():
+            members = self.nodes()
+            down = [nd for nd in members if not nd.alive()]
+            live = [nd for nd in members if nd.up()]
+            now = time.monotonic()
+            if down:
+                last_down = now
+            if down and live and not self.quiet_ev.is_set():
+                gen += 1
+                name = "dw-%d" % gen
+                b = client.Broker(name, "10.87.%d.%d:10911" % (gen // 250, gen % 250),
+                                  timeout_ms=self.broker_timeout_ms)
+                val = {"broker": name, "timeout_ms": self.broker_timeout_ms}
+                nd = rng.choice(live)
+                p.op("register", val, nd.id, lambda: b.register(nd.client_addr))
+                pending.append(b)
+            elif pending and now - last_down > 4.0:
+                for b in pending:
+                    nd = self.pick(rng)
+                    res = p.op("unregister", {"broker": b.name}, nd.id,
+                               lambda: b.unregister(nd.client_addr))
+                    if res.type != "ok":
+                        self.rec.info("harness", "stop", {"broker": b.name})
+                    b.close()
+                pending = []
+            self._sleep(0.3)
+        self.live_brokers.extend(pending)
 
     def heartbeat_live(self, rounds_until):
         """Keeps brokers that were alive at the end heartbeating (every node each second) until
