@@ -19,8 +19,10 @@ import client
 CLIENT_PORT, RAFT_PORT, HTTP_PORT = 9876, 9886, 9896
 CHECKPOINT_ENTRIES, CHECKPOINT_MS = 50, 2000
 PDEATH = (["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else [])
+# "STATE DIVERGED": a majority verdict found this node's state different (docs/divergence.md);
+# the node recovers by itself, but in a correct build it never happens, so it is a bug.
 LOG_MARKERS = ("AddressSanitizer", "runtime error", "Assertion", "SIGSEGV", "out of memory",
-               "aborting")
+               "aborting", "STATE DIVERGED")
 # The shared test deadline scale (common contract: RAFTNS_TEST_SCALE, x3 for sanitizer builds);
 # tests/process/harness.py cannot be imported here (same module name), so it is read the same way.
 SCALE = (float(os.environ.get("RAFTNS_TEST_SCALE") or 1) *
