@@ -128,9 +128,9 @@
  * leader. Node to node only: the request carries raftnsFrom and is signed.
  * Request: body = the client's request frame, re-encoded (a read code only;
  * others get code 16). The receiver answers it as if the client had asked it,
- * and its reply carries ext servedBy = the receiver's id; the forwarding node
+ * and its reply carries NS_EXT_SERVED_BY = its id; the forwarding node
  * relays that reply to its client as it is. A receiver that is not ready or
- * diverged itself answers 1 without servedBy (the sender tries again). */
+ * diverged itself answers 1 without it (the sender tries again). */
 #define NS_CODE_READ_FORWARD 9016
 
 #define NS_CODE_PRIVATE_MIN 9001
