@@ -27,33 +27,13 @@ try {
 const RAFTNS_BIN = process.env.RAFTNS_BIN ||
   path.join(__dirname, '..', '..', 'build', 'raftns');
 // Every deadline is T(ms): scaled by RAFTNS_TEST_SCALE (remoting.js, docs/testing.md).
-const { T, describeBound, seen, waitFor } = require('./remoting');
+const { T, describeBound, seen, waitFor, crc32, timeoutAfter } = require('./remoting');
 
 const ELECTION_MS = 1000;
 const CODE = { REGISTER_BROKER: 103, GET_ROUTEINFO_BY_TOPIC: 105, GET_BROKER_CLUSTER_INFO: 106 };
 const FLAG_RESPONSE = 1;
 
 // ---------------------------------------------------------------- helpers
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-function crc32(buf) {
-  let c = 0xFFFFFFFF;
-  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >>> 8);
-  return (c ^ 0xFFFFFFFF) >>> 0;
-}
-
-function sleep(ms) {
-  return new Promise(resolve => setTimeout(resolve, ms));
-}
 
 // Distinct free ports: all listeners stay open until every port is known.
 async function freePorts(n) {
@@ -416,7 +396,7 @@ class Lookups {
           err.message);
       }
       i++;
-      await sleep(20);
+      await timeoutAfter(20); // pacing of the lookup loop, not a wait for state
     }
   }
 }
@@ -531,7 +511,7 @@ async function run() {
   }
   for (const fn of cleanups.reverse()) {
     try {
-      await Promise.race([ Promise.resolve(fn()), sleep(T(3000)) ]);
+      await Promise.race([ Promise.resolve(fn()), timeoutAfter(T(3000)) ]);
     } catch (err) {
       // closing is best effort
     }
