@@ -1,9 +1,11 @@
 /* Binary encoding of replicated commands (include/raftns/command.h). It only
  * encodes and decodes; applying a command is fsm.c's job. Pure.
  *
- * WARNING: this is a persisted and replicated format (the raft log). Version 1
- * layout, all integers big-endian, strings u32-length-prefixed (0xFFFFFFFF =
- * NULL): u8 version, u8 type, u64 leader_time_ms, then per type:
+ * WARNING: this is a persisted and replicated format (the raft log). All
+ * integers big-endian, strings u32-length-prefixed (0xFFFFFFFF = NULL).
+ * Version 1: u8 version, u8 type, u64 leader_time_ms, payload. Version 2 (a
+ * command with a request id): u8 version, u8 type, u64 leader_time_ms, u64
+ * origin (not 0), u64 run, u64 seq, payload. The payload per type:
  *   REGISTER_BROKER   str cluster, str broker_name, str broker_addr, str?
  * ha_addr, str? zone, u64 broker_id, u64 heartbeat_timeout_ms, u8 acting_master
  * (0xFF = -1), u64 dv.counter, u64 dv.state_version, u64 dv.timestamp, u32
@@ -60,7 +62,7 @@ bool ns_command_is_client_write(enum ns_command_type type)
 void ns_command_init(struct ns_command *c, enum ns_command_type type)
 {
     memset(c, 0, sizeof *c);
-    c->version = NS_COMMAND_VERSION;
+    c->version = NS_COMMAND_VERSION_PLAIN;
     c->type = type;
     if (type == NS_CMD_REGISTER_BROKER) {
         ns_register_init(&c->u.reg);
@@ -288,9 +290,15 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
 
 int ns_command_encode(const struct ns_command *c, struct ns_buf *out)
 {
-    ns_buf_put_u8(out, NS_COMMAND_VERSION);
+    bool with_id = c->reqid.origin != 0;
+    ns_buf_put_u8(out, with_id ? NS_COMMAND_VERSION : NS_COMMAND_VERSION_PLAIN);
     ns_buf_put_u8(out, (uint8_t)c->type);
     put_i64(out, c->leader_time_ms);
+    if (with_id) {
+        ns_buf_put_u64(out, c->reqid.origin);
+        ns_buf_put_u64(out, c->reqid.run);
+        ns_buf_put_u64(out, c->reqid.seq);
+    }
     encode_payload(c, out);
     return out->err;
 }
@@ -640,7 +648,10 @@ static bool is_known_type(uint8_t t)
 
 int ns_command_peek_type(const uint8_t *p, size_t len)
 {
-    if (len < 10 || p[0] != NS_COMMAND_VERSION || !is_known_type(p[1])) {
+    size_t head = len > 0 && p[0] == NS_COMMAND_VERSION ? 34 : 10;
+    if (len < head ||
+        (p[0] != NS_COMMAND_VERSION && p[0] != NS_COMMAND_VERSION_PLAIN) ||
+        !is_known_type(p[1])) {
         return 0;
     }
     return p[1];
@@ -658,14 +669,25 @@ int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out)
     if (r.err) {
         return NS_EPROTO;
     }
-    if (version != NS_COMMAND_VERSION) {
+    if (version != NS_COMMAND_VERSION && version != NS_COMMAND_VERSION_PLAIN) {
         return version > NS_COMMAND_VERSION ? NS_EVERSION : NS_EPROTO;
+    }
+    struct ns_reqid id = {0, 0, 0};
+    if (version == NS_COMMAND_VERSION) {
+        id.origin = ns_rd_u64(&r);
+        id.run = ns_rd_u64(&r);
+        id.seq = ns_rd_u64(&r);
+        if (r.err || id.origin == 0) {
+            return NS_EPROTO;
+        }
     }
     if (!is_known_type(type)) {
         return NS_EPROTO;
     }
     ns_command_init(out, (enum ns_command_type)type);
+    out->version = version;
     out->leader_time_ms = leader_time;
+    out->reqid = id;
     int rv = decode_payload(&r, out);
     if (rv == 0 && r.err != 0) {
         rv = r.err;

@@ -41,6 +41,7 @@ void ns_state_close(struct ns_state *s)
     }
     ns_free(s->members);
     ns_acl_close(&s->acl);
+    ns_reqid_table_close(&s->reqids);
     memset(s, 0, sizeof *s);
 }
 
@@ -271,6 +272,25 @@ static const apply_fn APPLY[] = {
     [NS_CMD_VERDICT] = apply_verdict,
 };
 
+/* A copy of a command applied before answers what its first apply would
+ * answer now, and changes nothing. */
+static int answer_duplicate(const struct ns_state *s,
+                            const struct ns_command *c,
+                            struct ns_apply_result *res)
+{
+    switch (c->type) {
+    case NS_CMD_REGISTER_BROKER:
+        return ns_route_find_master(s->route, &c->u.reg, &res->reg);
+    case NS_CMD_WIPE_WRITE_PERM:
+    case NS_CMD_ADD_WRITE_PERM:
+        res->count =
+            ns_route_count_broker_topics(s->route, c->u.perm.broker_name);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
                  struct ns_apply_result *res)
 {
@@ -285,7 +305,17 @@ int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
         return NS_EINVAL; /* programmer error: decode never yields an unknown
                              type */
     }
-    int rv = APPLY[c->type](s, c, res);
+    int rv = 0;
+    res->reqid = c->reqid.origin != 0 ? ns_reqid_check(&s->reqids, &c->reqid)
+                                      : NS_REQID_NEW;
+    if (res->reqid == NS_REQID_DUPLICATE) {
+        rv = answer_duplicate(s, c, res);
+    } else if (res->reqid == NS_REQID_NEW) {
+        rv = APPLY[c->type](s, c, res);
+        if (rv == 0 && c->reqid.origin != 0) {
+            rv = ns_reqid_record(&s->reqids, &c->reqid, c->leader_time_ms);
+        }
+    }
     if (res == &scratch) {
         ns_apply_result_close(&scratch);
     }

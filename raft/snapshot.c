@@ -7,8 +7,9 @@
  * by id. Nothing may follow. Version 2: version 1's fields, then the account
  * table (ns_acl_encode_state: u8 seeded, u32 n {account}). Version 1 is still
  * written while the table is empty and unseeded, so a cluster that never used
- * ACL keeps byte-identical snapshots and digests. Never change either; add a
- * version. */
+ * ACL keeps byte-identical snapshots and digests. Version 3: version 2's
+ * fields, then the request-id table (ns_reqid_encode_state), written once a
+ * request id was recorded. Never change any of them; add a version. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -17,13 +18,17 @@
 
 #define SNAPSHOT_MAGIC 0x524E5353u /* "RNSS" */
 #define SNAPSHOT_VERSION_1 1
-#define SNAPSHOT_VERSION 2 /* the newest this code reads */
+#define SNAPSHOT_VERSION_ACL 2
+#define SNAPSHOT_VERSION 3 /* the newest this code reads */
 
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
 {
-    bool with_acl = s->acl.n > 0 || s->acl.seeded;
+    bool with_reqids = s->reqids.n > 0;
+    bool with_acl = s->acl.n > 0 || s->acl.seeded || with_reqids;
     ns_buf_put_u32(out, SNAPSHOT_MAGIC);
-    ns_buf_put_u16(out, with_acl ? SNAPSHOT_VERSION : SNAPSHOT_VERSION_1);
+    ns_buf_put_u16(out, with_reqids ? SNAPSHOT_VERSION
+                        : with_acl  ? SNAPSHOT_VERSION_ACL
+                                    : SNAPSHOT_VERSION_1);
     int rv = ns_route_encode_state(s->route, out);
     if (rv == 0) {
         rv = ns_kv_encode_state(s->kv, out);
@@ -43,6 +48,9 @@ int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
     }
     if (with_acl) {
         ns_acl_encode_state(&s->acl, out);
+    }
+    if (with_reqids) {
+        ns_reqid_encode_state(&s->reqids, out);
     }
     return out->err;
 }
@@ -88,7 +96,7 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     if (in.err || magic != SNAPSHOT_MAGIC) {
         return NS_EPROTO;
     }
-    if (version != SNAPSHOT_VERSION_1 && version != SNAPSHOT_VERSION) {
+    if (version < SNAPSHOT_VERSION_1 || version > SNAPSHOT_VERSION) {
         return version > SNAPSHOT_VERSION ? NS_EVERSION : NS_EPROTO;
     }
     struct ns_state fresh;
@@ -106,8 +114,14 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     if (rv == 0) {
         rv = decode_members(&fresh, &in);
     }
-    if (rv == 0 && version >= 2) {
+    if (rv == 0 && version >= SNAPSHOT_VERSION_ACL) {
         rv = ns_acl_decode_state(&fresh.acl, &in);
+    }
+    if (rv == 0 && version >= SNAPSHOT_VERSION) {
+        rv = ns_reqid_decode_state(&fresh.reqids, &in);
+        if (rv == 0 && fresh.reqids.n == 0) {
+            rv = NS_EPROTO; /* version 3 is written only with ids */
+        }
     }
     if (rv == 0 && (in.err != 0 || ns_rd_left(&in) != 0)) {
         rv = NS_EPROTO;

@@ -13,7 +13,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 base_h='err|alloc|buf|log|sorted|utf8'
 codec_h="$base_h|remoting|json|sign|replay"
 route_h="$codec_h|route|kv|config|acl"
-rsm_h="$route_h|command|fsm|wire|diverge"
+rsm_h="$route_h|command|fsm|wire|diverge|reqid"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
 check_layer() {
@@ -44,7 +44,7 @@ check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c inc
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \
-    raft/diverge.c include/raftns/{command,fsm,wire,diverge}.h
+    raft/diverge.c raft/reqid.c include/raftns/{command,fsm,wire,diverge,reqid}.h
 # The TLS engine sits beside the layers over base only: no loop, no sockets, no
 # logging (OpenSSL reads its PEM files; the callers log what it reports).
 check_layer tls "$base_h|tls" 'uv\.h|raft\.h|raft/uv\.h|sys/socket\.h|netinet/in\.h|time\.h' \

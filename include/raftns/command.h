@@ -3,9 +3,11 @@
  *
  * WARNING: the encoding is a persisted and replicated format (raft log). Never
  * change the meaning of an existing version or type; add a new version or type
- * instead, and keep the golden-byte tests passing. Layout: u8 format version
- * (NS_COMMAND_VERSION), u8 type, u64 leader_time_ms, then the type's payload
- * (u32-length-prefixed strings, big-endian integers). */
+ * instead, and keep the golden-byte tests passing. Layout: u8 format version,
+ * u8 type, u64 leader_time_ms, then (version 2 only) the request id as u64
+ * origin, u64 run, u64 seq, then the type's payload (u32-length-prefixed
+ * strings, big-endian integers). Version 1 is written for commands without a
+ * request id, so their bytes never changed. */
 #ifndef RAFTNS_COMMAND_H
 #define RAFTNS_COMMAND_H
 
@@ -16,9 +18,11 @@
 #include "raftns/acl.h"
 #include "raftns/buf.h"
 #include "raftns/config.h"
+#include "raftns/reqid.h"
 #include "raftns/route.h"
 
-#define NS_COMMAND_VERSION 1
+#define NS_COMMAND_VERSION_PLAIN 1 /* no request id */
+#define NS_COMMAND_VERSION 2       /* the newest this code reads */
 #define NS_COMMAND_MAX_SIZE (64u * 1024u * 1024u)
 
 enum ns_command_type {
@@ -43,9 +47,10 @@ enum ns_command_type {
 #define NS_VERDICT_MAX_IDS 64 /* voters named in one VERDICT */
 
 struct ns_command {
-    uint8_t version;
+    uint8_t version; /* as decoded; the encoding follows reqid */
     enum ns_command_type type;
     int64_t leader_time_ms;
+    struct ns_reqid reqid; /* origin 0: none */
     union {
         struct ns_register reg; /* REGISTER_BROKER */
         struct {

@@ -19,7 +19,8 @@
     X(NS_ETIMEDOUT, -10, "timed out")                                          \
     X(NS_ESHUTDOWN, -11, "shutting down")                                      \
     X(NS_EBUSY, -12, "in use")                                                 \
-    X(NS_EPERM, -13, "not permitted")
+    X(NS_EPERM, -13, "not permitted")                                          \
+    X(NS_ESTALE, -14, "stale request")
 
 enum {
 #define NS_ERR_ENUM(name, value, text) name = value,

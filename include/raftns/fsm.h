@@ -11,6 +11,7 @@
 #include "raftns/command.h"
 #include "raftns/config.h"
 #include "raftns/kv.h"
+#include "raftns/reqid.h"
 #include "raftns/route.h"
 
 struct ns_member {
@@ -24,7 +25,8 @@ struct ns_state {
     struct ns_config *config;
     struct ns_member *members; /* owned, sorted by id */
     size_t n_members;
-    struct ns_acl acl;  /* accounts (ACL_PUT/REMOVE/SEED) */
+    struct ns_acl acl;            /* accounts (ACL_PUT/REMOVE/SEED) */
+    struct ns_reqid_table reqids; /* request ids applied (exactly once) */
     uint64_t n_applied; /* commands applied since the state was created or
                            restored */
     uint64_t last_checkpoint_digest;
@@ -38,6 +40,10 @@ void ns_state_close(struct ns_state *s);
 
 struct ns_apply_result {
     enum ns_command_type type;
+    /* A command with a request id that was applied before (DUPLICATE: nothing
+     * changed, the fields below answer as its first apply would now) or is
+     * refused (STALE: nothing changed). */
+    enum ns_reqid_verdict reqid;
     struct ns_register_result reg; /* REGISTER_BROKER */
     int32_t count;                 /* WIPE/ADD_WRITE_PERM: topics touched */
 };
@@ -45,7 +51,8 @@ struct ns_apply_result {
 void ns_apply_result_close(struct ns_apply_result *res);
 
 /* Applies one command; never fails for semantic reasons (validation happens
- * before a command is proposed). res may be NULL. Returns 0 or NS_ENOMEM (the
+ * before a command is proposed). A command with a request id takes effect at
+ * most once (res->reqid). res may be NULL. Returns 0 or NS_ENOMEM (the
  * node must stop: the state may be half-changed). */
 int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
                  struct ns_apply_result *res);
@@ -60,9 +67,10 @@ int ns_state_digest(const struct ns_state *s, uint64_t *out);
 
 /* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
  * "RNSS", u16 version), golden-byte tests guard it. Version 1 is written while
- * the account table is empty and was never seeded (so states without ACL keep
- * their bytes and digests), version 2 (version 1 + the account table)
- * otherwise; both are read. */
+ * the account table is empty and was never seeded and no request id was
+ * recorded (so such states keep their bytes and digests), version 2 (version
+ * 1 + the account table) while no request id was recorded, version 3 (version
+ * 2 + the request-id table) otherwise; all are read. */
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
 /* Replaces s's contents with the snapshot (s must be initialised). 0,
  * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */

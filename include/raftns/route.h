@@ -200,6 +200,10 @@ bool ns_route_is_unchanged_registration(const struct ns_route *route,
 int ns_route_find_master(const struct ns_route *route,
                          const struct ns_register *req,
                          struct ns_register_result *res);
+/* The count ns_route_wipe_write_perm / ns_route_add_write_perm report (topics
+ * holding queue data of broker_name), without changing anything. */
+int32_t ns_route_count_broker_topics(const struct ns_route *route,
+                                     const char *broker_name);
 /* Borrowed stored DataVersion of (cluster, addr), or NULL when unknown. */
 const struct ns_data_version *
 ns_route_find_data_version(const struct ns_route *route, const char *cluster,

@@ -34,6 +34,20 @@ static int operate_write_perm(struct ns_route *r, const char *bname, bool add,
     return 0;
 }
 
+int32_t ns_route_count_broker_topics(const struct ns_route *r,
+                                     const char *broker_name)
+{
+    const struct named_set *b = route_find_bidx(r, broker_name);
+    int32_t n = 0;
+    for (size_t i = 0; b != NULL && i < b->items.n; i++) {
+        struct topic *t = route_find_topic(r, b->items.items[i]);
+        if (t != NULL && svec_find(&t->qds, broker_name, svec_cmp_named)) {
+            n++;
+        }
+    }
+    return n;
+}
+
 int ns_route_wipe_write_perm(struct ns_route *r, const char *broker_name,
                              int32_t *count)
 {

@@ -315,7 +315,8 @@ static void test_round_trip(void **state)
         struct ns_command c;
         assert_int_equal(ns_command_decode(GOLDEN[i].bytes, GOLDEN[i].len, &c),
                          0);
-        assert_int_equal(c.version, NS_COMMAND_VERSION);
+        assert_int_equal(c.version, NS_COMMAND_VERSION_PLAIN);
+        assert_int_equal(c.reqid.origin, 0);
         assert_int_equal(c.type, (int)i + 1);
         assert_int_equal(c.leader_time_ms, T0);
         struct ns_buf b;
@@ -360,7 +361,7 @@ static void test_rejects(void **state)
                          NS_EPROTO);
     }
     memcpy(buf, GOLDEN_WIPE, sizeof GOLDEN_WIPE);
-    buf[0] = 2;
+    buf[0] = 3;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c),
                      NS_EVERSION);
     buf[0] = 0;
@@ -461,11 +462,71 @@ static void test_dv_64bit(void **state)
     }
 }
 
+/* Version 2: the request id after leader_time_ms, written from the layout by
+ * hand: KV_PUT ns/k/NULL from origin 2, run 0x0102030405060708, seq 9. */
+static const uint8_t GOLDEN_KV_PUT_WITH_ID[] = {
+    0x02, 0x04, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, /* time */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,             /* origin */
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,             /* run */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09,             /* seq */
+    0x00, 0x00, 0x00, 0x02, 0x6e, 0x73, 0x00, 0x00, 0x00, 0x01,
+    0x6b, 0xff, 0xff, 0xff, 0xff,
+};
+static void check_golden_with_id(const uint8_t *golden, size_t len,
+                                 enum ns_command_type type)
+{
+    struct ns_command c;
+    assert_int_equal(ns_command_decode(golden, len, &c), 0);
+    assert_int_equal(c.version, NS_COMMAND_VERSION);
+    assert_int_equal(c.type, type);
+    assert_int_equal(c.leader_time_ms, T0);
+    assert_true(c.reqid.origin == 2 && c.reqid.run == 0x0102030405060708ULL &&
+                c.reqid.seq == 9);
+    assert_int_equal(ns_command_peek_type(golden, len), type);
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_command_encode(&c, &b), 0);
+    assert_int_equal(b.len, len);
+    assert_memory_equal(b.data, golden, len);
+    ns_buf_close(&b);
+    ns_command_close(&c);
+    for (size_t cut = 0; cut < len; cut++) {
+        assert_int_equal(ns_command_decode(golden, cut, &c), NS_EPROTO);
+    }
+}
+
+static void test_request_id(void **state)
+{
+    (void)state;
+    check_golden_with_id(GOLDEN_KV_PUT_WITH_ID, sizeof GOLDEN_KV_PUT_WITH_ID,
+                         NS_CMD_KV_PUT);
+    uint8_t buf[sizeof GOLDEN_KV_PUT_WITH_ID];
+    struct ns_command c;
+    /* origin 0 is "no id": it is written as version 1, never as version 2 */
+    memcpy(buf, GOLDEN_KV_PUT_WITH_ID, sizeof buf);
+    memset(buf + 10, 0, 8);
+    assert_int_equal(ns_command_decode(buf, sizeof buf, &c), NS_EPROTO);
+    /* the id is read only from version 2: a v1 command keeps its bytes */
+    ns_command_init(&c, NS_CMD_KV_PUT);
+    c.leader_time_ms = T0;
+    c.u.kv.ns = "ns";
+    c.u.kv.key = "k";
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_command_encode(&c, &b), 0);
+    assert_int_equal(b.len, sizeof GOLDEN_KV_PUT);
+    assert_memory_equal(b.data, GOLDEN_KV_PUT, b.len);
+    ns_buf_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_encode), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_rejects),       cmocka_unit_test(test_dv_64bit),
+        cmocka_unit_test(test_golden_encode),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_dv_64bit),
+        cmocka_unit_test(test_request_id),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
