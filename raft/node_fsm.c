@@ -94,20 +94,26 @@ static void break_crash_once(const struct ns_node *n, uint64_t index)
 
 #ifdef RAFTNS_BREAK_APPLY_TWICE
 /* TEST-ONLY MUTANT: node 2 applies every 20th entry a second time, after the
- * next one (twice, and out of order). */
+ * next one (twice, and out of order), without its request id (which would
+ * make the second apply a no-op, docs/exactly-once.md). */
 static void break_apply_twice(struct ns_node *n, uint64_t index,
                               const uint8_t *p, size_t len)
 {
     static uint8_t saved[1 << 16];
     static size_t n_saved;
     struct ns_apply_result dup;
+    struct ns_command c;
     if (n->id != 2) {
         return;
     }
-    if (n_saved > 0) {
+    if (n_saved > 0 && ns_command_decode(saved, n_saved, &c) == 0) {
+        c.reqid.origin = 0;
         memset(&dup, 0, sizeof dup);
-        ns_fsm_apply_bytes(n->state, saved, n_saved, &dup);
+        ns_fsm_apply(n->state, &c, &dup);
         ns_apply_result_close(&dup);
+        ns_command_close(&c);
+    }
+    if (n_saved > 0) {
         n_saved = 0;
     }
     if (index % 20 == 0 && len <= sizeof saved) {

@@ -69,7 +69,7 @@ if [ "$labels" = . ]; then
 fi
 
 if [ "$labels" = . ] || [[ security =~ $labels ]]; then
-    echo "== mutants (each deliberately broken security check must fail the security tier)"
+    echo "== mutants (each deliberately broken check must fail the test aimed at it)"
     scripts/mutants.sh
 fi
 

@@ -26,6 +26,8 @@
 #define NS_EXT_REG_MASTER "raftnsRegMaster"   /* register result master addr */
 #define NS_EXT_REG_HA "raftnsRegHa"           /* register result ha addr */
 #define NS_EXT_COUNT "raftnsCount"            /* ns_apply_result.count */
+#define NS_EXT_REQID "raftnsReqid"            /* ns_apply_result.reqid */
+#define NS_EXT_RESEND "raftnsResend"          /* on FORWARD: "true" */
 #define NS_EXT_ID "raftnsId"                  /* a member id (decimal) */
 #define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
 #define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */

@@ -191,7 +191,7 @@ void ns_acl_gate_seed(struct ns_server *srv)
     ns_buf_init(&b);
     int rv = ns_command_encode(&c, &b);
     if (rv == 0) {
-        rv = ns_cluster_propose_dedup(srv, b.data, b.len, seed_done, srv);
+        rv = ns_cluster_propose_dedup(srv, b.data, b.len, true, seed_done, srv);
     }
     ns_buf_close(&b);
     if (rv != 0) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/rand.h>
 
@@ -84,7 +85,30 @@ struct ns_cluster {
     uint64_t delayed_until; /* uv_now; 0 = nothing held */
     uint64_t n_refused;     /* private requests refused (metrics) */
     uint64_t next_refusal_log_ms;
+    uint64_t reqid_run, reqid_seq; /* this process's request ids */
+    /* Test hook RAFTNS_TEST_FORWARD_ECHO_MS (docs/exactly-once.md): every
+     * forwarded write is sent to the leader once more this long after its
+     * first send, as a connection that delivers late would. 0 = off. */
+    uint64_t test_echo_ms;
+    struct echo *echoes;
 };
+
+/* A copy of a forwarded write waiting for its echo (test hook only). */
+struct echo {
+    struct echo *next;
+    uint64_t due; /* uv_now */
+    size_t len;
+    uint8_t bytes[];
+};
+
+/* Wall-clock microseconds: a run that grows from one process to the next as
+ * long as the clock does not go back (ns_cluster_stamp copes if it did). */
+static uint64_t reqid_new_run(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
 {
@@ -102,6 +126,15 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
         return NS_ENOMEM;
     }
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
+    cl->reqid_run = reqid_new_run();
+    const char *echo = getenv("RAFTNS_TEST_FORWARD_ECHO_MS");
+    if (echo != NULL && echo[0] != '\0') {
+        cl->test_echo_ms = strtoull(echo, NULL, 10);
+        NS_LOG(NS_LOG_WARN,
+               "cluster: test hook: every forwarded write is sent again "
+               "after %llu ms",
+               (unsigned long long)cl->test_echo_ms);
+    }
     const char *delay = getenv("RAFTNS_TEST_READY_DELAY_MS");
     if (delay != NULL && delay[0] != '\0') {
         cl->test_ready_delay_ms = strtoull(delay, NULL, 10);
@@ -110,6 +143,32 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
     }
     srv->cluster = cl;
     return 0;
+}
+
+void ns_cluster_stamp(struct ns_server *srv, struct ns_reqid *out)
+{
+    struct ns_cluster *cl = srv->cluster;
+#ifdef RAFTNS_BREAK_NO_REQID /* TEST-ONLY MUTANT: writes carry no request id   \
+                              */
+    memset(out, 0, sizeof *out);
+    return;
+#endif
+    const struct ns_reqid_origin *mine =
+        ns_reqid_find(&srv->state->reqids, cl->id);
+    if (mine != NULL && mine->run > cl->reqid_run) {
+        /* An earlier process of this node ran with a later clock: its run
+         * would make every id of ours stale. */
+        NS_LOG(NS_LOG_WARN,
+               "forward: request-id run %llu is behind the recorded %llu "
+               "(clock went back?); moving past it",
+               (unsigned long long)cl->reqid_run,
+               (unsigned long long)mine->run);
+        cl->reqid_run = mine->run + 1;
+        cl->reqid_seq = 0;
+    }
+    out->origin = cl->id;
+    out->run = cl->reqid_run;
+    out->seq = ++cl->reqid_seq;
 }
 
 uint64_t ns_cluster_self_id(const struct ns_server *srv)
@@ -287,23 +346,31 @@ static void shared_done(void *arg, int status, uint64_t index,
     ns_free(sh);
 }
 
-/* Command layout: u8 version, u8 type, u64 leader_time_ms, payload. */
+/* Command layout (raft/command.c): u8 version, u8 type, u64 leader_time_ms,
+ * for version 2 the request id (3 x u64), then the payload. */
 #define TIME_OFF 2
 #define TIME_LEN 8
+#define ID_LEN 24
 
+/* Equal but for the leader time, and (any_id) for the request id. */
 static bool same_command(const struct shared *sh, const uint8_t *bytes,
-                         size_t len)
+                         size_t len, bool any_id)
 {
-    if (sh->len != len || len < TIME_OFF + TIME_LEN) {
+    size_t skip = TIME_LEN;
+    if (any_id && len > 0 && bytes[0] == NS_COMMAND_VERSION) {
+        skip += ID_LEN;
+    }
+    if (sh->len != len || len < TIME_OFF + skip) {
         return false;
     }
     return memcmp(sh->key, bytes, TIME_OFF) == 0 &&
-           memcmp(sh->key + TIME_OFF + TIME_LEN, bytes + TIME_OFF + TIME_LEN,
-                  len - TIME_OFF - TIME_LEN) == 0;
+           memcmp(sh->key + TIME_OFF + skip, bytes + TIME_OFF + skip,
+                  len - TIME_OFF - skip) == 0;
 }
 
 int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
-                             size_t len, ns_node_index_cb cb, void *arg)
+                             size_t len, bool any_id, ns_node_index_cb cb,
+                             void *arg)
 {
     struct ns_cluster *cl = srv->cluster;
     struct shared_waiter *w = ns_calloc(1, sizeof *w);
@@ -313,7 +380,7 @@ int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
     w->cb = cb;
     w->arg = arg;
     for (struct shared *sh = cl->shared; sh != NULL; sh = sh->next) {
-        if (same_command(sh, bytes, len)) {
+        if (same_command(sh, bytes, len, any_id)) {
             w->next = sh->waiters;
             sh->waiters = w;
             NS_LOG(NS_LOG_DEBUG, "forward: identical pending command joined");
@@ -353,9 +420,68 @@ int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
 static void park(struct fwd *f);
 static void route(struct fwd *f);
 
+/* --- the test hook's late copies --- */
+
+static void schedule_echo(struct ns_cluster *cl, const struct fwd *f)
+{
+    struct echo *e = ns_malloc(sizeof *e + f->len);
+    if (e == NULL) {
+        return;
+    }
+    e->due = uv_now(cl->srv->loop) + cl->test_echo_ms;
+    e->len = f->len;
+    memcpy(e->bytes, f->bytes, f->len);
+    e->next = cl->echoes;
+    cl->echoes = e;
+}
+
+static void echo_answered(void *arg, int status, const struct ns_cmd *reply)
+{
+    (void)arg;
+    NS_LOG(NS_LOG_WARN,
+           "cluster: test hook: the late copy of a forwarded write was "
+           "answered: %s, code %d, copy verdict %s",
+           ns_strerror(status), status == 0 ? (int)reply->code : -1,
+           status == 0 && ns_cmd_ext_find(reply, NS_EXT_REQID) != NULL
+               ? ns_cmd_ext_find(reply, NS_EXT_REQID)
+               : "none");
+}
+
+static void fire_echoes(struct ns_cluster *cl)
+{
+    uint64_t now = uv_now(cl->srv->loop);
+    struct echo **pp = &cl->echoes;
+    while (*pp != NULL) {
+        struct echo *e = *pp;
+        if (e->due > now) {
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next;
+        struct ns_cmd req;
+        ns_cmd_init(&req);
+        req.code = NS_CODE_FORWARD;
+        req.language = NS_LANG_OTHER;
+        req.ser = NS_SER_JSON;
+        req.body = e->bytes;
+        req.body_len = e->len;
+        int rv = ns_cluster_leader_request(cl->srv, &req, PEER_TIMEOUT_MS,
+                                           echo_answered, NULL);
+        ns_cmd_close(&req);
+        NS_LOG(NS_LOG_WARN,
+               "cluster: test hook: sent a late copy of a forwarded write: %s",
+               ns_strerror(rv));
+        ns_free(e);
+    }
+}
+
 static void finish(struct fwd *f, int status, uint64_t index,
                    const struct ns_apply_result *res)
 {
+    if (status == 0 && res != NULL && res->reqid == NS_REQID_STALE) {
+        status = NS_ESTALE; /* refused by the state machine: not applied */
+        res = NULL;
+    }
     f->cb(f->arg, status, index, res);
     ns_free(f->res.reg.master_addr);
     ns_free(f->res.reg.ha_addr);
@@ -405,7 +531,7 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct fwd *f = arg;
     struct ns_cluster *cl = f->cl;
-    int64_t index = 0, type = 0, reg_status = 0, count = 0;
+    int64_t index = 0, type = 0, reg_status = 0, count = 0, verdict = 0;
     if (status != 0 || reply->code != NS_CODE_SUCCESS ||
         !ns_ext_int64(reply, NS_EXT_INDEX, &index) || index <= 0) {
         if (status == 0) {
@@ -419,7 +545,11 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     ns_ext_int64(reply, NS_EXT_RES_TYPE, &type);
     ns_ext_int64(reply, NS_EXT_REG_STATUS, &reg_status);
     ns_ext_int64(reply, NS_EXT_COUNT, &count);
+    ns_ext_int64(reply, NS_EXT_REQID, &verdict);
     f->index = (uint64_t)index;
+    f->res.reqid = verdict == NS_REQID_DUPLICATE ? NS_REQID_DUPLICATE
+                   : verdict == NS_REQID_STALE   ? NS_REQID_STALE
+                                                 : NS_REQID_NEW;
     f->res.type = (enum ns_command_type)type;
     f->res.reg.status = (enum ns_register_status)reg_status;
     f->res.reg.master_addr = dup_ext(reply, NS_EXT_REG_MASTER);
@@ -449,7 +579,8 @@ static void route(struct fwd *f)
         return;
     }
     if (ns_node_is_leader(srv->node)) {
-        int rv = ns_cluster_propose_dedup(srv, f->bytes, f->len, local_done, f);
+        int rv = ns_cluster_propose_dedup(srv, f->bytes, f->len, true,
+                                          local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);
         }
@@ -473,13 +604,23 @@ static void route(struct fwd *f)
     req.ser = NS_SER_JSON;
     req.body = f->bytes;
     req.body_len = f->len;
+    /* A resend may find its first copy applied (or applying later): its id
+     * must reach the log, never be joined or short-cut. */
+    if (f->n_sends > 1 && ns_cmd_ext_set(&req, NS_EXT_RESEND, "true") != 0) {
+        ns_cmd_close(&req);
+        park(f);
+        return;
+    }
     uint64_t left = f->deadline - uv_now(srv->loop);
     int rv = ns_cluster_leader_request(srv, &req, left, forward_reply, f);
     ns_cmd_close(&req);
     if (rv != 0) {
         park(f);
-    } else {
-        ns_metrics_forwarded();
+        return;
+    }
+    ns_metrics_forwarded();
+    if (cl->test_echo_ms != 0 && f->n_sends == 1) {
+        schedule_echo(cl, f);
     }
 }
 
@@ -687,7 +828,7 @@ int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
         rv = b.err;
     }
     if (rv == 0) {
-        rv = ns_cluster_propose_dedup(srv, b.data, b.len,
+        rv = ns_cluster_propose_dedup(srv, b.data, b.len, true,
                                       cb != NULL ? cb : record_done, arg);
     }
     ns_buf_close(&b);
@@ -742,6 +883,9 @@ void ns_cluster_on_change(struct ns_server *srv)
     if (leader != 0 && leader != cl->id) {
         ask_read_index(cl);
     }
+    if (cl->echoes != NULL) {
+        fire_echoes(cl);
+    }
     retry_parked(cl);
     ns_held_read_retry(srv);
 }
@@ -794,6 +938,11 @@ void ns_cluster_destroy(struct ns_server *srv)
         return;
     }
     ns_replay_close(&cl->replay);
+    while (cl->echoes != NULL) {
+        struct echo *e = cl->echoes;
+        cl->echoes = e->next;
+        ns_free(e);
+    }
     ns_free(cl->secret);
     ns_free(cl);
     srv->cluster = NULL;

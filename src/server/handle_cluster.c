@@ -15,6 +15,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
+#include "raftns/metrics.h"
 
 #define PROXY_TIMEOUT_MS 10000
 
@@ -61,6 +62,10 @@ static void forward_done(struct ns_pending *p, int status,
         if (res->reg.ha_addr != NULL) {
             rv |= ns_cmd_ext_set(&reply, NS_EXT_REG_HA, res->reg.ha_addr);
         }
+        if (res->reqid != NS_REQID_NEW) {
+            rv |= set_ext_u64(&reply, NS_EXT_REQID, (uint64_t)res->reqid);
+            ns_metrics_write_copy(res->reqid == NS_REQID_STALE);
+        }
     }
     if (rv != 0) {
         ns_cmd_close(&reply);
@@ -73,7 +78,8 @@ static void forward_done(struct ns_pending *p, int status,
 /* A forwarded registration that the leader's state already holds exactly (an
  * identical one from another node was applied a moment ago) is answered
  * without a log entry: the index is the leader's applied index, which the
- * forwarding node waits for. Returns 1 when answered, 0 when not applicable,
+ * forwarding node waits for. Not for a resend: its request id must reach the
+ * log (docs/exactly-once.md). Returns 1 when answered, 0 when not applicable,
  * or NS_ENOMEM. */
 static int answer_applied_registration(struct ns_req *req,
                                        const struct ns_command *c)
@@ -133,7 +139,9 @@ static int handle_forward(struct ns_req *req)
                                 "raftns: command type %d cannot be forwarded",
                                 (int)c.type);
     }
-    rv = answer_applied_registration(req, &c);
+    bool resend = false;
+    ns_ext_bool(req->cmd, NS_EXT_RESEND, &resend);
+    rv = resend ? 0 : answer_applied_registration(req, &c);
     ns_command_close(&c);
     if (rv != 0) {
         return rv == 1 ? 0 : rv;
@@ -143,7 +151,7 @@ static int handle_forward(struct ns_req *req)
         return NS_ENOMEM;
     }
     rv = ns_cluster_propose_dedup(srv, req->cmd->body, req->cmd->body_len,
-                                  pending_cb, p);
+                                  !resend, pending_cb, p);
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
     }

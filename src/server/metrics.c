@@ -30,6 +30,7 @@ static struct {
     size_t n_codes;
     uint64_t forwarded;
     uint64_t reads_forwarded;
+    uint64_t copies_duplicate, copies_stale;
     uint64_t expired;
     uint64_t private_refused;
     struct {
@@ -94,6 +95,15 @@ void ns_metrics_forwarded(void)
 void ns_metrics_read_forwarded(void)
 {
     m.reads_forwarded++;
+}
+
+void ns_metrics_write_copy(bool stale)
+{
+    if (stale) {
+        m.copies_stale++;
+    } else {
+        m.copies_duplicate++;
+    }
 }
 
 void ns_metrics_private_refused(void)
@@ -202,8 +212,16 @@ void ns_metrics_encode(struct ns_buf *out)
                   "# HELP raftns_forwarded_reads_total Reads this node could "
                   "not answer itself, answered by another node.\n"
                   "# TYPE raftns_forwarded_reads_total counter\n"
-                  "raftns_forwarded_reads_total %llu\n",
-                  (unsigned long long)m.reads_forwarded);
+                  "raftns_forwarded_reads_total %llu\n"
+                  "# HELP raftns_write_copies_total Copies of writes this "
+                  "leader did not apply again: applied before, or refused as "
+                  "stale.\n"
+                  "# TYPE raftns_write_copies_total counter\n"
+                  "raftns_write_copies_total{verdict=\"duplicate\"} %llu\n"
+                  "raftns_write_copies_total{verdict=\"stale\"} %llu\n",
+                  (unsigned long long)m.reads_forwarded,
+                  (unsigned long long)m.copies_duplicate,
+                  (unsigned long long)m.copies_stale);
     ns_buf_append_str(out, "# HELP raftns_acl_refusals_total Requests the ACL "
                            "gate refused (code 16), by reason.\n"
                            "# TYPE raftns_acl_refusals_total counter\n");

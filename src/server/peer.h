@@ -98,11 +98,17 @@ void ns_cluster_on_change(struct ns_server *srv);
  * is refused at once; one of BIG_COMMAND bytes or more is resent with a growing
  * pause. 0 (cb exactly once, later) or NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG
  * (cb never runs). */
+/* The next request id of this node's writes (docs/exactly-once.md). */
+void ns_cluster_stamp(struct ns_server *srv, struct ns_reqid *out);
 int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
                       ns_node_index_cb cb, void *arg);
-/* Leader side: proposes with de-duplication; cb gets the index. */
+/* Leader side: proposes, sharing the entry of an identical pending command
+ * (equal but for the leader time, and with any_id for the request id: only a
+ * first send may share another id's entry, docs/exactly-once.md); cb gets the
+ * index. */
 int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
-                             size_t len, ns_node_index_cb cb, void *arg);
+                             size_t len, bool any_id, ns_node_index_cb cb,
+                             void *arg);
 /* Leader: proposes SET_MEMBER (addresses borrowed; all NULL = remove). cb
  * NULL: the outcome is only logged. As ns_cluster_propose_dedup. */
 int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,

@@ -99,9 +99,13 @@ static int encode(const struct ns_command *c, struct ns_buf *out)
 int ns_propose(struct ns_req *req, const struct ns_command *c,
                ns_pending_done done, struct ns_pending **out)
 {
+    /* One id for every copy the forwarding may send: the state machine
+     * applies it once. */
+    struct ns_command stamped = *c; /* shallow: only encoded */
+    ns_cluster_stamp(req->srv, &stamped.reqid);
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = encode(c, &b);
+    int rv = encode(&stamped, &b);
     if (rv != 0) {
         goto err_after_buf;
     }

@@ -116,6 +116,10 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status)
     case NS_ENOMEM:
         remark = "out of memory";
         break;
+    case NS_ESTALE:
+        remark = "the write was refused as a stale copy (its request id is "
+                 "older than the cluster remembers); it was not applied";
+        break;
     case NS_ETOOBIG:
         return ns_reply_remarkf(to, 1,
                                 "the write is too large to replicate: its "
