@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev libcmocka-dev
           zlib1g-dev libssl-dev openssl clang libclang-rt-14-dev clang-format iproute2 iptables python3
-          nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc valgrind)
+          nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc valgrind lcov)
 
 missing=()
 for p in "${packages[@]}"; do
