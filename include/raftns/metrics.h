@@ -35,6 +35,7 @@ void ns_metrics_read_forwarded(void);
 /* A copy of a write the leader's state machine did not apply again: applied
  * before (duplicate) or refused (stale), docs/exactly-once.md. */
 void ns_metrics_write_copy(bool stale);
+uint64_t ns_metrics_write_copies(bool stale);
 /* A private request refused for its signature (forward.c). */
 void ns_metrics_private_refused(void);
 /* Brokers removed by expiry (counted where the EXPIRE command is proposed). */

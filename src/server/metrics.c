@@ -97,6 +97,11 @@ void ns_metrics_read_forwarded(void)
     m.reads_forwarded++;
 }
 
+uint64_t ns_metrics_write_copies(bool stale)
+{
+    return stale ? m.copies_stale : m.copies_duplicate;
+}
+
 void ns_metrics_write_copy(bool stale)
 {
     if (stale) {

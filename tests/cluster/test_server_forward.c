@@ -1,11 +1,15 @@
-/* In-process test of reads on a node that is not ready (docs/readiness.md):
- * two raft nodes and their client servers on one loop on 127.0.0.1 (ports from
- * binding port 0, temp data dirs), the follower held "not ready" by the
- * RAFTNS_TEST_READY_DELAY_MS hook. A route read on the follower must come back
- * with the leader's bytes and name the leader (raftnsServedBy); an unchanged
- * re-registration there must still be acknowledged (through the leader). It
- * ends with uv_loop_close() == 0. Timing and the minority rule are in
- * tests/process/test_cluster_read_forward.py. */
+/* In-process tests of the forwarding paths: two raft nodes and their client
+ * servers on one loop on 127.0.0.1 (ports from binding port 0, temp data
+ * dirs). Each ends with uv_loop_close() == 0.
+ * - Reads on a node that is not ready (docs/readiness.md), the follower held
+ *   "not ready" by the RAFTNS_TEST_READY_DELAY_MS hook: a route read there
+ *   comes back with the leader's bytes and names the leader (raftnsServedBy);
+ *   an unchanged re-registration is still acknowledged (through the leader).
+ *   Timing and the minority rule are in
+ *   tests/process/test_cluster_read_forward.py.
+ * - Writes through a follower: acknowledged only once the follower applied
+ *   them, and (RAFTNS_TEST_FORWARD_ECHO_MS hook, docs/exactly-once.md) a late
+ *   copy of a forwarded write after a newer write changes nothing. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,6 +29,7 @@
 #include "raftns/codes.h"
 #include "raftns/fsm.h"
 #include "raftns/json.h"
+#include "raftns/metrics.h"
 #include "raftns/node.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
@@ -128,7 +133,7 @@ static bool all_stopped(struct fixture *f)
     return true;
 }
 
-static int setup(void **state)
+static int setup_with(void **state, const char *hook, const char *value)
 {
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
@@ -162,9 +167,7 @@ static int setup(void **state)
     assert_int_equal(
         ns_cluster_config_parse(json, (size_t)n, &f->cluster, err, sizeof err),
         0);
-    /* Whichever node follows stays not ready; the leader is ready by its
-     * barrier, which the hook does not touch. */
-    assert_int_equal(setenv("RAFTNS_TEST_READY_DELAY_MS", "600000", 1), 0);
+    assert_int_equal(setenv(hook, value, 1), 0);
     for (int i = 0; i < N; i++) {
         struct member *m = &f->m[i];
         assert_int_equal(ns_state_init(&m->state), 0);
@@ -192,9 +195,23 @@ static int setup(void **state)
         assert_int_equal(ns_node_start(m->node), 0);
         ns_buf_init(&m->client.in);
     }
-    assert_int_equal(unsetenv("RAFTNS_TEST_READY_DELAY_MS"), 0);
+    assert_int_equal(unsetenv(hook), 0);
     *state = f;
     return 0;
+}
+
+/* Whichever node follows stays not ready; the leader is ready by its barrier,
+ * which the hook does not touch. */
+static int setup_unready_follower(void **state)
+{
+    return setup_with(state, "RAFTNS_TEST_READY_DELAY_MS", "600000");
+}
+
+/* Every forwarded write reaches the leader a second time, 1.5 s after the
+ * first. */
+static int setup_late_copies(void **state)
+{
+    return setup_with(state, "RAFTNS_TEST_FORWARD_ECHO_MS", "1500");
 }
 
 static void client_closed(uv_handle_t *h)
@@ -455,6 +472,95 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
     assert_false(ns_node_is_ready(fo->node));
 }
 
+static void send_kv_put(struct member *m, int32_t opaque, const char *key,
+                        const char *value)
+{
+    struct ns_cmd req;
+    make_request(&req, 100, opaque);
+    assert_int_equal(ns_cmd_ext_set(&req, "namespace", "fwd"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "key", key), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "value", value), 0);
+    client_send(m, &req);
+    ns_cmd_close(&req);
+}
+
+static void expect_success(struct fixture *f, struct member *m, int32_t opaque)
+{
+    struct ns_cmd reply;
+    char *body = NULL;
+    client_reply(f, m, &reply, &body);
+    assert_int_equal(reply.opaque, opaque);
+    assert_int_equal(reply.code, 0);
+    ns_cmd_close(&reply);
+    ns_free(body);
+}
+
+static const char *kv_of(struct member *m, const char *key)
+{
+    return ns_kv_find(m->state.kv, "fwd", key);
+}
+
+static struct member *ready_follower(struct fixture *f)
+{
+    assert_true(run_until(f, has_leader));
+    struct member *fo = follower_of(f);
+    assert_true(run_until(f, follower_caught_up));
+    return fo;
+}
+
+static uint64_t copies_before;
+
+/* The leader judged the late copy a duplicate, or the copy changed the value
+ * (without request ids). */
+static bool late_copy_arrived(struct fixture *f)
+{
+    const char *v = kv_of(leader_of(f), "k");
+    return ns_metrics_write_copies(false) > copies_before ||
+           (v != NULL && strcmp(v, "second") != 0);
+}
+
+/* The follower answers a forwarded write once it applied it itself: its own
+ * state holds the value when the reply arrives, before the loop runs again. */
+static void test_write_through_a_follower_is_applied_there(void **state)
+{
+    struct fixture *f = *state;
+    struct member *fo = ready_follower(f);
+    struct member *l = leader_of(f);
+    client_connect(f, fo);
+    for (int i = 1; i <= 5; i++) {
+        char value[16];
+        snprintf(value, sizeof value, "v%d", i);
+        send_kv_put(fo, i, "k", value);
+        expect_success(f, fo, i);
+        assert_non_null(kv_of(fo, "k"));
+        assert_string_equal(kv_of(fo, "k"), value);
+        assert_string_equal(kv_of(l, "k"), value); /* through the leader */
+    }
+}
+
+/* The run of tests/jepsen/evidence/README.md in miniature: the first copy of
+ * a forwarded write comes again after a newer write; the state must keep the
+ * newer value on both nodes. */
+static void test_late_copy_of_a_forwarded_write_changes_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct member *fo = ready_follower(f);
+    struct member *l = leader_of(f);
+    client_connect(f, fo);
+    client_connect(f, l);
+    copies_before = ns_metrics_write_copies(false);
+    send_kv_put(fo, 1, "k", "first"); /* forwarded: copied again in 1.5 s */
+    expect_success(f, fo, 1);
+    send_kv_put(l, 2, "k", "second");
+    expect_success(f, l, 2);
+    assert_true(run_until(f, late_copy_arrived));
+    assert_true(run_until(f, follower_caught_up));
+    assert_string_equal(kv_of(l, "k"), "second");
+    assert_string_equal(kv_of(fo, "k"), "second");
+    assert_int_equal(ns_metrics_write_copies(false), copies_before + 1);
+    assert_int_equal(ns_metrics_write_copies(true), 0);
+}
+
 int main(void)
 {
     /* as raftns does: a peer connection closed while stopping is an error
@@ -462,7 +568,14 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
-            test_not_ready_follower_reads_through_the_leader, setup, teardown),
+            test_not_ready_follower_reads_through_the_leader,
+            setup_unready_follower, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_write_through_a_follower_is_applied_there, setup_late_copies,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_late_copy_of_a_forwarded_write_changes_nothing,
+            setup_late_copies, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
