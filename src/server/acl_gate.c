@@ -182,18 +182,12 @@ void ns_acl_gate_seed(struct ns_server *srv)
         return;
     }
     struct ns_command c;
-    struct ns_buf b;
     ns_command_init(&c, NS_CMD_ACL_SEED);
     c.leader_time_ms = ns_wall_ms();
     /* borrowed: encoded, never closed */
     c.u.acl_seed.items = (struct ns_acl_account *)g->seed;
     c.u.acl_seed.n = g->n_seed;
-    ns_buf_init(&b);
-    int rv = ns_command_encode(&c, &b);
-    if (rv == 0) {
-        rv = ns_cluster_propose_dedup(srv, b.data, b.len, true, seed_done, srv);
-    }
-    ns_buf_close(&b);
+    int rv = ns_cluster_submit(srv, &c, NS_SUBMIT_LEADER, seed_done, srv);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "acl: cannot propose the file's accounts: %s",
                ns_strerror(rv));

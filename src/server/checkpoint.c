@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "peer.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
@@ -59,10 +60,11 @@ bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
     return false;
 }
 
-static void proposed_cb(void *arg, int status,
+static void proposed_cb(void *arg, int status, uint64_t index,
                         const struct ns_apply_result *res)
 {
     struct ns_observe *o = arg;
+    (void)index;
     (void)res;
     o->ckpt.in_flight = false;
     if (status != 0) {
@@ -96,21 +98,13 @@ void ns_checkpoint_tick(struct ns_observe *o)
     }
     const struct ns_diverge_mark *last = &ns_node_diverge(o->node)->last;
     struct ns_command cmd;
-    struct ns_buf b;
     ns_command_init(&cmd, NS_CMD_CHECKPOINT);
     cmd.leader_time_ms = ns_wall_ms();
     /* The leader's previous mark stays in the entry (format version 1) as a
      * record for log readers; nobody compares against it any more. */
     cmd.u.checkpoint.index = last->index;
     cmd.u.checkpoint.digest = last->digest;
-    ns_buf_init(&b);
-    int rv = ns_command_encode(&cmd, &b);
-    if (rv == 0 && b.err != 0) {
-        rv = b.err;
-    }
-    if (rv == 0) {
-        rv = ns_node_propose(o->node, b.data, b.len, proposed_cb, o);
-    }
+    int rv = ns_cluster_submit(o->srv, &cmd, NS_SUBMIT_LEADER, proposed_cb, o);
     if (rv == 0) {
         c->in_flight = true;
         c->wanted = false;
@@ -118,6 +112,5 @@ void ns_checkpoint_tick(struct ns_observe *o)
     } else {
         NS_LOG(NS_LOG_WARN, "checkpoint: cannot propose: %s", ns_strerror(rv));
     }
-    ns_buf_close(&b);
     ns_command_close(&cmd);
 }

@@ -102,7 +102,7 @@ struct echo {
 };
 
 /* Wall-clock microseconds: a run that grows from one process to the next as
- * long as the clock does not go back (ns_cluster_stamp copes if it did). */
+ * long as the clock does not go back (stamp() copes if it did). */
 static uint64_t reqid_new_run(void)
 {
     struct timespec ts;
@@ -145,7 +145,7 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
     return 0;
 }
 
-void ns_cluster_stamp(struct ns_server *srv, struct ns_reqid *out)
+static void stamp(struct ns_server *srv, struct ns_reqid *out)
 {
     struct ns_cluster *cl = srv->cluster;
 #ifdef RAFTNS_BREAK_NO_REQID /* TEST-ONLY MUTANT: writes carry no request id   \
@@ -368,9 +368,12 @@ static bool same_command(const struct shared *sh, const uint8_t *bytes,
                   len - TIME_OFF - skip) == 0;
 }
 
-int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
-                             size_t len, bool any_id, ns_node_index_cb cb,
-                             void *arg)
+/* Proposes on the leader, sharing the entry of an identical pending command
+ * (equal but for the leader time, and with any_id for the request id: only a
+ * first send may share another id's entry, docs/exactly-once.md). */
+static int propose_shared(struct ns_server *srv, const uint8_t *bytes,
+                          size_t len, bool any_id, ns_node_index_cb cb,
+                          void *arg)
 {
     struct ns_cluster *cl = srv->cluster;
     struct shared_waiter *w = ns_calloc(1, sizeof *w);
@@ -579,8 +582,7 @@ static void route(struct fwd *f)
         return;
     }
     if (ns_node_is_leader(srv->node)) {
-        int rv = ns_cluster_propose_dedup(srv, f->bytes, f->len, true,
-                                          local_done, f);
+        int rv = propose_shared(srv, f->bytes, f->len, true, local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);
         }
@@ -673,13 +675,12 @@ static void break_ack_early(struct ns_server *srv, ns_node_index_cb *cb,
 }
 #endif
 
-int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
-                      ns_node_index_cb cb, void *arg)
+/* A client's write: on the leader here, else forwarded, waiting at most
+ * NS_NODE_WRITE_WAIT_MS for a leader; cb once THIS node applied it. */
+static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
+                           size_t len, ns_node_index_cb cb, void *arg)
 {
     struct ns_cluster *cl = srv->cluster;
-    if (cl->stopping) {
-        return NS_ESHUTDOWN;
-    }
     if (len > NS_COMMAND_MAX) {
         /* It could never be forwarded (nor sent to followers in one
          * message): refuse now rather than resend it until the deadline. */
@@ -714,6 +715,43 @@ int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
         park(f);
     }
     return 0;
+}
+
+int ns_cluster_submit(struct ns_server *srv, const struct ns_command *c,
+                      enum ns_submit_from from, ns_node_index_cb cb, void *arg)
+{
+    if (srv->cluster->stopping) {
+        return NS_ESHUTDOWN;
+    }
+    if (from == NS_SUBMIT_LEADER && !ns_node_is_leader(srv->node)) {
+        return NS_ENOTLEADER;
+    }
+    /* A client's write gets one id for every copy the forwarding may send:
+     * the state machine applies it once. */
+    struct ns_command stamped = *c; /* shallow: only encoded */
+    if (from == NS_SUBMIT_CLIENT) {
+        stamp(srv, &stamped.reqid);
+    }
+    struct ns_buf b;
+    ns_buf_init(&b);
+    int rv = ns_command_encode(&stamped, &b);
+    if (rv == 0 && b.err != 0) {
+        rv = b.err;
+    }
+    if (rv == 0) {
+        rv = from == NS_SUBMIT_CLIENT
+                 ? submit_anywhere(srv, b.data, b.len, cb, arg)
+                 : propose_shared(srv, b.data, b.len, true, cb, arg);
+    }
+    ns_buf_close(&b);
+    return rv;
+}
+
+int ns_cluster_accept_forward(struct ns_server *srv, const uint8_t *bytes,
+                              size_t len, bool resend, ns_node_index_cb cb,
+                              void *arg)
+{
+    return propose_shared(srv, bytes, len, !resend, cb, arg);
 }
 
 static void retry_parked(struct ns_cluster *cl)
@@ -815,24 +853,14 @@ int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
                               void *arg)
 {
     struct ns_command c;
-    struct ns_buf b;
     ns_command_init(&c, NS_CMD_SET_MEMBER);
     c.leader_time_ms = ns_wall_ms();
     c.u.member.id = id;
     c.u.member.raft_addr = (char *)raft_addr; /* borrowed: never closed */
     c.u.member.client_addr = (char *)client_addr;
     c.u.member.http_addr = (char *)http_addr;
-    ns_buf_init(&b);
-    int rv = ns_command_encode(&c, &b);
-    if (rv == 0 && b.err != 0) {
-        rv = b.err;
-    }
-    if (rv == 0) {
-        rv = ns_cluster_propose_dedup(srv, b.data, b.len, true,
-                                      cb != NULL ? cb : record_done, arg);
-    }
-    ns_buf_close(&b);
-    return rv;
+    return ns_cluster_submit(srv, &c, NS_SUBMIT_LEADER,
+                             cb != NULL ? cb : record_done, arg);
 }
 
 static void record_members(struct ns_cluster *cl)

@@ -150,8 +150,8 @@ static int handle_forward(struct ns_req *req)
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    rv = ns_cluster_propose_dedup(srv, req->cmd->body, req->cmd->body_len,
-                                  !resend, pending_cb, p);
+    rv = ns_cluster_accept_forward(srv, req->cmd->body, req->cmd->body_len,
+                                   resend, pending_cb, p);
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
     }

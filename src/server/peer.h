@@ -98,19 +98,29 @@ void ns_cluster_on_change(struct ns_server *srv);
  * is refused at once; one of BIG_COMMAND bytes or more is resent with a growing
  * pause. 0 (cb exactly once, later) or NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG
  * (cb never runs). */
-/* The next request id of this node's writes (docs/exactly-once.md). */
-void ns_cluster_stamp(struct ns_server *srv, struct ns_reqid *out);
-int ns_cluster_submit(struct ns_server *srv, const uint8_t *bytes, size_t len,
-                      ns_node_index_cb cb, void *arg);
-/* Leader side: proposes, sharing the entry of an identical pending command
- * (equal but for the leader time, and with any_id for the request id: only a
- * first send may share another id's entry, docs/exactly-once.md); cb gets the
- * index. */
-int ns_cluster_propose_dedup(struct ns_server *srv, const uint8_t *bytes,
-                             size_t len, bool any_id, ns_node_index_cb cb,
-                             void *arg);
+/* Who makes a command: a client's write (any node: stamped with a request id,
+ * forwarded to the leader when this node follows, waiting at most
+ * NS_NODE_WRITE_WAIT_MS for a leader), or the leader itself (checkpoints,
+ * verdicts, members, expiry, the ACL seed: proposed here or refused with
+ * NS_ENOTLEADER). */
+enum ns_submit_from { NS_SUBMIT_CLIENT, NS_SUBMIT_LEADER };
+
+/* The one way to write (docs/exactly-once.md): encodes c (borrowed) and
+ * replicates it; the leader shares one entry between identical pending
+ * commands. cb runs once THIS node applied the entry, with its index. A
+ * command over NS_COMMAND_MAX bytes is refused at once; one of BIG_COMMAND
+ * bytes or more is resent with a growing pause. 0 (cb exactly once, later) or
+ * NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG / NS_ENOTLEADER (cb never runs). */
+int ns_cluster_submit(struct ns_server *srv, const struct ns_command *c,
+                      enum ns_submit_from from, ns_node_index_cb cb, void *arg);
+/* The leader's half of a forwarded write (FORWARD handler): bytes as the
+ * follower encoded them; a resend never shares another id's entry. As
+ * ns_cluster_submit. */
+int ns_cluster_accept_forward(struct ns_server *srv, const uint8_t *bytes,
+                              size_t len, bool resend, ns_node_index_cb cb,
+                              void *arg);
 /* Leader: proposes SET_MEMBER (addresses borrowed; all NULL = remove). cb
- * NULL: the outcome is only logged. As ns_cluster_propose_dedup. */
+ * NULL: the outcome is only logged. As ns_cluster_submit. */
 int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
                               const char *raft_addr, const char *client_addr,
                               const char *http_addr, ns_node_index_cb cb,

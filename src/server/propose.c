@@ -87,46 +87,31 @@ static void applied_cb(void *arg, int status, uint64_t index,
     ns_pending_finish(arg, status, index, res);
 }
 
-static int encode(const struct ns_command *c, struct ns_buf *out)
+static int propose_from(struct ns_req *req, const struct ns_command *c,
+                        enum ns_submit_from from, ns_pending_done done,
+                        struct ns_pending **out)
 {
-    int rv = ns_command_encode(c, out);
-    if (rv == 0 && out->err != 0) {
-        rv = out->err;
+    struct ns_pending *p = ns_pending_new(req, done);
+    if (p == NULL) {
+        return NS_ENOMEM;
     }
-    return rv;
+    /* answered once applied HERE */
+    int rv = ns_cluster_submit(req->srv, c, from, applied_cb, p);
+    if (rv != 0) {
+        detach(p);
+        ns_free(p);
+        return rv;
+    }
+    if (out != NULL) {
+        *out = p;
+    }
+    return 0;
 }
 
 int ns_propose(struct ns_req *req, const struct ns_command *c,
                ns_pending_done done, struct ns_pending **out)
 {
-    /* One id for every copy the forwarding may send: the state machine
-     * applies it once. */
-    struct ns_command stamped = *c; /* shallow: only encoded */
-    ns_cluster_stamp(req->srv, &stamped.reqid);
-    struct ns_buf b;
-    ns_buf_init(&b);
-    int rv = encode(&stamped, &b);
-    if (rv != 0) {
-        goto err_after_buf;
-    }
-    struct ns_pending *p = ns_pending_new(req, done);
-    if (p == NULL) {
-        rv = NS_ENOMEM;
-        goto err_after_buf;
-    }
-    /* Local on the leader, forwarded otherwise; answered once applied HERE. */
-    rv = ns_cluster_submit(req->srv, b.data, b.len, applied_cb, p);
-    if (rv != 0) {
-        detach(p);
-        ns_free(p);
-        goto err_after_buf;
-    }
-    if (out != NULL) {
-        *out = p;
-    }
-err_after_buf:
-    ns_buf_close(&b);
-    return rv;
+    return propose_from(req, c, NS_SUBMIT_CLIENT, done, out);
 }
 
 static void internal_done(struct ns_pending *p, int status,
@@ -145,7 +130,7 @@ int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
 {
     struct ns_req req = {.srv = srv};
     req.to.oneway = true;
-    return ns_propose(&req, c, internal_done, NULL);
+    return propose_from(&req, c, NS_SUBMIT_LEADER, internal_done, NULL);
 }
 
 void ns_done_simple(struct ns_pending *p, int status,

@@ -360,8 +360,8 @@ void ns_done_simple(struct ns_pending *p, int status,
 /* Proposes c and answers SUCCESS once applied; a refused proposal is answered
  * with the write error (NS_ENOMEM is returned instead: close). */
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
-/* A proposal with no client waiting (expiry); the outcome is logged. 0 or
- * NS_E*. */
+/* A proposal the leader makes with no client waiting (expiry); the outcome is
+ * logged. 0 or NS_E* (NS_ENOTLEADER on a follower). */
 int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
 /* Detaches every pending reply of a closing connection. */
 void ns_pending_detach_all(struct ns_conn *c);

@@ -129,10 +129,11 @@ static void send_report(struct ns_observe *o, uint64_t now)
 
 /* --- leader: tally and verdicts --- */
 
-static void verdict_done(void *arg, int status,
+static void verdict_done(void *arg, int status, uint64_t index,
                          const struct ns_apply_result *res)
 {
     struct ns_observe *o = arg;
+    (void)index;
     (void)res;
     o->verdicts.in_flight = false;
     if (status != 0) {
@@ -154,13 +155,8 @@ static void log_ids(char *out, size_t size, const uint64_t *ids, size_t n)
 
 static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
 {
-    struct ns_buf b;
-    ns_buf_init(&b);
     cmd->leader_time_ms = ns_wall_ms();
-    int rv = ns_command_encode(cmd, &b);
-    if (rv == 0) {
-        rv = ns_node_propose(o->node, b.data, b.len, verdict_done, o);
-    }
+    int rv = ns_cluster_submit(o->srv, cmd, NS_SUBMIT_LEADER, verdict_done, o);
     char agree[256], dissent[256];
     log_ids(agree, sizeof agree, cmd->u.verdict.agree, cmd->u.verdict.n_agree);
     log_ids(dissent, sizeof dissent, cmd->u.verdict.dissent,
@@ -175,7 +171,6 @@ static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
     } else {
         NS_LOG(NS_LOG_WARN, "verdict: cannot propose: %s", ns_strerror(rv));
     }
-    ns_buf_close(&b);
 }
 
 static void decide(struct ns_observe *o)
