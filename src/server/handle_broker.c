@@ -102,9 +102,33 @@ static int reply_error_ext(const struct ns_reply_to *to, const char *remark)
     return ns_reply_send(to, &reply);
 }
 
+/* What a registration's or unregistration's answer needs for the liveness
+ * table (p->data, one block). */
+struct broker_key {
+    uint64_t timeout_ms;
+    char *cluster, *addr; /* into text */
+    char text[];
+};
+
+static void keep_broker_key(struct ns_pending *p, const char *cluster,
+                            const char *addr, uint64_t timeout_ms)
+{
+    size_t lc = strlen(cluster) + 1, la = strlen(addr) + 1;
+    struct broker_key *k = ns_malloc(sizeof *k + lc + la);
+    if (k == NULL) {
+        NS_LOG(NS_LOG_WARN, "register: out of memory for liveness bookkeeping");
+        return;
+    }
+    k->timeout_ms = timeout_ms;
+    k->cluster = memcpy(k->text, cluster, lc);
+    k->addr = memcpy(k->text + lc, addr, la);
+    p->data = k;
+}
+
 static void register_done(struct ns_pending *p, int status,
                           const struct ns_apply_result *res)
 {
+    const struct broker_key *k = p->data;
     if (status != 0) {
         ns_reply_write_error(&p->to, status);
         return;
@@ -114,10 +138,9 @@ static void register_done(struct ns_pending *p, int status,
         reply_error_ext(&p->to, "register broker failed");
         return;
     }
-    if (r->status == NS_REGISTER_OK) {
-        ns_liveness_register(&p->srv->live, p->cluster, p->addr,
-                             uv_now(p->srv->loop), (uint64_t)p->timeout_ms,
-                             p->to.conn);
+    if (r->status == NS_REGISTER_OK && k != NULL) {
+        ns_liveness_register(&p->srv->live, k->cluster, k->addr,
+                             uv_now(p->srv->loop), k->timeout_ms, p->to.conn);
     }
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
 }
@@ -259,13 +282,8 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
     struct ns_pending *p = NULL;
     rv = ns_propose(req, c, register_done, &p);
     if (rv == 0) {
-        p->cluster = ns_strdup(reg->cluster);
-        p->addr = ns_strdup(reg->broker_addr);
-        p->timeout_ms = reg->heartbeat_timeout_ms;
-        if (p->cluster == NULL || p->addr == NULL) {
-            NS_LOG(NS_LOG_WARN,
-                   "register: out of memory for liveness bookkeeping");
-        }
+        keep_broker_key(p, reg->cluster, reg->broker_addr,
+                        (uint64_t)reg->heartbeat_timeout_ms);
     } else if (rv != NS_ENOMEM) {
         rv = ns_reply_write_error(&req->to, rv);
     }
@@ -321,8 +339,9 @@ int ns_handle_register_broker(struct ns_req *req)
 static void unregister_done(struct ns_pending *p, int status,
                             const struct ns_apply_result *res)
 {
-    if (status == 0 && p->cluster != NULL && p->addr != NULL) {
-        ns_liveness_remove(&p->srv->live, p->cluster, p->addr);
+    const struct broker_key *k = p->data;
+    if (status == 0 && k != NULL) {
+        ns_liveness_remove(&p->srv->live, k->cluster, k->addr);
     }
     ns_done_simple(p, status, res);
 }
@@ -354,8 +373,7 @@ int ns_handle_unregister_broker(struct ns_req *req)
     struct ns_pending *p = NULL;
     rv = ns_propose(req, &c, unregister_done, &p);
     if (rv == 0) {
-        p->cluster = ns_strdup(ref->cluster);
-        p->addr = ns_strdup(ref->broker_addr);
+        keep_broker_key(p, ref->cluster, ref->broker_addr, 0);
     } else if (rv != NS_ENOMEM) {
         rv = ns_reply_write_error(&req->to, rv);
     }

@@ -274,7 +274,8 @@ static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct ns_pending *p = arg;
     uint64_t leader = ns_node_leader_id(p->srv->node);
-    if (status != 0 && p->timeout_ms > 0 && (uint64_t)p->timeout_ms == leader) {
+    const uint64_t *target = p->data; /* a relayed transfer's, or NULL */
+    if (status != 0 && target != NULL && *target == leader) {
         /* a relayed transfer: the leader connection was re-aimed at the new
          * leader before the old one's answer arrived; the move happened */
         change_done(p, 0, NULL);
@@ -323,7 +324,11 @@ static int proxy_to_leader(struct ns_req *req)
     int64_t target = 0;
     if (fwd.code == NS_CODE_LEADER_TRANSFER &&
         ns_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
-        p->timeout_ms = target; /* proxy_reply: the transfer's target */
+        uint64_t *keep = ns_malloc(sizeof *keep); /* for proxy_reply */
+        if (keep != NULL) {
+            *keep = (uint64_t)target;
+            p->data = keep;
+        }
     }
     rv = ns_cluster_leader_request(req->srv, &fwd, PROXY_TIMEOUT_MS,
                                    proxy_reply, p);

@@ -75,8 +75,6 @@ void ns_pending_finish(struct ns_pending *p, int status, uint64_t index,
     if (c != NULL) {
         ns_conn_update_flow(c);
     }
-    ns_free(p->cluster);
-    ns_free(p->addr);
     ns_free(p->data);
     ns_free(p);
 }

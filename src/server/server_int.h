@@ -89,11 +89,8 @@ struct ns_pending {
     struct ns_reply_to to;
     ns_pending_done done;
     struct ns_pending *prev, *next; /* in to.conn's list while attached */
-    char *cluster;                  /* owned, handler data (may be NULL) */
-    char *addr;                     /* owned, handler data (may be NULL) */
-    int64_t timeout_ms;             /* handler data */
     uint64_t index;                 /* log index of the entry (cluster) */
-    void *data;                     /* handler data (cluster) */
+    void *data; /* owned: the handler's, one block freed with ns_free */
 };
 
 struct ns_conn {
