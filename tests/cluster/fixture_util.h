@@ -37,8 +37,6 @@
 struct fx;
 
 struct fx_server {
-    struct fx *fx;
-    unsigned index;
     struct ns_state state;
     struct ns_diverge dv; /* as struct ns_node's */
     /* The node's FSM over state and dv, without the node's hooks: its
@@ -122,8 +120,6 @@ static inline void fx_setup(struct fx *x, unsigned n, bool mitigate)
     assert_int_equal(raft_fixture_initialize(&x->f), 0);
     for (unsigned i = 0; i < n; i++) {
         struct fx_server *s = &x->s[i];
-        s->fx = x;
-        s->index = i;
         assert_int_equal(ns_state_init(&s->state), 0);
         ns_fsm_adapter_init(&s->fa, &s->state, &s->dv, NULL);
         assert_int_equal(raft_fixture_grow(&x->f, &s->fa.fsm), 0);
