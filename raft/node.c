@@ -82,22 +82,22 @@ static void unlink_inflight(struct ns_node *n, struct proposal *p)
 
 static void apply_cb(struct raft_apply *req, int status, void *result)
 {
-    (void)result; /* the result is in the proposal (fsm_apply) */
+    (void)result; /* the result is in the proposal (the FSM adapter) */
     struct proposal *p = req->data;
     struct ns_node *n = p->node;
     unlink_inflight(n, p);
     int st = node_map_raft_status(status);
-    if (status == 0 && !p->has_res) {
+    if (status == 0 && !p->out.filled) {
         st = NS_EPROTO; /* the entry did not decode: the node diverged */
     }
-    const struct ns_apply_result *res = st == 0 ? &p->res : NULL;
+    const struct ns_apply_result *res = st == 0 ? &p->out.res : NULL;
     if (p->index_cb != NULL) {
         p->index_cb(p->arg, st, st == 0 ? req->index : 0, res);
     } else {
         p->cb(p->arg, st, res);
     }
-    if (p->has_res) {
-        ns_apply_result_close(&p->res);
+    if (p->out.filled) {
+        ns_apply_result_close(&p->out.res);
     }
     ns_free(p);
 }
@@ -192,24 +192,10 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    if (len > UINT32_MAX - 16) {
+    if (ns_fsm_adapter_entry_encode(bytes, len, &p->buf) != 0) {
         ns_free(p);
         return NS_ENOMEM;
     }
-    size_t total = (ENTRY_PREFIX + len + 7) & ~(size_t)7;
-    p->buf.base = raft_malloc(total);
-    if (p->buf.base == NULL) {
-        ns_free(p);
-        return NS_ENOMEM;
-    }
-    uint8_t *e = p->buf.base;
-    memset(e, 0, total);
-    e[0] = (uint8_t)(len >> 24);
-    e[1] = (uint8_t)(len >> 16);
-    e[2] = (uint8_t)(len >> 8);
-    e[3] = (uint8_t)len;
-    memcpy(e + ENTRY_PREFIX, bytes, len);
-    p->buf.len = total;
     p->node = n;
     p->cb = cb;
     p->index_cb = index_cb;
@@ -490,7 +476,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     raft_uv_set_segment_size(&n->io, SEGMENT_SIZE);
     raft_uv_set_connect_retry_delay(&n->io, CONNECT_RETRY_MS);
     node_fsm_init(n);
-    rrv = raft_init(&n->raft, &n->io, &n->fsm, n->id, n->addr);
+    rrv = raft_init(&n->raft, &n->io, &n->fsm.fsm, n->id, n->addr);
     if (rrv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: raft_init failed: %s (%s)",
                raft_strerror(rrv), raft_errmsg(&n->raft));
@@ -588,7 +574,7 @@ bool ns_node_is_ready(const struct ns_node *n)
 
 bool ns_node_is_diverged(const struct ns_node *n)
 {
-    return n->diverged || ns_diverge_is_diverged(&n->dv);
+    return n->fsm.diverged || ns_diverge_is_diverged(&n->dv);
 }
 
 uint64_t ns_node_leader_id(const struct ns_node *n)

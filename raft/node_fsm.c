@@ -1,6 +1,8 @@
-/* The raft FSM callbacks of a node over its struct ns_state: apply (with the
- * in-flight proposal's result), snapshot and restore. The state changes only
- * through ns_fsm_apply_bytes and ns_snapshot_decode; nothing here proposes. */
+/* The node's side of the raft FSM: the hooks it gives the FSM adapter
+ * (raft/fsm_adapter.c) over its struct ns_state (the in-flight proposal's
+ * result, the apply hook, the test-only mutants of the fault suite), and the
+ * installed-state entry points. The callbacks and the entry framing are the
+ * adapter's; nothing here proposes. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,49 +31,6 @@ static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
         }
     }
     return NULL;
-}
-
-static const char *format_hex(uint64_t v, char *out, size_t size)
-{
-    snprintf(out, size, "%016" PRIx64, v);
-    return out;
-}
-
-/* Logs what a CHECKPOINT or VERDICT meant for this node (raft/diverge.c). */
-static void log_divergence(const struct ns_node *n, uint64_t index,
-                           enum ns_diverge_event ev)
-{
-    const struct ns_diverge *d = &n->dv;
-    char a[24], b[24];
-    switch (ev) {
-    case NS_DIVERGE_EV_DIVERGED:
-        NS_LOG(NS_LOG_ERROR,
-               "diverge: STATE DIVERGED at index %" PRIu64
-               ": the majority of voters holds digest %s, ours is %s "
-               "(verdict entry %" PRIu64 "); this node stops serving",
-               d->judged.index, format_hex(d->judged.digest, a, sizeof a),
-               format_hex(d->judged_local, b, sizeof b), index);
-        break;
-    case NS_DIVERGE_EV_RECOVERED:
-        NS_LOG(NS_LOG_WARN,
-               "diverge: digest at index %" PRIu64
-               " agrees with the majority again (%s): this node serves again",
-               d->verdict.index, format_hex(d->verdict.digest, a, sizeof a));
-        break;
-    case NS_DIVERGE_EV_AGREE:
-        NS_LOG(NS_LOG_DEBUG, "diverge: digest at index %" PRIu64 " agrees",
-               d->verdict.index);
-        break;
-    case NS_DIVERGE_EV_UNJUDGED:
-        NS_LOG(NS_LOG_DEBUG,
-               "diverge: no local digest to judge the verdict of entry "
-               "%" PRIu64,
-               index);
-        break;
-    case NS_DIVERGE_EV_MARK:
-    case NS_DIVERGE_EV_NONE:
-        break;
-    }
 }
 
 #ifdef RAFTNS_BREAK_CRASH_ONCE
@@ -123,129 +82,26 @@ static void break_apply_twice(struct ns_node *n, uint64_t index,
 }
 #endif
 
-static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
-                     void **result)
+static struct ns_fsm_adapter_result *find_result(void *arg, uint64_t index)
 {
-    struct ns_node *n = fsm->data;
-    /* raft 0.15 sets last_applied after apply returns: this entry is +1
-     * (replicationApply in its src/replication.c). */
-    uint64_t index = raft_last_applied(&n->raft) + 1;
-    *result = NULL;
-    if (ns_diverge_skips(&n->dv, index)) {
-        /* Inside the state installed from a healthy node: applying it again
-         * would apply it twice. A proposal of ours at this index gets no
-         * result, so apply_cb answers it as not applied here (NS_EPROTO). */
-        return 0;
-    }
-    struct proposal *owner = find_inflight(n, index);
-    struct ns_apply_result local;
-    struct ns_apply_result *res = owner != NULL ? &owner->res : &local;
-    memset(&local, 0, sizeof local);
-    const uint8_t *p = buf->base;
-    int rv = NS_EPROTO;
-    if (buf->len >= ENTRY_PREFIX && ns_load_u32(p) <= buf->len - ENTRY_PREFIX) {
-        rv =
-            ns_fsm_apply_bytes(n->state, p + ENTRY_PREFIX, ns_load_u32(p), res);
-    }
-    if (rv == NS_ENOMEM) {
-        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
-        abort();
-    }
-    if (rv != 0) {
-        /* Returning non-zero would stall raft forever: skip the entry, stop
-         * serving. */
-        NS_LOG(NS_LOG_ERROR,
-               "fsm: undecodable entry (%zu bytes): %s; node diverged",
-               buf->len, ns_strerror(rv));
-        n->diverged = true;
-        ns_apply_result_close(res);
-        return 0;
-    }
+    struct proposal *owner = find_inflight(arg, index);
+    return owner != NULL ? &owner->out : NULL;
+}
+
+/* After an entry applied cleanly: the test mutants, then the checkpoint
+ * digests (the node's apply hook). True marks the node diverged. */
+static bool on_applied(void *arg, uint64_t index, const uint8_t *cmd,
+                       size_t len, const struct ns_apply_result *res)
+{
+    struct ns_node *n = arg;
 #ifdef RAFTNS_BREAK_APPLY_TWICE
-    break_apply_twice(n, index, p + ENTRY_PREFIX, ns_load_u32(p));
+    break_apply_twice(n, index, cmd, len);
 #endif
 #ifdef RAFTNS_BREAK_CRASH_ONCE
     break_crash_once(n, index);
 #endif
-    if (n->apply_hook != NULL &&
-        n->apply_hook(n->apply_hook_arg, index, p + ENTRY_PREFIX,
-                      ns_load_u32(p), res)) {
-        n->diverged = true;
-    }
-    enum ns_diverge_event ev;
-    rv = ns_diverge_on_apply(&n->dv, n->state, index, p + ENTRY_PREFIX,
-                             ns_load_u32(p), &ev);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "diverge: entry %" PRIu64 ": %s", index,
-               ns_strerror(rv));
-    }
-    log_divergence(n, index, ev);
-    if (owner != NULL) {
-        owner->has_res = true; /* apply_cb reads and closes it */
-    } else {
-        ns_apply_result_close(&local);
-    }
-    return 0;
-}
-
-static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
-                        unsigned *n_bufs)
-{
-    struct ns_node *n = fsm->data;
-    struct ns_buf b;
-    int rv = RAFT_NOMEM;
-    uint64_t t0 = uv_hrtime();
-    if (!ns_diverge_may_snapshot(&n->dv, raft_last_applied(&n->raft))) {
-        /* raft would label an installed state with an older index, or keep
-         * a diverged one; RAFT_BUSY makes it retry later. */
-        if (!n->snapshot_postponed) {
-            NS_LOG(NS_LOG_INFO,
-                   "fsm: snapshots postponed while this node is diverged or "
-                   "ahead of raft's applied index");
-        }
-        n->snapshot_postponed = true;
-        return RAFT_BUSY;
-    }
-    n->snapshot_postponed = false;
-    ns_buf_init(&b);
-    if (ns_snapshot_encode(n->state, &b) != 0 || b.err != 0) {
-        goto err_after_buf;
-    }
-    *bufs = raft_malloc(sizeof **bufs);
-    if (*bufs == NULL) {
-        goto err_after_buf;
-    }
-    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
-    if ((*bufs)[0].base == NULL) {
-        raft_free(*bufs);
-        goto err_after_buf;
-    }
-    memcpy((*bufs)[0].base, b.data, b.len);
-    (*bufs)[0].len = b.len;
-    *n_bufs = 1;
-    rv = 0;
-    NS_LOG(NS_LOG_INFO, "fsm: took a snapshot of %zu bytes in %.1f ms", b.len,
-           (double)(uv_hrtime() - t0) / 1e6);
-err_after_buf:
-    ns_buf_close(&b);
-    return rv;
-}
-
-static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
-{
-    struct ns_node *n = fsm->data;
-    uint64_t t0 = uv_hrtime();
-    int rv = ns_snapshot_decode(n->state, buf->base, buf->len);
-    if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",
-               ns_strerror(rv));
-        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
-    }
-    raft_free(buf->base);
-    ns_diverge_restored(&n->dv);
-    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes in %.1f ms",
-           buf->len, (double)(uv_hrtime() - t0) / 1e6);
-    return 0;
+    return n->apply_hook != NULL &&
+           n->apply_hook(n->apply_hook_arg, index, cmd, len, res);
 }
 
 int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
@@ -270,9 +126,11 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
 
 void node_fsm_init(struct ns_node *n)
 {
-    n->fsm.version = 1;
-    n->fsm.data = n;
-    n->fsm.apply = fsm_apply;
-    n->fsm.snapshot = fsm_snapshot;
-    n->fsm.restore = fsm_restore;
+    const struct ns_fsm_adapter_hooks hooks = {
+        .find_result = find_result,
+        .on_applied = on_applied,
+        .arg = n,
+    };
+    ns_fsm_adapter_init(&n->fsm, n->state, &n->dv, &hooks);
+    ns_fsm_adapter_bind(&n->fsm, &n->raft);
 }

@@ -10,6 +10,7 @@
 #include <raft/uv.h>
 
 #include "raftns/diverge.h"
+#include "raftns/fsm_adapter.h"
 #include "raftns/node.h"
 
 #define SEGMENT_SIZE (1u << 20)
@@ -18,12 +19,6 @@
 /* Bound on waiting for in-flight entries when stopping. */
 #define STOP_DRAIN_MS 1000
 #define STOP_DRAIN_POLL_MS 5
-/* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
- * pads entries to 8 bytes but its loader does not skip the padding, so an entry
- * whose length is not a multiple of 8 corrupts the segment on restart. Every
- * entry is therefore: u32 big-endian command length, the command bytes, zero
- * padding to a multiple of 8. */
-#define ENTRY_PREFIX 4
 
 struct proposal {
     struct raft_apply req; /* must stay alive until the raft callback */
@@ -36,12 +31,12 @@ struct proposal {
     uint64_t deadline;                  /* uv_now while queued */
     struct proposal *next;              /* queue */
     struct proposal *in_next, *in_prev; /* in-flight list */
-    /* The FSM result of this proposal's entry, stored by fsm_apply when the
-     * entry at req.index is applied while the proposal is in flight, and read
-     * by apply_cb. It lives in the proposal, so no result outlives it or is
-     * read after being freed, whenever raft calls back. */
-    struct ns_apply_result res;
-    bool has_res;
+    /* The FSM result of this proposal's entry, filled by the FSM adapter
+     * when the entry at req.index is applied while the proposal is in flight
+     * (node_fsm.c finds it), and read by apply_cb. It lives in the proposal,
+     * so no result outlives it or is read after being freed, whenever raft
+     * calls back. */
+    struct ns_fsm_adapter_result out;
 };
 
 struct barrier_req {
@@ -86,7 +81,7 @@ struct ns_node {
     struct raft raft;
     struct raft_io io;
     struct raft_uv_transport transport;
-    struct raft_fsm fsm;
+    struct ns_fsm_adapter fsm; /* over state and dv (node_fsm.c) */
     struct raft_transfer transfer;
     struct ns_state *state; /* borrowed */
     uint64_t id;
@@ -103,9 +98,7 @@ struct ns_node {
     uint64_t ready_target;
     bool ready_target_set;
     bool ready;
-    bool diverged;           /* an entry did not decode (permanent) */
-    struct ns_diverge dv;    /* digests, verdicts, an installed state */
-    bool snapshot_postponed; /* logged once until a snapshot is taken */
+    struct ns_diverge dv; /* digests, verdicts, an installed state */
     bool raft_inited;
     bool raft_closed;      /* io and transport freed by ns_node_destroy */
     struct raft tombstone; /* io->data after close: see raft_closed_cb */
@@ -129,7 +122,9 @@ struct ns_node {
     void *stop_arg;
 };
 
-/* Sets n->fsm to the FSM callbacks over n->state, version 1 (node_fsm.c). */
+/* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks
+ * (the in-flight result, the apply hook, test mutants), bound to n->raft
+ * (node_fsm.c). */
 void node_fsm_init(struct ns_node *n);
 /* Submits queued proposals when a leader can take them (node.c). */
 void node_flush_queue(struct ns_node *n);

@@ -50,6 +50,19 @@ check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet
 check_layer tls "$base_h|tls" 'uv\.h|raft\.h|raft/uv\.h|sys/socket\.h|netinet/in\.h|time\.h' \
     src/tls/*.c include/raftns/tls.h
 
+# The raft FSM adapter sits over the rsm and under the node, shared by the node and the
+# raft_fixture tests: it logs and reads raft but includes nothing of the node or the server.
+for f in raft/fsm_adapter.c include/raftns/fsm_adapter.h; do
+    [ -f "$f" ] || continue
+    grep -nE '#include "(raftns/[a-z_]+|[a-z_]+)\.h"' "$f" |
+        grep -vE "#include \"raftns/($rsm_h|fsm_adapter)\.h\"" |
+        while IFS= read -r line; do report "fsm adapter: $f:$line"; done
+done
+# One raft FSM: no other file (node or test) sets raft_fsm callbacks of its own.
+grep -rnE '(\.|->)(apply|snapshot|restore)[[:space:]]*=' raft src tests tools --include='*.c' --include='*.h' |
+    grep -v '^raft/fsm_adapter\.c:' |
+    while IFS= read -r line; do report "a raft_fsm outside raft/fsm_adapter.c: $line"; done
+
 # Lower layers never include the server or node headers.
 grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |

@@ -1,11 +1,10 @@
 /* Helpers for the cluster tests (tests/cluster/test_fixture_*.c): a
- * raft_fixture cluster whose servers run the real raftns state machine
- * (ns_fsm_apply_bytes, ns_snapshot_encode/decode) with raft/node_fsm.c's use
- * of raft/diverge.c (digests, verdicts, skipping an installed state's
- * entries), the node.c entry framing,
- * the leader barrier of DESIGN.md §7, command builders and a seeded generator.
+ * raft_fixture cluster whose servers run the production FSM adapter
+ * (raft/fsm_adapter.c: the raft_fsm callbacks over the real state machine and
+ * raft/diverge.c, and the entry framing the node proposes with), the leader
+ * barrier of DESIGN.md §7, command builders and a seeded generator.
  * Header-only (each test is its own executable); test code, not a second
- * implementation of node.c. */
+ * implementation of the node. */
 #ifndef RAFTNS_TEST_FIXTURE_UTIL_H
 #define RAFTNS_TEST_FIXTURE_UTIL_H
 
@@ -29,6 +28,8 @@
 #include "raftns/diverge.h"
 #include "raftns/err.h"
 #include "raftns/fsm.h"
+#include "raftns/fsm_adapter.h"
+#include "raftns/log.h"
 
 #define FX_MAX RAFT_FIXTURE_MAX_SERVERS
 #define FX_T0 1700000000000LL
@@ -36,16 +37,12 @@
 struct fx;
 
 struct fx_server {
-    struct fx *fx;
-    unsigned index;
     struct ns_state state;
-    struct raft_fsm fsm;
-    unsigned n_applies, n_snapshots, n_restores;
-    int apply_error;      /* first non-zero ns_fsm_apply_bytes/framing result */
-    struct ns_diverge dv; /* as struct ns_node's (raft/node_fsm.c) */
-    uint64_t last_fsm_index; /* index of the last entry applied or skipped */
-    unsigned n_out_of_order; /* entries whose index did not grow */
-    unsigned n_skipped;      /* entries inside an installed state */
+    struct ns_diverge dv; /* as struct ns_node's */
+    /* The node's FSM over state and dv, without the node's hooks: its
+     * counters (n_applies, n_snapshots, ...) and first_error are what the
+     * tests read. */
+    struct ns_fsm_adapter fa;
 };
 
 struct fx_barrier {
@@ -64,90 +61,6 @@ struct fx {
     raft_term ready_term[FX_MAX];   /* term whose leader barrier completed */
     unsigned n_barriers_lost;
 };
-
-/* --- FSM on the node.c framing (WARNING in raft/node.c: u32 big-endian length,
- * command bytes, zero padding to 8) --- */
-
-#define FX_ENTRY_PREFIX 4
-
-static inline int fx_fsm_apply(struct raft_fsm *fsm,
-                               const struct raft_buffer *buf, void **result)
-{
-    struct fx_server *s = fsm->data;
-    const uint8_t *p = buf->base;
-    int rv = NS_EPROTO;
-    *result = NULL;
-    /* As node_fsm.c: raft 0.15 applies last_applied + 1. */
-    uint64_t index =
-        raft_last_applied(raft_fixture_get(&s->fx->f, s->index)) + 1;
-    s->n_out_of_order += index <= s->last_fsm_index;
-    s->last_fsm_index = index;
-    if (ns_diverge_skips(&s->dv, index)) {
-        s->n_skipped++;
-        return 0;
-    }
-    if (buf->len >= FX_ENTRY_PREFIX && buf->len % 8 == 0 &&
-        ns_load_u32(p) <= buf->len - FX_ENTRY_PREFIX) {
-        rv = ns_fsm_apply_bytes(&s->state, p + FX_ENTRY_PREFIX, ns_load_u32(p),
-                                NULL);
-    }
-    if (rv == 0) {
-        enum ns_diverge_event ev;
-        rv = ns_diverge_on_apply(&s->dv, &s->state, index, p + FX_ENTRY_PREFIX,
-                                 ns_load_u32(p), &ev);
-    }
-    if (rv != 0 && s->apply_error == 0) {
-        s->apply_error = rv;
-    }
-    s->n_applies++;
-    return 0; /* never stall raft (RAFT-NOTES §1) */
-}
-
-static inline int fx_fsm_snapshot(struct raft_fsm *fsm,
-                                  struct raft_buffer *bufs[], unsigned *n_bufs)
-{
-    struct fx_server *s = fsm->data;
-    struct ns_buf b;
-    int rv = RAFT_NOMEM;
-    if (!ns_diverge_may_snapshot(
-            &s->dv, raft_last_applied(raft_fixture_get(&s->fx->f, s->index)))) {
-        return RAFT_BUSY; /* as node_fsm.c */
-    }
-    ns_buf_init(&b);
-    if (ns_snapshot_encode(&s->state, &b) != 0 || b.err != 0) {
-        goto err_after_buf;
-    }
-    *bufs = raft_malloc(sizeof **bufs);
-    if (*bufs == NULL) {
-        goto err_after_buf;
-    }
-    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
-    if ((*bufs)[0].base == NULL) {
-        raft_free(*bufs);
-        goto err_after_buf;
-    }
-    memcpy((*bufs)[0].base, b.data, b.len);
-    (*bufs)[0].len = b.len;
-    *n_bufs = 1;
-    s->n_snapshots++;
-    rv = 0;
-err_after_buf:
-    ns_buf_close(&b);
-    return rv;
-}
-
-static inline int fx_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
-{
-    struct fx_server *s = fsm->data;
-    int rv = ns_snapshot_decode(&s->state, buf->base, buf->len);
-    if (rv != 0) {
-        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
-    }
-    raft_free(buf->base);
-    ns_diverge_restored(&s->dv);
-    s->n_restores++;
-    return 0;
-}
 
 /* --- leader barrier (the server's P1 mitigation) --- */
 
@@ -200,20 +113,17 @@ static inline void fx_setup(struct fx *x, unsigned n, bool mitigate)
 {
     struct raft_configuration conf;
     memset(x, 0, sizeof *x);
+    /* The adapter logs every snapshot and restore at INFO. */
+    ns_log_threshold = NS_LOG_WARN;
     x->n = n;
     x->mitigate = mitigate;
     assert_int_equal(raft_fixture_initialize(&x->f), 0);
     for (unsigned i = 0; i < n; i++) {
         struct fx_server *s = &x->s[i];
-        s->fx = x;
-        s->index = i;
         assert_int_equal(ns_state_init(&s->state), 0);
-        s->fsm.version = 1;
-        s->fsm.data = s;
-        s->fsm.apply = fx_fsm_apply;
-        s->fsm.snapshot = fx_fsm_snapshot;
-        s->fsm.restore = fx_fsm_restore;
-        assert_int_equal(raft_fixture_grow(&x->f, &s->fsm), 0);
+        ns_fsm_adapter_init(&s->fa, &s->state, &s->dv, NULL);
+        assert_int_equal(raft_fixture_grow(&x->f, &s->fa.fsm), 0);
+        ns_fsm_adapter_bind(&s->fa, raft_fixture_get(&x->f, i));
     }
     assert_int_equal(raft_fixture_configuration(&x->f, n, &conf), 0);
     assert_int_equal(raft_fixture_bootstrap(&x->f, &conf), 0);
@@ -297,36 +207,35 @@ static inline void fx_apply_cb(struct raft_apply *req, int status, void *result)
     r->status = status;
 }
 
-/* Frames c like node.c and raft_apply()s it on server i. Returns raft's code;
- * on 0, r->done turns true exactly once (status in r->status). */
-static inline int fx_submit(struct fx *x, unsigned i,
-                            const struct ns_command *c, struct fx_req *r)
+/* raft_apply()s the entry rb (raft_malloc'd; taken) on server i. Returns
+ * raft's code (rb freed); on 0, r->done turns true exactly once (status in
+ * r->status). */
+static inline int fx_submit_entry(struct fx *x, unsigned i,
+                                  struct raft_buffer rb, struct fx_req *r)
 {
-    struct ns_buf b;
-    struct raft_buffer rb;
-    int rv;
-    ns_buf_init(&b);
-    assert_int_equal(ns_command_encode(c, &b), 0);
-    rb.len = (FX_ENTRY_PREFIX + b.len + 7) & ~(size_t)7;
-    rb.base = raft_malloc(rb.len);
-    assert_non_null(rb.base);
-    uint8_t *e = rb.base;
-    memset(e, 0, rb.len);
-    e[0] = (uint8_t)(b.len >> 24);
-    e[1] = (uint8_t)(b.len >> 16);
-    e[2] = (uint8_t)(b.len >> 8);
-    e[3] = (uint8_t)b.len;
-    memcpy(e + FX_ENTRY_PREFIX, b.data, b.len);
-    ns_buf_close(&b);
     memset(r, 0, sizeof *r);
     r->req.data = r;
-    rv = raft_apply(fx_raft(x, i), &r->req, &rb, 1, fx_apply_cb);
+    int rv = raft_apply(fx_raft(x, i), &r->req, &rb, 1, fx_apply_cb);
     if (rv != 0) {
         raft_free(rb.base);
         return rv;
     }
     r->pending = true;
     return 0;
+}
+
+/* Frames c as the node does (ns_fsm_adapter_entry_encode) and submits it on
+ * server i: as fx_submit_entry. */
+static inline int fx_submit(struct fx *x, unsigned i,
+                            const struct ns_command *c, struct fx_req *r)
+{
+    struct ns_buf b;
+    struct raft_buffer rb;
+    ns_buf_init(&b);
+    assert_int_equal(ns_command_encode(c, &b), 0);
+    assert_int_equal(ns_fsm_adapter_entry_encode(b.data, b.len, &rb), 0);
+    ns_buf_close(&b);
+    return fx_submit_entry(x, i, rb, r);
 }
 
 static inline bool fx_stop_done(struct raft_fixture *f, void *arg)
@@ -373,7 +282,7 @@ static inline void fx_assert_converged(struct fx *x, struct ns_buf *out)
     for (unsigned i = 0; i < x->n; i++) {
         struct ns_buf b;
         ns_buf_init(&b);
-        assert_int_equal(x->s[i].apply_error, 0);
+        assert_int_equal(x->s[i].fa.first_error, 0);
         assert_int_equal(ns_snapshot_encode(&x->s[i].state, &b), 0);
         if (i == 0) {
             ns_buf_append(out, b.data, b.len);

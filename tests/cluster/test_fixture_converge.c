@@ -92,7 +92,7 @@ static void test_converge_mixed_stream(void **state)
     }
     unsigned snaps = 0;
     for (unsigned i = 0; i < 3; i++) {
-        snaps += x.s[i].n_snapshots;
+        snaps += x.s[i].fa.n_snapshots;
     }
     assert_true(snaps > 0); /* snapshots were taken along the way */
 

@@ -204,7 +204,7 @@ static void recover_and_check(unsigned bad, uint64_t *st)
     apply_or_fail(&first);
     ns_command_close(&first);
     write_random(st, 5);
-    unsigned skipped = x.s[bad].n_skipped;
+    unsigned skipped = x.s[bad].fa.n_skipped;
     assert_true(skipped >= 1);
     assert_true(checkpoint_round());
     assert_int_equal(x.s[bad].dv.health, NS_DIVERGE_HEALTHY);
@@ -215,7 +215,7 @@ static void recover_and_check(unsigned bad, uint64_t *st)
     uint64_t want = x.s[(bad + 1) % x.n].dv.last.digest;
     assert_int_equal(x.s[bad].dv.last.digest, want);
     for (unsigned i = 0; i < x.n; i++) {
-        assert_int_equal(x.s[i].n_out_of_order, 0);
+        assert_int_equal(x.s[i].fa.n_out_of_order, 0);
         assert_false(ns_diverge_is_diverged(&x.s[i].dv));
     }
 }
@@ -259,14 +259,15 @@ static void test_corrupted_follower_marked_by_majority(void **state)
     assert_int_equal(fx_wait_leader(&x, 10000), l); /* the leader stays */
     /* While diverged it keeps no snapshot of its wrong state; the others
      * go on taking theirs. */
-    unsigned bad_snaps = x.s[bad].n_snapshots, l_snaps = x.s[l].n_snapshots;
+    unsigned bad_snaps = x.s[bad].fa.n_snapshots,
+             l_snaps = x.s[l].fa.n_snapshots;
     write_random(&st, 40);
-    assert_int_equal(x.s[bad].n_snapshots, bad_snaps);
-    assert_true(x.s[l].n_snapshots > l_snaps);
+    assert_int_equal(x.s[bad].fa.n_snapshots, bad_snaps);
+    assert_true(x.s[l].fa.n_snapshots > l_snaps);
     recover_and_check(bad, &st);
     /* Recovered, it snapshots again. */
     write_random(&st, 40);
-    assert_true(x.s[bad].n_snapshots > bad_snaps);
+    assert_true(x.s[bad].fa.n_snapshots > bad_snaps);
     struct ns_buf all;
     fx_assert_converged(&x, &all);
     ns_buf_close(&all);
@@ -317,7 +318,7 @@ static void test_five_two_corrupted_alike(void **state)
     assert_true(checkpoint_round());
     for (unsigned i = 0; i < 5; i++) {
         assert_int_equal(x.s[i].dv.health, NS_DIVERGE_HEALTHY);
-        assert_int_equal(x.s[i].n_out_of_order, 0);
+        assert_int_equal(x.s[i].fa.n_out_of_order, 0);
     }
     assert_int_equal(x.s[l].dv.n_recovered, 1);
     assert_int_equal(x.s[f].dv.n_recovered, 1);

@@ -37,14 +37,14 @@ static void test_snapshot_install_to_lagging_node(void **state)
     fx_stream_run(&x, &s, 120000);
     assert_int_equal(s.n_lost, 0); /* one leader throughout: order kept */
     assert_int_equal(raft_last_index(fx_raft(&x, lag)), lag_before);
-    assert_int_equal(x.s[lag].n_restores, 0);
-    assert_true(x.s[l].n_snapshots >= N_CMDS / 32 - 1);
+    assert_int_equal(x.s[lag].fa.n_restores, 0);
+    assert_true(x.s[l].fa.n_snapshots >= N_CMDS / 32 - 1);
 
     fx_isolate(&x, lag, false);
     struct ns_buf all;
     fx_assert_converged(&x, &all);
-    assert_true(x.s[lag].n_restores >= 1);    /* caught up by InstallSnapshot */
-    assert_true(x.s[lag].n_applies < N_CMDS); /* not entry by entry */
+    assert_true(x.s[lag].fa.n_restores >= 1); /* caught up by InstallSnapshot */
+    assert_true(x.s[lag].fa.n_applies < N_CMDS); /* not entry by entry */
 
     struct ns_state ref;
     assert_int_equal(ns_state_init(&ref), 0);

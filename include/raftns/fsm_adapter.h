@@ -1,0 +1,93 @@
+/* The one raft FSM of raftns: the struct raft_fsm callbacks (version 1:
+ * apply, snapshot, restore) over a struct ns_state and its struct ns_diverge,
+ * and the log entry framing every proposer writes and apply reads. The node
+ * (raft/node*.c) and the raft_fixture tests (tests/cluster/) both run it.
+ * It does not propose, knows no node, no loop and no proposal list: what the
+ * node adds (the in-flight result, checkpoint digests, test mutants) comes in
+ * through optional hooks. It logs what it refuses. */
+#ifndef RAFTNS_FSM_ADAPTER_H
+#define RAFTNS_FSM_ADAPTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <raft.h>
+
+#include "raftns/diverge.h"
+#include "raftns/fsm.h"
+
+/* WARNING: log entry framing, a persisted format. raft 0.15's segment writer
+ * pads entries to 8 bytes but its loader does not skip the padding, so an
+ * entry whose length is not a multiple of 8 corrupts the segment on restart.
+ * Every entry is therefore: u32 big-endian command length, the command bytes,
+ * zero padding to a multiple of 8. Apply checks only that the length fits in
+ * the entry (an entry raft hands back is not re-checked for padding). */
+#define NS_FSM_ADAPTER_ENTRY_PREFIX 4
+
+/* Frames the len command bytes at cmd (borrowed) into *out, whose base comes
+ * from raft_malloc (the caller's until raft_apply returns 0, raft's after).
+ * Returns 0, or NS_ENOMEM (too long for the u32 prefix, or out of memory;
+ * *out untouched). */
+int ns_fsm_adapter_entry_encode(const uint8_t *cmd, size_t len,
+                                struct raft_buffer *out);
+/* Checks the framing of an entry and finds its command: 0 with *cmd (pointing
+ * into buf->base, borrowed) and *len, or NS_EPROTO (shorter than the prefix,
+ * or a length that does not fit in the entry; *cmd and *len untouched). */
+int ns_fsm_adapter_entry_decode(const struct raft_buffer *buf,
+                                const uint8_t **cmd, size_t *len);
+
+/* Where a caller wants the result of one entry (the node: the proposal in
+ * flight at that index). filled turns true only when the entry applied; a
+ * slot left unfilled holds nothing to close. */
+struct ns_fsm_adapter_result {
+    struct ns_apply_result res;
+    bool filled;
+};
+
+/* All optional (NULL). Every hook runs on the thread raft applies on, inside
+ * the raft callback, and must not call into raft. */
+struct ns_fsm_adapter_hooks {
+    /* The slot for the result of the entry at index, or NULL (the result is
+     * closed after the entry). Runs once per entry that is not skipped, before
+     * it is applied. The slot must stay valid until the apply returns. */
+    struct ns_fsm_adapter_result *(*find_result)(void *arg, uint64_t index);
+    /* Runs after the entry at index applied cleanly, with its command bytes
+     * and result (borrowed for the call), before the divergence bookkeeping.
+     * Returning true marks the adapter diverged. */
+    bool (*on_applied)(void *arg, uint64_t index, const uint8_t *cmd,
+                       size_t len, const struct ns_apply_result *res);
+    void *arg; /* borrowed, passed to every hook */
+};
+
+struct ns_fsm_adapter {
+    struct raft_fsm fsm;    /* hand &fsm to raft_init / raft_fixture_grow */
+    struct raft *raft;      /* borrowed (ns_fsm_adapter_bind) */
+    struct ns_state *state; /* borrowed */
+    struct ns_diverge *dv;  /* borrowed: digests, skipping an installed state */
+    struct ns_fsm_adapter_hooks hooks;
+    /* An entry did not decode or on_applied said so: the node must stop
+     * serving (permanent). */
+    bool diverged;
+    bool snapshot_postponed; /* logged once until a snapshot is taken */
+    int first_error;         /* first NS_E* of an entry or its bookkeeping */
+    uint64_t last_index;     /* of the last entry applied or skipped */
+    /* Entries whose index did not grow (raft applies in order: stays 0). */
+    uint64_t n_out_of_order;
+    uint64_t n_applies; /* entries handed to the state machine (or refused) */
+    uint64_t n_skipped; /* entries inside an installed state */
+    uint64_t n_snapshots, n_restores;
+};
+
+/* Sets up a over state and dv (both borrowed, must outlive a) with hooks
+ * (copied; NULL = none), and a->fsm (version 1, data = a). Bind the raft that
+ * runs a->fsm before it starts. */
+void ns_fsm_adapter_init(struct ns_fsm_adapter *a, struct ns_state *state,
+                         struct ns_diverge *dv,
+                         const struct ns_fsm_adapter_hooks *hooks);
+/* The raft instance (borrowed) whose log a->fsm applies: raft 0.15 tells apply
+ * no index, so the adapter reads raft_last_applied() of it. Call after
+ * raft_init (raft_fixture_grow) and before raft_start. */
+void ns_fsm_adapter_bind(struct ns_fsm_adapter *a, struct raft *r);
+
+#endif

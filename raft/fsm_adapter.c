@@ -1,0 +1,256 @@
+/* The raft FSM callbacks over a struct ns_state and the entry framing
+ * (include/raftns/fsm_adapter.h), shared by the node and the raft_fixture
+ * tests. The state changes only through ns_fsm_apply_bytes,
+ * ns_snapshot_decode and raft/diverge.c; nothing here proposes or knows the
+ * node. */
+#include "raftns/fsm_adapter.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <raft.h>
+#include <uv.h>
+
+#include "raftns/buf.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+
+int ns_fsm_adapter_entry_encode(const uint8_t *cmd, size_t len,
+                                struct raft_buffer *out)
+{
+    if (len > UINT32_MAX - 16) {
+        return NS_ENOMEM;
+    }
+    size_t total = (NS_FSM_ADAPTER_ENTRY_PREFIX + len + 7) & ~(size_t)7;
+    uint8_t *e = raft_malloc(total);
+    if (e == NULL) {
+        return NS_ENOMEM;
+    }
+    memset(e, 0, total);
+    e[0] = (uint8_t)(len >> 24);
+    e[1] = (uint8_t)(len >> 16);
+    e[2] = (uint8_t)(len >> 8);
+    e[3] = (uint8_t)len;
+    if (len > 0) {
+        memcpy(e + NS_FSM_ADAPTER_ENTRY_PREFIX, cmd, len);
+    }
+    out->base = e;
+    out->len = total;
+    return 0;
+}
+
+int ns_fsm_adapter_entry_decode(const struct raft_buffer *buf,
+                                const uint8_t **cmd, size_t *len)
+{
+    const uint8_t *p = buf->base;
+    if (buf->len < NS_FSM_ADAPTER_ENTRY_PREFIX ||
+        ns_load_u32(p) > buf->len - NS_FSM_ADAPTER_ENTRY_PREFIX) {
+        return NS_EPROTO;
+    }
+    *cmd = p + NS_FSM_ADAPTER_ENTRY_PREFIX;
+    *len = ns_load_u32(p);
+    return 0;
+}
+
+static const char *format_hex(uint64_t v, char *out, size_t size)
+{
+    snprintf(out, size, "%016" PRIx64, v);
+    return out;
+}
+
+/* Logs what a CHECKPOINT or VERDICT meant for this node (raft/diverge.c). */
+static void log_divergence(const struct ns_diverge *d, uint64_t index,
+                           enum ns_diverge_event ev)
+{
+    char a[24], b[24];
+    switch (ev) {
+    case NS_DIVERGE_EV_DIVERGED:
+        NS_LOG(NS_LOG_ERROR,
+               "diverge: STATE DIVERGED at index %" PRIu64
+               ": the majority of voters holds digest %s, ours is %s "
+               "(verdict entry %" PRIu64 "); this node stops serving",
+               d->judged.index, format_hex(d->judged.digest, a, sizeof a),
+               format_hex(d->judged_local, b, sizeof b), index);
+        break;
+    case NS_DIVERGE_EV_RECOVERED:
+        NS_LOG(NS_LOG_WARN,
+               "diverge: digest at index %" PRIu64
+               " agrees with the majority again (%s): this node serves again",
+               d->verdict.index, format_hex(d->verdict.digest, a, sizeof a));
+        break;
+    case NS_DIVERGE_EV_AGREE:
+        NS_LOG(NS_LOG_DEBUG, "diverge: digest at index %" PRIu64 " agrees",
+               d->verdict.index);
+        break;
+    case NS_DIVERGE_EV_UNJUDGED:
+        NS_LOG(NS_LOG_DEBUG,
+               "diverge: no local digest to judge the verdict of entry "
+               "%" PRIu64,
+               index);
+        break;
+    case NS_DIVERGE_EV_MARK:
+    case NS_DIVERGE_EV_NONE:
+        break;
+    }
+}
+
+static void note_error(struct ns_fsm_adapter *a, int rv)
+{
+    if (rv != 0 && a->first_error == 0) {
+        a->first_error = rv;
+    }
+}
+
+/* Never returns non-zero: raft 0.15 would retry the same entry forever and
+ * stall the node (docs/divergence.md). A refused entry marks it diverged. */
+static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
+                         void **result)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    /* raft 0.15 sets last_applied after apply returns: this entry is +1
+     * (replicationApply in its src/replication.c). */
+    uint64_t index = raft_last_applied(a->raft) + 1;
+    *result = NULL; /* the result goes to find_result's slot, not to raft */
+    a->n_out_of_order += index <= a->last_index ? 1 : 0;
+    a->last_index = index;
+    if (ns_diverge_skips(a->dv, index)) {
+        /* Inside the state installed from a healthy node: applying it again
+         * would apply it twice. A slot for this index stays unfilled, so the
+         * node answers its proposal as not applied here (NS_EPROTO). */
+        a->n_skipped++;
+        return 0;
+    }
+    struct ns_fsm_adapter_result *slot =
+        a->hooks.find_result != NULL ? a->hooks.find_result(a->hooks.arg, index)
+                                     : NULL;
+    struct ns_apply_result local;
+    struct ns_apply_result *res = slot != NULL ? &slot->res : &local;
+    memset(&local, 0, sizeof local);
+    const uint8_t *cmd = NULL;
+    size_t len = 0;
+    a->n_applies++;
+    int rv = ns_fsm_adapter_entry_decode(buf, &cmd, &len);
+    if (rv == 0) {
+        rv = ns_fsm_apply_bytes(a->state, cmd, len, res);
+    }
+    if (rv == NS_ENOMEM) {
+        NS_LOG(NS_LOG_ERROR, "fsm: out of memory applying an entry; aborting");
+        abort();
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR,
+               "fsm: undecodable entry (%zu bytes): %s; node diverged",
+               buf->len, ns_strerror(rv));
+        note_error(a, rv);
+        a->diverged = true;
+        ns_apply_result_close(res);
+        return 0;
+    }
+    if (a->hooks.on_applied != NULL &&
+        a->hooks.on_applied(a->hooks.arg, index, cmd, len, res)) {
+        a->diverged = true;
+    }
+    enum ns_diverge_event ev;
+    rv = ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "diverge: entry %" PRIu64 ": %s", index,
+               ns_strerror(rv));
+        note_error(a, rv);
+    }
+    log_divergence(a->dv, index, ev);
+    if (slot != NULL) {
+        slot->filled = true; /* its owner reads and closes it */
+    } else {
+        ns_apply_result_close(&local);
+    }
+    return 0;
+}
+
+/* Buffers from raft_malloc: raft frees them (FSM version 1). */
+static int adapter_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+                            unsigned *n_bufs)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    struct ns_buf b;
+    int rv = RAFT_NOMEM;
+    uint64_t t0 = uv_hrtime();
+    if (!ns_diverge_may_snapshot(a->dv, raft_last_applied(a->raft))) {
+        /* raft would label an installed state with an older index, or keep
+         * a diverged one; RAFT_BUSY makes it retry later. */
+        if (!a->snapshot_postponed) {
+            NS_LOG(NS_LOG_INFO,
+                   "fsm: snapshots postponed while this node is diverged or "
+                   "ahead of raft's applied index");
+        }
+        a->snapshot_postponed = true;
+        return RAFT_BUSY;
+    }
+    a->snapshot_postponed = false;
+    ns_buf_init(&b);
+    if (ns_snapshot_encode(a->state, &b) != 0 || b.err != 0) {
+        goto err_after_buf;
+    }
+    *bufs = raft_malloc(sizeof **bufs);
+    if (*bufs == NULL) {
+        goto err_after_buf;
+    }
+    (*bufs)[0].base = raft_malloc(b.len > 0 ? b.len : 1);
+    if ((*bufs)[0].base == NULL) {
+        raft_free(*bufs);
+        goto err_after_buf;
+    }
+    memcpy((*bufs)[0].base, b.data, b.len);
+    (*bufs)[0].len = b.len;
+    *n_bufs = 1;
+    a->n_snapshots++;
+    rv = 0;
+    NS_LOG(NS_LOG_INFO, "fsm: took a snapshot of %zu bytes in %.1f ms", b.len,
+           (double)(uv_hrtime() - t0) / 1e6);
+err_after_buf:
+    ns_buf_close(&b);
+    return rv;
+}
+
+/* Frees buf->base only on success: raft 0.15 hands the buffer over to a
+ * restore that succeeds. */
+static int adapter_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    uint64_t t0 = uv_hrtime();
+    int rv = ns_snapshot_decode(a->state, buf->base, buf->len);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",
+               ns_strerror(rv));
+        return rv == NS_ENOMEM ? RAFT_NOMEM : RAFT_CORRUPT;
+    }
+    raft_free(buf->base);
+    ns_diverge_restored(a->dv);
+    a->n_restores++;
+    NS_LOG(NS_LOG_INFO, "fsm: restored a snapshot of %zu bytes in %.1f ms",
+           buf->len, (double)(uv_hrtime() - t0) / 1e6);
+    return 0;
+}
+
+void ns_fsm_adapter_init(struct ns_fsm_adapter *a, struct ns_state *state,
+                         struct ns_diverge *dv,
+                         const struct ns_fsm_adapter_hooks *hooks)
+{
+    memset(a, 0, sizeof *a);
+    a->state = state;
+    a->dv = dv;
+    if (hooks != NULL) {
+        a->hooks = *hooks;
+    }
+    a->fsm.version = 1;
+    a->fsm.data = a;
+    a->fsm.apply = adapter_apply;
+    a->fsm.snapshot = adapter_snapshot;
+    a->fsm.restore = adapter_restore;
+}
+
+void ns_fsm_adapter_bind(struct ns_fsm_adapter *a, struct raft *r)
+{
+    a->raft = r;
+}
