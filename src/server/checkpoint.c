@@ -1,6 +1,6 @@
 /* CHECKPOINT proposals (docs/divergence.md): the leader logs a CHECKPOINT
  * every N commands or T ms with a command, and every node remembers its own
- * digest when it applies one (raft/diverge.c, from raft/node_fsm.c). Which
+ * digest when it applies one (raft/diverge.c, from raft/fsm_adapter.c). Which
  * digest is healthy is decided by a majority of voters (verdict.c), never by
  * the leader alone. This file also holds the corruption test hook. */
 #include <inttypes.h>
