@@ -84,6 +84,9 @@ int ns_cmd_decode(const uint8_t *frame, size_t frame_len, struct ns_cmd *out);
  * ns_cmd_init. */
 void ns_cmd_close(struct ns_cmd *c);
 void ns_cmd_init(struct ns_cmd *c);
+/* A deep copy of src into dst (one arena block: ext fields, remark and body
+ * owned by dst, freed by ns_cmd_close). 0 or NS_ENOMEM (dst untouched). */
+int ns_cmd_copy(const struct ns_cmd *src, struct ns_cmd *dst);
 /* Borrowed value of an ext field, or NULL. */
 const char *ns_cmd_ext_find(const struct ns_cmd *c, const char *key);
 /* Adds or replaces an ext field (copies both strings); sets has_ext. 0 or

@@ -52,6 +52,49 @@ void ns_cmd_close(struct ns_cmd *c)
     c->arena_len = 0;
 }
 
+static size_t copy_str(char *to, const char *s, char **out)
+{
+    if (s == NULL) {
+        *out = NULL;
+        return 0;
+    }
+    size_t n = strlen(s) + 1;
+    memcpy(to, s, n);
+    *out = to;
+    return n;
+}
+
+int ns_cmd_copy(const struct ns_cmd *src, struct ns_cmd *dst)
+{
+    size_t need = src->n_ext * sizeof(struct ns_ext) + src->body_len;
+    need += src->remark != NULL ? strlen(src->remark) + 1 : 0;
+    for (size_t i = 0; i < src->n_ext; i++) {
+        need += strlen(src->ext[i].key) + 1;
+        need += src->ext[i].value != NULL ? strlen(src->ext[i].value) + 1 : 0;
+    }
+    char *a = ns_malloc(need > 0 ? need : 1);
+    if (a == NULL) {
+        return NS_ENOMEM;
+    }
+    *dst = *src;
+    dst->arena = a;
+    dst->arena_len = need > 0 ? need : 1;
+    dst->ext = src->n_ext > 0 ? (struct ns_ext *)a : NULL;
+    char *pos = a + src->n_ext * sizeof(struct ns_ext);
+    for (size_t i = 0; i < src->n_ext; i++) {
+        pos += copy_str(pos, src->ext[i].key, &dst->ext[i].key);
+        pos += copy_str(pos, src->ext[i].value, &dst->ext[i].value);
+    }
+    pos += copy_str(pos, src->remark, &dst->remark);
+    if (src->body_len > 0) {
+        memcpy(pos, src->body, src->body_len);
+        dst->body = (const uint8_t *)pos;
+    } else {
+        dst->body = NULL;
+    }
+    return 0;
+}
+
 /* The heap array grows to 4, 8, 16...: it is full when n_ext is 0 or a power
  * of two >= 4. An array in the arena is full by definition and moves to the
  * heap with room for one more. */

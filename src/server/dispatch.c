@@ -28,7 +28,7 @@ enum {
 
 struct handler {
     int32_t code;
-    int (*fn)(struct ns_req *req);
+    ns_handler_fn fn;
     unsigned flags;
     enum ns_acl_role need;
 };
@@ -147,7 +147,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         return ns_reply_simple(&req.to, 1, why);
     }
     if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
-        ns_held_read_consistent(&req)) {
+        ns_held_read_consistent(&req, h->fn)) {
         return 0; /* raftnsConsistent=true: answered once confirmed */
     }
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: request code %d opaque %d",

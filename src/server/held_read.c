@@ -1,10 +1,10 @@
-/* Reads held and re-dispatched (DESIGN.md §6, docs/readiness.md): a
- * raftnsConsistent=true read waits for the leader's read index to be applied
- * here, then runs again through dispatch; a read this node cannot answer from
- * its own state (not ready, diverged) is handed whole to the leader
- * (NS_CODE_READ_FORWARD), answered there, and the answer relayed. Both keep
- * the request as re-encoded bytes. It answers only the failures of a hold,
- * never a read itself. */
+/* Held reads (DESIGN.md §6, docs/readiness.md): a raftnsConsistent=true read
+ * is a gate of dispatch: a copy of the request waits for the leader's read
+ * index to be applied here, then goes to its handler; a read this node cannot
+ * answer from its own state (not ready, diverged) is handed whole to the
+ * leader (NS_CODE_READ_FORWARD) as re-encoded bytes, answered there, and the
+ * answer relayed. It answers only the failures of a hold, never a read
+ * itself. */
 #include <stdio.h>
 #include <string.h>
 
@@ -63,10 +63,10 @@ static struct ns_held_read *hold(struct ns_req *req, ns_pending_done done)
     return h;
 }
 
-/* Runs the held request through dispatch again, on this node, with the ext
- * field key set to value (both may be NULL). The reply names p->to.served_by
- * when the request came from another node. */
-static void run_again(struct ns_pending *p, const char *key, const char *value)
+/* Runs the held request through dispatch again, on this node (it became
+ * ready). The reply names p->to.served_by when the request came from another
+ * node. */
+static void run_again(struct ns_pending *p)
 {
     struct ns_conn *conn = p->to.conn;
     struct ns_held_read *h = p->data;
@@ -78,31 +78,52 @@ static void run_again(struct ns_pending *p, const char *key, const char *value)
         ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
         return;
     }
-    int rv = key != NULL ? ns_cmd_ext_set(&cmd, key, value) : 0;
-    if (rv == 0) {
-        rv = ns_dispatch_authorised(p->srv, conn, &cmd, p->to.served_by);
-    }
+    int rv = ns_dispatch_authorised(p->srv, conn, &cmd, p->to.served_by);
     ns_cmd_close(&cmd);
     if (rv != 0) {
         ns_conn_close(conn, "error answering a held read");
     }
 }
 
-/* --- raftnsConsistent=true reads: hold, confirm with the leader, re-run --- */
+/* --- raftnsConsistent=true reads: hold, confirm with the leader, answer --- */
+
+/* A consistent read waiting (p->data): the request copied, its handler. */
+struct consistent_read {
+    struct ns_cmd cmd;
+    ns_handler_fn handler;
+};
+
+static void answer_confirmed(struct ns_pending *p, struct consistent_read *k)
+{
+    struct ns_conn *conn = p->to.conn;
+    if (conn == NULL || conn->closing) {
+        return;
+    }
+    if (ns_node_is_diverged(p->srv->node)) {
+        ns_reply_simple(&p->to, 1, "not ready: this node's state diverged");
+        return;
+    }
+    struct ns_req req = {.srv = p->srv, .conn = conn, .cmd = &k->cmd};
+    req.to = p->to;
+    if (k->handler(&req) != 0) {
+        ns_conn_close(conn, "error answering a consistent read");
+    }
+}
 
 static void consistent_done(struct ns_pending *p, int status,
                             const struct ns_apply_result *res)
 {
     (void)res;
+    struct consistent_read *k = p->data;
     if (status != 0) {
         ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
                          "raftns: consistent read not confirmed by a leader: "
                          "%s",
                          ns_strerror(status));
-        return;
+    } else {
+        answer_confirmed(p, k); /* from local state, applied to the index */
     }
-    /* confirmed: the re-dispatched request is answered from local state */
-    run_again(p, NS_EXT_CONSISTENT, "confirmed");
+    ns_cmd_close(&k->cmd);
 }
 
 static void consistent_applied(void *arg, int status)
@@ -134,17 +155,25 @@ static void consistent_reply(void *arg, int status, const struct ns_cmd *reply)
     consistent_index(arg, status, (uint64_t)index);
 }
 
-bool ns_held_read_consistent(struct ns_req *req)
+bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler)
 {
     bool want = false;
     if (!ns_ext_bool(req->cmd, NS_EXT_CONSISTENT, &want) || !want) {
         return false;
     }
-    struct ns_held_read *h = hold(req, consistent_done);
-    if (h == NULL) {
+    struct consistent_read *k = ns_malloc(sizeof *k);
+    if (k == NULL || ns_cmd_copy(req->cmd, &k->cmd) != 0) {
+        ns_free(k);
         return false; /* answered unconfirmed rather than not at all */
     }
-    struct ns_pending *p = h->p;
+    k->handler = handler;
+    struct ns_pending *p = ns_pending_new(req, consistent_done);
+    if (p == NULL) {
+        ns_cmd_close(&k->cmd);
+        ns_free(k);
+        return false;
+    }
+    p->data = k; /* freed with p, its copy closed by consistent_done */
     int rv;
     if (ns_node_is_leader(req->srv->node)) {
         rv = ns_node_read_index(req->srv->node, consistent_index, p);
@@ -235,7 +264,7 @@ static void forward_send(struct ns_held_read *h)
     struct ns_node *node = srv->node;
     if (!srv->stopping && h->local_when_ready && ns_node_is_ready(node) &&
         !ns_node_is_diverged(node)) {
-        run_again(p, NULL, NULL);
+        run_again(p);
         ns_pending_finish(p, 0, 0, NULL);
         return;
     }

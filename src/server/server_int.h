@@ -192,6 +192,9 @@ struct ns_server {
 };
 
 /* A decoded request being dispatched. */
+struct ns_req;
+typedef int (*ns_handler_fn)(struct ns_req *req);
+
 struct ns_req {
     struct ns_server *srv;
     struct ns_conn *conn;
@@ -268,9 +271,9 @@ void ns_conn_enforce_budget(struct ns_server *srv);
 /* Handles one decoded request; non-zero = close the connection. */
 int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                 const struct ns_cmd *cmd);
-/* Re-dispatches a request whose ACL check already passed (a held read, whose
- * ext fields changed since it was signed); it is answered here or refused,
- * never forwarded. served_by as ns_reply_to. */
+/* Re-dispatches a request whose ACL check already passed (a read held until
+ * this node became ready); it is answered here or refused, never forwarded.
+ * served_by as ns_reply_to. */
 int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
                            const struct ns_cmd *cmd, uint64_t served_by);
 /* A read another node forwarded (its client's ACL check passed there): as
@@ -280,9 +283,10 @@ int ns_dispatch_forwarded(struct ns_server *srv, struct ns_conn *conn,
                           const struct ns_cmd *cmd, uint64_t served_by);
 
 /* --- held_read.c --- */
-/* Dispatch hook for reads with raftnsConsistent=true: true when the request
- * was taken over (answered later, after a leader-confirmed read index). */
-bool ns_held_read_consistent(struct ns_req *req);
+/* Dispatch gate for reads with raftnsConsistent=true: true when the request
+ * was taken over (a copy goes to handler later, once the leader's read index
+ * was applied here). */
+bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler);
 /* A read this node cannot answer from its own state (refusal says why, a
  * static string): held and sent to the leader (NS_CODE_READ_FORWARD), whose
  * answer is relayed; retried on every cluster tick while no leader answers,

@@ -865,6 +865,53 @@ static void decode_allocation_failures(void **state)
     ns_buf_close(&b);
 }
 
+/* A copy owns everything: it outlives the frame and the original, encodes
+ * byte for byte as the original did, and takes ext fields like any command. */
+static void copy_outlives_its_frame(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *frame = load("03_register_broker_a.req.bin", &len);
+    struct ns_cmd orig, copy;
+    assert_int_equal(ns_cmd_decode(frame, len, &orig), 0);
+    assert_int_equal(ns_cmd_set_remark(&orig, "a remark"), 0);
+    struct ns_buf want;
+    ns_buf_init(&want);
+    assert_int_equal(ns_cmd_encode(&orig, &want), 0);
+    assert_int_equal(ns_cmd_copy(&orig, &copy), 0);
+    ns_cmd_close(&orig);
+    memset(frame, 0xAB, len);
+    free(frame);
+    struct ns_buf got;
+    ns_buf_init(&got);
+    assert_int_equal(ns_cmd_encode(&copy, &got), 0);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.data, want.data, got.len);
+    assert_string_equal(copy.remark, "a remark");
+    assert_int_equal(ns_cmd_ext_set(&copy, "brokerName", "changed"), 0);
+    assert_int_equal(ns_cmd_ext_set(&copy, "added", "yes"), 0);
+    assert_string_equal(ns_cmd_ext_find(&copy, "brokerName"), "changed");
+    assert_string_equal(ns_cmd_ext_find(&copy, "added"), "yes");
+    ns_cmd_close(&copy);
+    /* empty: no ext, no remark, no body */
+    struct ns_cmd empty, c2;
+    ns_cmd_init(&empty);
+    empty.code = 105;
+    assert_int_equal(ns_cmd_copy(&empty, &c2), 0);
+    assert_int_equal(c2.code, 105);
+    assert_null(c2.ext);
+    assert_null(c2.body);
+    ns_cmd_close(&c2);
+    /* out of memory: nothing allocated, dst untouched */
+    ns_alloc_fail_at(0, 0);
+    c2.code = 7;
+    assert_int_equal(ns_cmd_copy(&empty, &c2), NS_ENOMEM);
+    ns_alloc_fail_at(-1, 0);
+    assert_int_equal(c2.code, 7);
+    ns_buf_close(&got);
+    ns_buf_close(&want);
+}
+
 static void encode_allocation_failures(void **state)
 {
     (void)state;
@@ -907,6 +954,7 @@ int main(void)
         cmocka_unit_test(ext_leniency),
         cmocka_unit_test(language_names),
         cmocka_unit_test(decode_allocation_failures),
+        cmocka_unit_test(copy_outlives_its_frame),
         cmocka_unit_test(encode_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
