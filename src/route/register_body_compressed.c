@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "raftns/alloc.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
@@ -126,29 +127,11 @@ static int read_record(struct register_body_ctx *c, struct ns_rd *rd,
     return 0;
 }
 
+/* Integer.parseInt of a topic line token, ASCII digits only. */
 static bool parse_int32_token(const char *s, size_t n, int32_t *out)
 {
-    size_t i = 0;
-    bool neg = false;
-    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    if (i == n) {
-        return false;
-    }
-    int64_t v = 0;
-    for (; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (s[i] - '0');
-        if (v > (int64_t)INT32_MAX + 1) {
-            return false;
-        }
-    }
-    v = neg ? -v : v;
-    if (v < INT32_MIN || v > INT32_MAX) {
+    int64_t v;
+    if (!ns_decimal_parse(s, n, NS_DECIMAL_SIGN, INT32_MIN, INT32_MAX, &v)) {
         return false;
     }
     *out = (int32_t)v;

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "raftns/alloc.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/route.h"
@@ -229,11 +230,14 @@ static int decode_curr_ids(struct register_body_ctx *c, const cJSON *map,
     const cJSON *e;
     cJSON_ArrayForEach(e, map)
     {
-        char *end;
-        long long k = strtoll(e->string ? e->string : "", &end, 10);
-        bool key_ok = e->string != NULL && *e->string != '\0' && *end == '\0';
-        if (!key_ok || k < INT32_MIN || k > INT32_MAX || !cJSON_IsNumber(e) ||
-            e->valuedouble < INT32_MIN || e->valuedouble > INT32_MAX) {
+        /* strtoll's reading: leading blanks, a sign, digits to the end */
+        const char *text = e->string != NULL ? e->string : "";
+        text += strspn(text, " \t\n\v\f\r");
+        int64_t k;
+        bool key_ok = ns_decimal_parse(text, strlen(text), NS_DECIMAL_SIGN,
+                                       INT32_MIN, INT32_MAX, &k);
+        if (!key_ok || !cJSON_IsNumber(e) || e->valuedouble < INT32_MIN ||
+            e->valuedouble > INT32_MAX) {
             return register_body_fail_json(c, "can not cast to int, currIdMap");
         }
         m->curr_ids[m->n_curr_ids].key = (int32_t)k;

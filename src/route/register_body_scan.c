@@ -10,6 +10,7 @@
 
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 #include "raftns/json_pull.h"
 #include "register_body_scan.h"
@@ -237,23 +238,15 @@ static int topic_member(struct scan *s, const char *k, size_t n)
 static int curr_id_member(struct scan *s, const char *k, size_t n)
 {
     struct ns_mapping_info *m = &s->r->mappings[s->r->n_mappings - 1];
+    /* No '+' and at most 10 digits: what the cJSON path surely reads alike. */
     size_t i = n > 0 && k[0] == '-';
-    if (n == i || n - i > 10) {
+    int64_t key;
+    if (n == i || n - i > 10 || k[0] == '+' ||
+        !ns_decimal_parse(k, n, NS_DECIMAL_SIGN, INT32_MIN, INT32_MAX, &key)) {
         return FALLBACK;
     }
-    int64_t key = 0;
-    for (; i < n; i++) {
-        if (k[i] < '0' || k[i] > '9') {
-            return FALLBACK;
-        }
-        key = key * 10 + (k[i] - '0');
-    }
-    key = k[0] == '-' ? -key : key;
     int32_t value;
     int rv = read_int32(s, &value);
-    if (rv == 0 && (key < INT32_MIN || key > INT32_MAX)) {
-        rv = FALLBACK;
-    }
     if (rv != 0) {
         return rv;
     }
