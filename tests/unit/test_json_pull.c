@@ -473,8 +473,8 @@ static void truncation_at_every_byte(void **state)
 {
     (void)state;
     static const char *const texts[] = {
-        "{\"a\\u00e9\\ud83d\\ude00\\n\":[1,-2.5e+3,true,false,null,{}],"
-        "\"b\":\"x\"}",
+        ("{\"a\\u00e9\\ud83d\\ude00\\n\":[1,-2.5e+3,true,false,null,{}],"
+         "\"b\":\"x\"}"),
         "[{\"k\":{\"l\":[\"\\\\\",\"\\/\"]}},0,-0.5E-7]",
         "\"\\ud83d\\ude00\\u0041\\t\"",
     };
