@@ -3,7 +3,9 @@
  * booleans, unknown fields of any plain JSON), writing strings into one arena.
  * It is deliberately partial: anything it is not sure to read exactly as the
  * cJSON path does (bare keys, fractions, surrogate oddities, control bytes,
- * deep nesting, malformed text) answers NS_EAGAIN and the tree path decides. */
+ * deep nesting, malformed text) answers NS_EAGAIN and the tree path decides.
+ * The lexemes and escapes come from the pull tokenizer (json_pull.h, with
+ * surrogate pairs allowed); this file is the header's grammar. */
 #include <string.h>
 
 #include "header_codec.h"

@@ -4,7 +4,9 @@
  * anything it is not sure to read exactly as the cJSON path of register_body.c
  * does (numbers as strings or over 15 digits, repeated known keys, $ref keys,
  * NUL or surrogate escapes, control bytes, deep nesting, any error) answers
- * NS_EAGAIN and that path decides, so errors are always its errors. */
+ * NS_EAGAIN and that path decides, so errors are always its errors. The
+ * lexemes and escapes come from the pull tokenizer (json_pull.h, with bare
+ * integer keys, leading zeros and no $ref keys); this file is the grammar. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,10 +18,8 @@
 #include "register_body_scan.h"
 
 #define FALLBACK NS_EAGAIN
-#define MAX_DEPTH 16 /* far below the reader's NS_JSON_MAX_DEPTH */
-/* Skipped numbers; cJSON reads up to 63. (The scanner this tokenizer replaced
- * read 32 at the end of the text, where no body can end with a number.) */
-#define MAX_NUMBER_CHARS 31
+#define MAX_DEPTH 16        /* far below the reader's NS_JSON_MAX_DEPTH */
+#define MAX_NUMBER_CHARS 31 /* skipped numbers; cJSON reads up to 63 */
 
 struct scan {
     struct ns_json_pull t;
