@@ -7,6 +7,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/fsm.h"
+#include "raftns/sorted.h"
 
 int ns_state_init(struct ns_state *s)
 {
@@ -151,21 +152,8 @@ static int apply_verdict(struct ns_state *s, const struct ns_command *c,
 /* Index of id in the sorted member array (found) or its insertion point. */
 static size_t search_member(const struct ns_state *s, uint64_t id, bool *found)
 {
-    size_t lo = 0, hi = s->n_members;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->members[mid].id == id) {
-            *found = true;
-            return mid;
-        }
-        if (s->members[mid].id < id) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search_u64(s->members, s->n_members, sizeof *s->members,
+                                offsetof(struct ns_member, id), id, found);
 }
 
 static int apply_set_member(struct ns_state *s, const struct ns_command *c,

@@ -6,6 +6,7 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/reqid.h"
+#include "raftns/sorted.h"
 
 #define N_WORDS (NS_REQID_WINDOW / 64)
 
@@ -20,17 +21,9 @@ void ns_reqid_table_close(struct ns_reqid_table *t)
 static size_t reqid_find(const struct ns_reqid_table *t, uint64_t origin,
                          bool *found)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->items[mid].origin < origin) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = lo < t->n && t->items[lo].origin == origin;
-    return lo;
+    return ns_sorted_search_u64(t->items, t->n, sizeof *t->items,
+                                offsetof(struct ns_reqid_origin, origin),
+                                origin, found);
 }
 
 static bool reqid_bit(const struct ns_reqid_origin *o, uint64_t k)

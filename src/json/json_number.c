@@ -5,6 +5,7 @@
  * It does not find numbers in a document (json_span.c does). Pure. */
 #include <string.h>
 
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 
@@ -20,6 +21,7 @@ static bool is_digit(char ch)
  * of the integer part and of the fraction, the exponent (clamped), and
  * whether it is an integer literal (no '.', no exponent). */
 struct literal {
+    const char *start; /* the sign, or the first digit */
     bool neg;
     const char *int_digits;
     size_t n_int;
@@ -33,6 +35,7 @@ static bool split_literal(const char *p, size_t len, struct literal *l)
 {
     const char *e = p + len;
     memset(l, 0, sizeof *l);
+    l->start = p;
     l->integral = true;
     if (p < e && (*p == '-' || *p == '+')) {
         l->neg = *p++ == '-';
@@ -128,16 +131,13 @@ static bool decimal_value(const struct literal *l, int bits, uint64_t *out)
 static bool integral_value(const struct literal *l, uint64_t limit,
                            uint64_t *out)
 {
-    uint64_t max = limit + (l->neg ? 1 : 0);
-    uint64_t v = 0;
-    for (size_t i = 0; i < l->n_int; i++) {
-        uint64_t d = (uint64_t)(l->int_digits[i] - '0');
-        if (v > (max - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
+    int64_t v;
+    size_t n = (size_t)(l->int_digits + l->n_int - l->start);
+    if (!ns_decimal_parse(l->start, n, NS_DECIMAL_SIGN, -(int64_t)limit - 1,
+                          (int64_t)limit, &v)) {
+        return false;
     }
-    *out = l->neg ? 0 - v : v;
+    *out = (uint64_t)v;
     return true;
 }
 
@@ -245,70 +245,17 @@ int ns_json_number_text(const char *p, size_t len, struct ns_buf *out)
     return out->err;
 }
 
-/* The zero of every run of ten decimal digits (Unicode category Nd) in the
- * Basic Multilingual Plane: Character.digit(ch, 10) accepts them all, and
- * parseInt reads UTF-16 units, so digits beyond the BMP never count. */
-static const uint16_t DIGIT_ZEROS[] = {
-    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6,
-    0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50, 0x0ED0,
-    0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
-    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900,
-    0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10};
-
-/* The digit value of the UTF-8 character at *s (advancing *s), or -1. */
-static int java_digit(const char **s)
-{
-    const uint8_t *p = (const uint8_t *)*s;
-    uint32_t cp;
-    size_t n;
-    if (p[0] < 0x80) {
-        cp = p[0];
-        n = 1;
-    } else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) {
-        cp = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
-        n = 2;
-    } else if ((p[0] & 0xF0) == 0xE0 && (p[1] & 0xC0) == 0x80 &&
-               (p[2] & 0xC0) == 0x80) {
-        cp = (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 |
-             (p[2] & 0x3F);
-        n = 3;
-    } else {
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof DIGIT_ZEROS / sizeof DIGIT_ZEROS[0]; i++) {
-        if (cp >= DIGIT_ZEROS[i] && cp < DIGIT_ZEROS[i] + 10u) {
-            *s += n;
-            return (int)(cp - DIGIT_ZEROS[i]);
-        }
-    }
-    return -1;
-}
-
 /* Integer.parseInt / Long.parseLong: an optional sign, at least one decimal
  * digit (any script's, as Character.digit), nothing else, no overflow. */
 static bool parse_java(const char *s, uint64_t limit, uint64_t *out)
 {
-    bool neg = false;
-    if (*s == '+' || *s == '-') {
-        neg = *s++ == '-';
-    }
-    if (*s == '\0') {
+    int64_t v;
+    if (!ns_decimal_parse(s, strlen(s),
+                          NS_DECIMAL_SIGN | NS_DECIMAL_JAVA_DIGITS,
+                          -(int64_t)limit - 1, (int64_t)limit, &v)) {
         return false;
     }
-    uint64_t max = limit + (neg ? 1 : 0);
-    uint64_t v = 0;
-    while (*s != '\0') {
-        int digit = java_digit(&s);
-        if (digit < 0) {
-            return false;
-        }
-        uint64_t d = (uint64_t)digit;
-        if (v > (max - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? 0 - v : v;
+    *out = (uint64_t)v;
     return true;
 }
 

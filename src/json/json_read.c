@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "raftns/alloc.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 
 static bool
@@ -180,32 +181,6 @@ cJSON *ns_json_parse(const char *text, size_t len)
     return ns_json_parse_rv(text, len, &rv);
 }
 
-/* Long.parseLong-like: optional sign, digits only, no overflow. */
-static bool parse_int64(const char *s, int64_t *out)
-{
-    bool neg = false;
-    if (*s == '+' || *s == '-') {
-        neg = *s++ == '-';
-    }
-    if (*s == '\0') {
-        return false;
-    }
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t v = 0;
-    for (; *s != '\0'; s++) {
-        if (!is_digit(*s)) {
-            return false;
-        }
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (limit - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
-}
-
 int64_t ns_json_get_int64(const cJSON *obj, const char *key, int64_t dflt)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -217,7 +192,10 @@ int64_t ns_json_get_int64(const cJSON *obj, const char *key, int64_t dflt)
         if (d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
             v = (int64_t)d;
         }
-    } else if (cJSON_IsString(item) && !parse_int64(item->valuestring, &v)) {
+    } else if (cJSON_IsString(item) &&
+               /* Long.parseLong-like, but ASCII digits only */
+               !ns_decimal_parse(item->valuestring, strlen(item->valuestring),
+                                 NS_DECIMAL_SIGN, INT64_MIN, INT64_MAX, &v)) {
         v = dflt;
     }
     return v;

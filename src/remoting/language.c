@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "raftns/decimal.h"
+
 static const char *const names[NS_LANG_COUNT] = {
     "JAVA",  "CPP",  "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
     "OTHER", "HTTP", "GO",     "PHP",    "OMS",    "RUST",   "NODE_JS",
@@ -19,14 +21,10 @@ const char *ns_language_name(int32_t language)
 int32_t ns_language_parse(const char *text)
 {
     if (text[0] >= '0' && text[0] <= '9') {
-        int32_t v = 0;
-        for (const char *p = text; *p != '\0'; p++) {
-            if (*p < '0' || *p > '9' || v >= NS_LANG_COUNT) {
-                return -1;
-            }
-            v = v * 10 + (*p - '0');
-        }
-        return v < NS_LANG_COUNT ? v : -1;
+        int64_t v;
+        return ns_decimal_parse(text, strlen(text), 0, 0, NS_LANG_COUNT - 1, &v)
+                   ? (int32_t)v
+                   : -1;
     }
     for (int32_t i = 0; i < NS_LANG_COUNT; i++) {
         if (strcmp(names[i], text) == 0) {

@@ -15,6 +15,7 @@
 #include <openssl/params.h>
 
 #include "raftns/alloc.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 
 #define SIGN_LABEL "raftns-private-v1"
@@ -161,15 +162,9 @@ static int parse_ts(const char *text, int64_t *out)
     if (text == NULL || text[0] == '\0' || strlen(text) > 19) {
         return NS_EPROTO;
     }
-    int64_t v = 0;
-    for (const char *p = text; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
-            return NS_EPROTO;
-        }
-        v = v * 10 + (*p - '0'); /* 19 digits cannot overflow past INT64 */
-    }
-    *out = v;
-    return 0;
+    return ns_decimal_parse(text, strlen(text), 0, 0, INT64_MAX, out)
+               ? 0
+               : NS_EPROTO;
 }
 
 int ns_sign_verify(const struct ns_cmd *c, const void *secret,

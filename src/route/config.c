@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "raftns/alloc.h"
+#include "raftns/decimal.h"
 #include "raftns/err.h"
 #include "raftns/sorted.h"
 
@@ -327,34 +328,12 @@ bool ns_config_is_protected_update(const struct ns_config *cfg,
     return false;
 }
 
-/* Java's Integer/Long.parseLong: optional sign, decimal digits only,
+/* Java's Integer/Long.parseLong: optional sign, ASCII decimal digits only,
  * range-checked. */
 static bool parse_java_long(const char *s, int64_t min, int64_t max,
                             int64_t *out)
 {
-    const char *p = s;
-    bool neg = false;
-    if (*p == '+' || *p == '-') {
-        neg = *p == '-';
-        p++;
-    }
-    if (*p == '\0') {
-        return false;
-    }
-    uint64_t limit = neg ? (uint64_t)(-(min + 1)) + 1 : (uint64_t)max;
-    uint64_t v = 0;
-    for (; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
-            return false;
-        }
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (limit - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
+    return ns_decimal_parse(s, strlen(s), NS_DECIMAL_SIGN, min, max, out);
 }
 
 /* The canonical text Java would show for value parsed as type, or NULL when it

@@ -7,6 +7,7 @@
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 #include "route_internal.h"
 
 bool route_equal_str(const char *a, const char *b)
@@ -218,23 +219,8 @@ struct tmap *route_find_tmap(const struct ns_route *r, const char *topic)
 
 static size_t find_addr_pos(const struct group *g, int64_t id, bool *found)
 {
-    size_t lo = 0;
-    size_t hi = g->n_addrs;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (g->addrs[mid].id == id) {
-            *found = true;
-            return mid;
-        }
-        if (g->addrs[mid].id < id) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    return ns_sorted_search_i64(g->addrs, g->n_addrs, sizeof *g->addrs,
+                                offsetof(struct addr_entry, id), id, found);
 }
 
 const char *group_find_addr(const struct group *g, int64_t id)

@@ -7,6 +7,7 @@
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 #include "route_internal.h"
 
 static bool is_old_broker(const struct ns_register *req)
@@ -37,7 +38,9 @@ static const char **sorted_topic_names(const struct ns_register *req)
 
 static bool has_name(const char **names, size_t n, const char *name)
 {
-    return bsearch(&name, names, n, sizeof(*names), cmp_strp) != NULL;
+    bool found;
+    ns_sorted_search(names, n, sizeof(*names), 0, name, &found);
+    return found;
 }
 
 /* 10a: deleteTopicWithBrokerRegistration. */

@@ -5,29 +5,28 @@
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/sorted.h"
 #include "route_internal.h"
+
+/* The table's comparator and key, for ns_sorted_search_by over the item
+ * pointers. */
+struct svec_probe {
+    svec_cmp_fn cmp;
+    const void *key;
+};
+
+static int cmp_item(const void *elem, const void *ctx)
+{
+    const struct svec_probe *p = ctx;
+    return p->cmp(*(void *const *)elem, p->key);
+}
 
 size_t svec_search(const struct svec *v, const void *key, svec_cmp_fn cmp,
                    bool *found)
 {
-    size_t lo = 0;
-    size_t hi = v->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = cmp(v->items[mid], key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    *found = false;
-    return lo;
+    struct svec_probe p = {cmp, key};
+    return ns_sorted_search_by(v->items, v->n, sizeof *v->items, cmp_item, &p,
+                               found);
 }
 
 void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp)
