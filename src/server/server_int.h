@@ -13,11 +13,10 @@
 #include "raftns/command.h"
 #include "raftns/config.h"
 #include "raftns/fsm.h"
+#include "raftns/liveness_table.h"
 #include "raftns/node.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
-
-#include "liveness_table.h"
 
 #define NS_CONN_MAX_INFLIGHT                                                   \
     1024 /* pending writes per connection: pause reads */
@@ -397,6 +396,11 @@ void ns_liveness_tick(struct ns_server *srv);
 /* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
                              const uint8_t *body, size_t len);
+/* Counters of this server's table, for metrics. */
+uint64_t ns_liveness_n_expired(const struct ns_server *srv); /* all expiries */
+uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv); /* closed */
+uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
+size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
 

@@ -1,7 +1,8 @@
-/* Unit tests of the pure liveness table (src/server/liveness_table.c): merging
- * reports from three nodes, deadlines and per-broker timeouts, the fast path
- * when every holder closed, re-registration cancelling it, new-leader grace,
- * and scan cost. Time is simulated; nothing here touches a loop or a clock. */
+/* Unit tests of the pure liveness table (src/liveness/liveness_table.c):
+ * merging reports from three nodes, deadlines and per-broker timeouts, the fast
+ * path when every holder closed, re-registration cancelling it, new-leader
+ * grace, and scan cost. Time is simulated; nothing here touches a loop or a
+ * clock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "../../src/server/liveness_table.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/liveness_table.h"
 
 #define T120 120000u
 
