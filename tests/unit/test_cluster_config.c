@@ -1,7 +1,8 @@
-/* Cluster file tests: every file in cluster-configs/ parses (the directory is
- * found from this file's path, globbed at test time), and files that break a
- * rule are rejected with a reason. Not a test of starting a cluster. */
-#include <glob.h>
+/* Unit tests of the pure cluster file parser (src/route/cluster_config.c):
+ * every form it accepts (with the values it stores) and every rule it enforces
+ * (with the reason it gives), on buffers. Reading files from disk is
+ * tests/cluster/test_cluster_config_load.c; starting a cluster is not tested
+ * here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,66 +15,6 @@
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/err.h"
-
-static void configs_dir(char *out, size_t cap)
-{
-    /* __FILE__ = <repo>/tests/cluster/test_cluster_config.c */
-    snprintf(out, cap, "%s", __FILE__);
-    for (int up = 0; up < 3; up++) {
-        char *slash = strrchr(out, '/');
-        assert_non_null(slash);
-        *slash = '\0';
-    }
-    size_t len = strlen(out);
-    snprintf(out + len, cap - len, "/cluster-configs");
-}
-
-static void every_file_parses(void **state)
-{
-    (void)state;
-    char dir[4096], pattern[4200];
-    configs_dir(dir, sizeof dir);
-    snprintf(pattern, sizeof pattern, "%s/*.json", dir);
-    glob_t g;
-    assert_int_equal(glob(pattern, 0, NULL, &g), 0);
-    assert_true(g.gl_pathc >= 4); /* local-1, local-3, local-5, three-hosts */
-    bool saw_local3 = false;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        struct ns_cluster_config c;
-        char err[256];
-        ns_cluster_config_init(&c);
-        int rv = ns_cluster_config_load(g.gl_pathv[i], &c, err, sizeof err);
-        if (rv != 0) {
-            print_error("%s: %s\n", g.gl_pathv[i], err);
-        }
-        assert_int_equal(rv, 0);
-        assert_true(c.n_nodes >= 1);
-        for (size_t j = 0; j < c.n_nodes; j++) {
-            assert_true(ns_cluster_addr_is_ipv4(c.nodes[j].raft_addr));
-            assert_true(ns_cluster_addr_is_ipv4(c.nodes[j].client_addr));
-        }
-        if (strstr(g.gl_pathv[i], "/local-3.json") != NULL) {
-            saw_local3 = true;
-            assert_int_equal(c.n_nodes, 3);
-            for (uint64_t id = 1; id <= 3; id++) {
-                const struct ns_cluster_node *nd =
-                    ns_cluster_config_find(&c, id);
-                char want[32];
-                assert_non_null(nd);
-                assert_true(nd->bootstrap);
-                snprintf(want, sizeof want, "127.0.0.1:%u",
-                         (unsigned)(9875 + id));
-                assert_string_equal(nd->client_addr, want);
-                snprintf(want, sizeof want, "127.0.0.1:%u",
-                         (unsigned)(9885 + id));
-                assert_string_equal(nd->raft_addr, want);
-            }
-        }
-        ns_cluster_config_close(&c);
-    }
-    assert_true(saw_local3);
-    globfree(&g);
-}
 
 static int parse(const char *text, char *err, size_t errlen)
 {
@@ -204,19 +145,6 @@ static void shared_address_rejected(void **state)
                     "share an address");
 }
 
-static void missing_file(void **state)
-{
-    (void)state;
-    struct ns_cluster_config c;
-    char err[256];
-    ns_cluster_config_init(&c);
-    assert_int_equal(
-        ns_cluster_config_load("/nonexistent/raftns.json", &c, err, sizeof err),
-        NS_EIO);
-    assert_non_null(strstr(err, "cannot open"));
-    ns_cluster_config_close(&c);
-}
-
 static void allocation_failures(void **state)
 {
     (void)state;
@@ -248,12 +176,10 @@ static void allocation_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_file_parses),
         cmocka_unit_test(minimal_file_and_defaults),
         cmocka_unit_test(rejections),
         cmocka_unit_test(shared_address_rejected),
         cmocka_unit_test(acl_accounts),
-        cmocka_unit_test(missing_file),
         cmocka_unit_test(allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
