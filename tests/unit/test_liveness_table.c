@@ -1,7 +1,9 @@
 /* Unit tests of the pure liveness table (src/liveness/liveness_table.c):
- * merging reports from three nodes, deadlines and per-broker timeouts, the fast
- * path when every holder closed, re-registration cancelling it, new-leader
- * grace, and scan cost. Time is simulated; nothing here touches a loop or a
+ * heartbeats, expiry decisions at injected times and in deadline order,
+ * per-broker timeouts, merging reports from three nodes, connection close and
+ * the fast path when every holder closed, re-registration cancelling it,
+ * re-seeding and grace after leader changes, bounds (holders, clocks, report
+ * batches) and scan cost. Time is simulated; nothing here touches a loop or a
  * clock. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -246,6 +248,251 @@ static void test_reports(void **state)
     ns_lvt_close(&t);
 }
 
+static void test_heartbeat(void **state)
+{
+    (void)state;
+    struct ns_lvt t;
+    struct rep r;
+    struct expired x;
+    assert_int_equal(ns_lvt_init(&t, 1), 0);
+    ns_lvt_take_leadership(&t, 0);
+    /* A heartbeat of a broker that never registered creates nothing. */
+    assert_false(ns_lvt_touch(&t, "c", "b", 100));
+    assert_null(ns_lvt_find(&t, "c", "b"));
+    assert_int_equal(ns_lvt_next_deadline(&t), UINT64_MAX);
+    assert_int_equal(ns_lvt_register(&t, "c", "b", 100, 1000, NULL, NULL), 0);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, 100, 10, on_report, &r), 1);
+    /* Each heartbeat moves the deadline a full timeout past it ... */
+    assert_true(ns_lvt_touch(&t, "c", "b", 900));
+    assert_int_equal(ns_lvt_next_deadline(&t), 1900);
+    assert_true(ns_lvt_touch(&t, "c", "b", 1800));
+    assert_int_equal(expire(&t, 2799, &x), 0);
+    /* ... and is reported once however many arrive before the report. */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, 1850, 10, on_report, &r), 1);
+    assert_int_equal(r.since[0], 50);
+    assert_false(r.held[0]);
+    /* A late heartbeat (older clock reading) never moves it back. */
+    assert_true(ns_lvt_touch(&t, "c", "b", 1000));
+    assert_int_equal(ns_lvt_next_deadline(&t), 2800);
+    /* The same address in another cluster is another broker. */
+    assert_false(ns_lvt_touch(&t, "other", "b", 1900));
+    assert_int_equal(expire(&t, 2800, &x), 1);
+    assert_string_equal(x.addr[0], "b");
+    assert_false(ns_lvt_touch(&t, "c", "b", 2900));
+    ns_lvt_close(&t);
+}
+
+static void test_expiry_order_and_boundaries(void **state)
+{
+    (void)state;
+    struct ns_lvt t;
+    struct expired x;
+    assert_int_equal(ns_lvt_init(&t, 1), 0);
+    ns_lvt_take_leadership(&t, 0);
+    assert_int_equal(expire(&t, UINT64_MAX - 1, &x), 0); /* empty */
+    /* Registered out of deadline order. */
+    assert_int_equal(ns_lvt_register(&t, "c", "d3", 30, 1000, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_register(&t, "c", "d1", 10, 1000, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_register(&t, "c", "d2", 20, 1000, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_register(&t, "c", "d4", 0, 5000, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_next_deadline(&t), 1010);
+    assert_int_equal(expire(&t, 1009, &x), 0);
+    assert_int_equal(expire(&t, 1030, &x), 3);
+    assert_string_equal(x.addr[0], "d1");
+    assert_string_equal(x.addr[1], "d2");
+    assert_string_equal(x.addr[2], "d3");
+    assert_int_equal(t.n, 1);
+    assert_int_equal(ns_lvt_next_deadline(&t), 5000);
+    /* No callback: still removed and counted. */
+    assert_int_equal(ns_lvt_expire(&t, 5000, NULL, NULL), 1);
+    assert_int_equal(t.n, 0);
+    assert_int_equal(t.n_expired, 4);
+    assert_int_equal(t.n_fast_expired, 0);
+    /* An expired broker registering again starts from scratch. */
+    assert_int_equal(ns_lvt_register(&t, "c", "d1", 6000, 1000, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_next_deadline(&t), 7000);
+    ns_lvt_close(&t);
+}
+
+static void test_conn_close(void **state)
+{
+    (void)state;
+    struct ns_lvt t;
+    struct expired x;
+    struct rep r;
+    struct ns_live *conn = NULL, *other = NULL;
+    int owner, owner_other;
+    assert_int_equal(ns_lvt_init(&t, 1), 0);
+    ns_lvt_take_leadership(&t, 0);
+    uint64_t now = 10000;
+    assert_int_equal(ns_lvt_register(&t, "c", "a", now, T120, &conn, &owner),
+                     0);
+    assert_int_equal(ns_lvt_register(&t, "c", "b", now, T120, &conn, &owner),
+                     0);
+    assert_int_equal(ns_lvt_register(&t, "c", "m", now, T120, &conn, &owner),
+                     0);
+    assert_int_equal(
+        ns_lvt_register(&t, "c", "o", now, T120, &other, &owner_other), 0);
+    assert_ptr_equal(ns_lvt_find(&t, "c", "a")->conn, &owner);
+    /* A removed broker leaves its connection's list. */
+    ns_lvt_remove(&t, "c", "m");
+    assert_null(ns_lvt_find(&t, "c", "m"));
+    ns_lvt_remove(&t, "c", "absent"); /* no-op */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, now, 10, on_report, &r), 3);
+    t.urgent = false;
+    /* The close: the two brokers left lose their connection and their only
+     * holder, so they expire through the fast path; the other connection's
+     * broker is untouched. */
+    assert_int_equal(ns_lvt_conn_closed(&t, &conn, now + 100), 2);
+    assert_null(conn);
+    assert_true(t.urgent);
+    assert_null(ns_lvt_find(&t, "c", "a")->conn);
+    assert_int_equal(ns_lvt_find(&t, "c", "a")->n_holders, 0);
+    assert_ptr_equal(ns_lvt_find(&t, "c", "o")->conn, &owner_other);
+    /* Reported as no longer held. */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, now + 100, 10, on_report, &r), 2);
+    assert_false(r.held[0]);
+    assert_false(r.held[1]);
+    assert_false(t.urgent);
+    /* Closing it again (or a connection that registered nothing) is a
+     * no-op. */
+    assert_int_equal(ns_lvt_conn_closed(&t, &conn, now + 200), 0);
+    assert_int_equal(expire(&t, now + 100, &x), 2);
+    assert_true(x.fast[0] && x.fast[1]);
+    assert_int_equal(t.n_fast_expired, 2);
+    assert_int_equal(t.n, 1);
+    /* Closing the table frees what is still linked in a connection. */
+    ns_lvt_close(&t);
+}
+
+/* A node that was follower seeds the route's brokers, takes leadership, loses
+ * it and takes it again: each takeover restarts every timeout. */
+static void test_reseed_after_leader_change(void **state)
+{
+    (void)state;
+    struct ns_lvt t;
+    struct expired x;
+    struct ns_live *conn = NULL;
+    int owner;
+    assert_int_equal(ns_lvt_init(&t, 0), 0);
+    ns_lvt_set_self(&t, 2);
+    /* Follower: one broker registered here over a connection, one heard only
+     * from node 3's report. */
+    assert_int_equal(
+        ns_lvt_register(&t, "c", "local", 1000, 5000, &conn, &owner), 0);
+    assert_int_equal(ns_lvt_merge(&t, 3, "c", "remote", 0, true, 5000, 1000),
+                     0);
+    /* Re-seeding never touches a broker already known ... */
+    assert_int_equal(ns_lvt_seed(&t, "c", "local", 9999, 4000), 0);
+    assert_int_equal(ns_lvt_find(&t, "c", "local")->timeout_ms, 5000);
+    assert_int_equal(ns_lvt_find(&t, "c", "local")->seen_ms, 1000);
+    /* ... and adds the one only the route knows, heard "now". */
+    assert_int_equal(ns_lvt_seed(&t, "c", "route-only", 5000, 4000), 0);
+    assert_int_equal(t.n, 3);
+    ns_lvt_take_leadership(&t, 4000);
+    /* Nobody expires before a full timeout after the takeover. */
+    assert_int_equal(ns_lvt_next_deadline(&t), 9000);
+    assert_int_equal(expire(&t, 8999, &x), 0);
+    /* This node's own holds survive the takeover, node 3's are forgotten. */
+    const struct ns_live *local = ns_lvt_find(&t, "c", "local");
+    assert_int_equal(local->n_holders, 1);
+    assert_int_equal(local->holders[0], 2);
+    assert_int_equal(ns_lvt_find(&t, "c", "remote")->n_holders, 0);
+    /* Leadership lost, then won again at 8000: the grace starts over (the
+     * table itself does not track losing it: the server stops expiring). */
+    ns_lvt_take_leadership(&t, 8000);
+    assert_int_equal(expire(&t, 12999, &x), 0);
+    assert_int_equal(ns_lvt_next_deadline(&t), 13000);
+    /* The local connection closes: the fast path still waits for the settle
+     * delay after the takeover, which passed long ago here. */
+    assert_int_equal(ns_lvt_conn_closed(&t, &conn, 12000), 1);
+    assert_int_equal(expire(&t, 12000, &x), 1);
+    assert_string_equal(x.addr[0], "local");
+    assert_true(x.fast[0]);
+    assert_int_equal(expire(&t, 13000, &x), 2);
+    ns_lvt_close(&t);
+}
+
+static int refuse_second(void *arg, const char *cluster, const char *addr,
+                         uint32_t ms_since, bool held)
+{
+    struct rep *r = arg;
+    if (r->n == 1) {
+        return -1;
+    }
+    return on_report(arg, cluster, addr, ms_since, held);
+}
+
+static void test_bounds(void **state)
+{
+    (void)state;
+    struct ns_lvt t;
+    struct expired x;
+    struct rep r;
+    assert_int_equal(ns_lvt_init(&t, 1), 0);
+    ns_lvt_take_leadership(&t, 0);
+    /* More holders than tracked: the fast path is off for that broker, even
+     * when every tracked holder closed. */
+    uint64_t now = 10000;
+    for (uint64_t id = 2; id < 2 + NS_LVT_MAX_HOLDERS + 1; id++) {
+        assert_int_equal(ns_lvt_merge(&t, id, "c", "many", 0, true, T120, now),
+                         0);
+    }
+    const struct ns_live *e = ns_lvt_find(&t, "c", "many");
+    assert_int_equal(e->n_holders, NS_LVT_MAX_HOLDERS);
+    assert_true(e->holders_overflow);
+    for (uint64_t id = 2; id < 2 + NS_LVT_MAX_HOLDERS + 1; id++) {
+        assert_int_equal(
+            ns_lvt_merge(&t, id, "c", "many", 0, false, T120, now + 1), 0);
+    }
+    assert_int_equal(e->n_holders, 0);
+    assert_int_equal(expire(&t, now + 10000, &x), 0);
+    assert_int_equal(ns_lvt_next_deadline(&t), now + 1 + T120);
+    /* A report claiming a sighting before time 0 counts from 0; a report
+     * with timeout 0 keeps the broker's timeout. */
+    assert_int_equal(ns_lvt_merge(&t, 2, "c", "old", 50000, false, 7000, 100),
+                     0);
+    assert_int_equal(ns_lvt_find(&t, "c", "old")->seen_ms, 0);
+    assert_int_equal(ns_lvt_merge(&t, 2, "c", "old", 0, false, 0, 200), 0);
+    assert_int_equal(ns_lvt_find(&t, "c", "old")->timeout_ms, 7000);
+    assert_int_equal(ns_lvt_find(&t, "c", "old")->seen_ms, 200);
+    assert_int_equal(t.n_merged, 2 * (NS_LVT_MAX_HOLDERS + 1) + 2);
+    ns_lvt_remove(&t, "c", "old");
+    ns_lvt_remove(&t, "c", "many");
+    /* ms_since saturates at UINT32_MAX. */
+    assert_int_equal(ns_lvt_register(&t, "c", "b1", 5, T120, NULL, NULL), 0);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(
+        ns_lvt_take_reports(&t, (uint64_t)UINT32_MAX + 100, 10, on_report, &r),
+        1);
+    assert_int_equal(r.since[0], UINT32_MAX);
+    /* At most max per call; a refusing callback keeps its entry dirty. */
+    assert_int_equal(ns_lvt_register(&t, "c", "b2", 10, T120, NULL, NULL), 0);
+    assert_int_equal(ns_lvt_register(&t, "c", "b3", 10, T120, NULL, NULL), 0);
+    assert_true(ns_lvt_touch(&t, "c", "b1", 10));
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, 20, 1, on_report, &r), 1);
+    assert_int_equal(t.n_dirty, 2);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, 20, 10, refuse_second, &r), 1);
+    assert_int_equal(t.n_dirty, 1);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(ns_lvt_take_reports(&t, 20, 10, on_report, &r), 1);
+    assert_int_equal(t.n_dirty, 0);
+    /* Long names are copied whole. */
+    char name[4096];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(ns_lvt_register(&t, name, name, 10, 1, NULL, NULL), 0);
+    assert_non_null(ns_lvt_find(&t, name, name));
+    assert_null(ns_lvt_find(&t, name, "n"));
+    ns_lvt_close(&t);
+}
+
 static void test_scan_cost(void **state)
 {
     (void)state;
@@ -301,6 +548,11 @@ int main(void)
         cmocka_unit_test(test_reregistration_cancels_fast_path),
         cmocka_unit_test(test_new_leader_grace),
         cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_heartbeat),
+        cmocka_unit_test(test_expiry_order_and_boundaries),
+        cmocka_unit_test(test_conn_close),
+        cmocka_unit_test(test_reseed_after_leader_change),
+        cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_scan_cost),
         cmocka_unit_test(test_alloc_failures),
     };
