@@ -245,7 +245,7 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
                                                 ? REMARK_NPE_REGISTER
                                                 : REMARK_NPE_REGISTER_OLD);
     }
-    uint64_t epoch = ns_route_epoch();
+    uint64_t epoch = ns_route_epoch(srv->state->route);
     if (may_short_cut(srv) && ns_route_is_unchanged_registration(
                                   srv->state->route, reg, delete_missing)) {
         rv = reply_unchanged(req, reg);
@@ -285,7 +285,7 @@ int ns_handle_register_broker(struct ns_req *req)
         may_short_cut(srv) ? ns_register_memo_find(cmd) : NULL;
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
-        uint64_t epoch = ns_route_epoch();
+        uint64_t epoch = ns_route_epoch(srv->state->route);
         if (ns_register_memo_is_current(known, epoch, delete_missing) ||
             ns_route_is_unchanged_registration(srv->state->route, kreg,
                                                delete_missing)) {
