@@ -252,7 +252,8 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
         /* A DataVersion without a timestamp takes the decode time: such a
          * body does not decode the same twice, so it is not remembered. */
         if (rv == 0 && reg->dv.timestamp != c->leader_time_ms) {
-            ns_register_memo_put(req->cmd, reg, epoch, delete_missing);
+            ns_register_memo_put(&srv->memo, req->cmd, reg, epoch,
+                                 delete_missing);
         }
         return rv;
     }
@@ -282,7 +283,7 @@ int ns_handle_register_broker(struct ns_req *req)
      * registration (and pass the same CRC check): only the route check is
      * repeated, and only when some route changed since it last passed. */
     struct ns_register_memo *known =
-        may_short_cut(srv) ? ns_register_memo_find(cmd) : NULL;
+        may_short_cut(srv) ? ns_register_memo_find(&srv->memo, cmd) : NULL;
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
         uint64_t epoch = ns_route_epoch(srv->state->route);
@@ -292,7 +293,7 @@ int ns_handle_register_broker(struct ns_req *req)
             ns_register_memo_mark(known, epoch, delete_missing);
             return reply_unchanged(req, kreg);
         }
-        ns_register_memo_drop(cmd);
+        ns_register_memo_drop(&srv->memo, cmd);
     }
     bool compressed = false;
     ns_ext_bool(cmd, "compressed", &compressed);

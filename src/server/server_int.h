@@ -18,6 +18,8 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
+#include "register_memo.h"
+
 #define NS_CONN_MAX_INFLIGHT                                                   \
     1024 /* pending writes per connection: pause reads */
 #define NS_CONN_OUT_PAUSE                                                      \
@@ -178,7 +180,8 @@ struct ns_server {
     uint64_t next_conn_id;
     uint64_t start_ms;
     struct ns_liveness live;
-    struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
+    struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
+    struct ns_observe *observe;         /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     struct ns_acl_gate acl;
     struct ns_server_tls_state tls;
