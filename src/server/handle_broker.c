@@ -281,7 +281,8 @@ int ns_handle_register_broker(struct ns_req *req)
     bool delete_missing = st->delete_topic_with_broker_registration;
     /* The same request bytes as a remembered one decode to the same
      * registration (and pass the same CRC check): only the route check is
-     * repeated, and only when some route changed since it last passed. */
+     * repeated, and only when this server's route changed since it last
+     * passed. */
     struct ns_register_memo *known =
         may_short_cut(srv) ? ns_register_memo_find(&srv->memo, cmd) : NULL;
     if (known != NULL) {
