@@ -130,6 +130,9 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
         ns_state_close(&fresh);
         return rv;
     }
+    /* The server remembers route epochs (its register memo): the restored
+     * route must not repeat one of the route it replaces. */
+    ns_route_continue_epoch(fresh.route, s->route);
     fresh.last_checkpoint_digest = s->last_checkpoint_digest;
     fresh.last_verdict_index = s->last_verdict_index;
     fresh.last_verdict_digest = s->last_verdict_digest;

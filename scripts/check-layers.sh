@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the layer rules of STYLE.md mechanically: which raftns headers and system libraries
-# each layer may include, and that pure layers (base, codec, route, rsm) do no I/O, read no
+# each layer may include, and that pure layers (base, codec, route, rsm, liveness) do no I/O, read no
 # clock or randomness and never log. Exits non-zero listing every violation.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 
 base_h='err|alloc|buf|log|sorted|utf8|decimal'
 codec_h="$base_h|remoting|json|json_pull|sign|replay"
-route_h="$codec_h|route|kv|config|acl"
+route_h="$codec_h|route|kv|config|acl|cluster_config"
 rsm_h="$route_h|command|fsm|wire|diverge|reqid"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
@@ -41,10 +41,14 @@ check_layer() {
 sys_io='uv\.h|raft\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h'
 check_layer base "$base_h" "$sys_io|cJSON\.h|zlib\.h" src/base/*.c include/raftns/{err,alloc,buf,utf8,decimal}.h
 check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json,json_pull,sign,replay}.h
-check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl}.h
+check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \
     raft/diverge.c raft/reqid.c include/raftns/{command,fsm,wire,diverge,reqid}.h
+# The broker liveness table sits beside the layers over base only: time comes
+# in as now_ms; the timers, reports and proposals stay in src/server/liveness.c.
+check_layer liveness "$base_h|liveness_table" "$sys_io|cJSON\.h|zlib\.h" \
+    src/liveness/*.c include/raftns/liveness_table.h
 # The TLS engine sits beside the layers over base only: no loop, no sockets, no
 # logging (OpenSSL reads its PEM files; the callers log what it reports).
 check_layer tls "$base_h|tls" 'uv\.h|raft\.h|raft/uv\.h|sys/socket\.h|netinet/in\.h|time\.h' \
@@ -64,7 +68,7 @@ grep -rnE '(\.|->)(apply|snapshot|restore)[[:space:]]*=' raft src tests tools --
     while IFS= read -r line; do report "a raft_fsm outside raft/fsm_adapter.c: $line"; done
 
 # Lower layers never include the server or node headers.
-grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c \
+grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c src/liveness/*.c \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |
     while IFS= read -r line; do report "pure layer includes the server: $line"; done
 

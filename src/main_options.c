@@ -8,6 +8,7 @@
 
 #include "raftns/acl.h"
 #include "raftns/alloc.h"
+#include "raftns/cluster_config_load.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/secret.h"

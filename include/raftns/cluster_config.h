@@ -1,6 +1,7 @@
 /* Cluster files (cluster-configs/NAME.json, cJSON): the members, timeouts and
- * NamesrvConfig settings of one raftns cluster. Parsing only: it opens the file
- * and validates it, it starts nothing. Format in cluster-configs/README.md. */
+ * NamesrvConfig settings of one raftns cluster. Parsing only (pure): it
+ * validates a buffer and starts nothing; reading the file is
+ * cluster_config_load.h. Format in cluster-configs/README.md. */
 #ifndef RAFTNS_CLUSTER_CONFIG_H
 #define RAFTNS_CLUSTER_CONFIG_H
 
@@ -44,10 +45,6 @@ void ns_cluster_config_close(struct ns_cluster_config *c);
 int ns_cluster_config_parse(const char *text, size_t len,
                             struct ns_cluster_config *c, char *err,
                             size_t errlen);
-/* Reads and parses a file (at most NS_CLUSTER_FILE_MAX bytes). As parse, plus
- * NS_EIO (cannot read: err says why). */
-int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
-                           char *err, size_t errlen);
 /* Borrowed node with that id, or NULL. */
 const struct ns_cluster_node *
 ns_cluster_config_find(const struct ns_cluster_config *c, uint64_t id);

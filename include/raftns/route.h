@@ -150,11 +150,17 @@ struct ns_route;
 struct ns_route *ns_route_create(void); /* NULL when out of memory */
 void ns_route_destroy(struct ns_route *route);
 
-/* A process-wide count of route changes: every mutation below, and every
- * create, destroy and decode of any route, moves it. Equal values at two times
- * mean no route changed in between (callers use it to reuse a read result).
- * Not part of the state. */
-uint64_t ns_route_epoch(void);
+/* This route's count of changes: every mutation below and every decode moves
+ * it, reads never do. Equal values at two times mean the route did not change
+ * in between (callers use it to reuse a read result). Not part of the state:
+ * two routes with the same content may have different epochs, and a new route
+ * starts at 1. */
+uint64_t ns_route_epoch(const struct ns_route *route);
+/* A route replacing `before` (borrowed; a snapshot restore) continues its
+ * count: route's epoch becomes greater than both routes' epochs, so an epoch
+ * remembered against `before` never matches route. */
+void ns_route_continue_epoch(struct ns_route *route,
+                             const struct ns_route *before);
 
 /* --- mutations (called only by the FSM) --- 0 or NS_ENOMEM. */
 

@@ -34,28 +34,32 @@ int route_cmp_mapping(const void *item, const void *key)
     return strcmp(m->bname, key);
 }
 
-/* Process-wide: a new route at a freed one's address must not look
- * unchanged. Not part of any state. */
-static uint64_t route_epoch = 1;
-
-void route_bump_epoch(void)
+void route_bump_epoch(struct ns_route *r)
 {
-    route_epoch++;
+    r->epoch++;
 }
 
-uint64_t ns_route_epoch(void)
+uint64_t ns_route_epoch(const struct ns_route *r)
 {
-    return route_epoch;
+    return r->epoch;
+}
+
+void ns_route_continue_epoch(struct ns_route *r, const struct ns_route *before)
+{
+    if (before->epoch >= r->epoch) {
+        r->epoch = before->epoch;
+    }
+    route_bump_epoch(r);
 }
 
 struct ns_route *ns_route_create(void)
 {
-    route_bump_epoch();
     struct ns_route *r = ns_calloc(1, sizeof(*r));
 
     if (r == NULL) {
         goto err;
     }
+    r->epoch = 1;
     r->stats = ns_calloc(1, sizeof(*r->stats));
     if (r->stats == NULL) {
         goto err_after_route;
@@ -142,7 +146,6 @@ static void free_named_set(struct named_set *b)
 
 void ns_route_destroy(struct ns_route *r)
 {
-    route_bump_epoch();
     if (r == NULL) {
         return;
     }

@@ -51,21 +51,21 @@ int32_t ns_route_count_broker_topics(const struct ns_route *r,
 int ns_route_wipe_write_perm(struct ns_route *r, const char *broker_name,
                              int32_t *count)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     return operate_write_perm(r, broker_name, false, count);
 }
 
 int ns_route_add_write_perm(struct ns_route *r, const char *broker_name,
                             int32_t *count)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     return operate_write_perm(r, broker_name, true, count);
 }
 
 int ns_route_delete_topic(struct ns_route *r, const char *topic,
                           const char *cluster)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     struct topic *t = route_find_topic(r, topic);
     const struct named_set *c;
 
@@ -106,7 +106,7 @@ int ns_route_delete_topic(struct ns_route *r, const char *topic,
 int ns_route_register_topic(struct ns_route *r, const char *topic,
                             const struct ns_queue_data *qds, size_t n)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     int rv;
 
     if (n == 0) {

@@ -125,11 +125,12 @@ struct ns_route {
     struct svec tmaps;         /* struct tmap *, by topic */
     struct svec bidx;          /* struct named_set *, by broker name */
     struct route_stats *stats; /* owned; mutable even through a const route */
+    uint64_t epoch;            /* ns_route_epoch: moved by every mutation */
 };
 
-/* Called first by every function that mutates, creates, destroys or decodes
- * a route (ns_route_epoch). */
-void route_bump_epoch(void);
+/* Called first by every function that mutates or decodes the route
+ * (ns_route_epoch). */
+void route_bump_epoch(struct ns_route *r);
 
 int route_cmp_pair(const void *item, const void *key);
 int route_cmp_mapping(const void *item, const void *key);

@@ -240,7 +240,7 @@ int ns_route_register_broker(struct ns_route *r, const struct ns_register *req,
                              bool delete_missing_topics,
                              struct ns_register_result *res)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     struct group *g;
     const char *prev;
     bool register_first;

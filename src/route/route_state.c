@@ -437,7 +437,7 @@ typedef int (*decode_fn)(struct ns_route *r, struct ns_rd *in);
 
 int ns_route_decode_state(struct ns_route *r, struct ns_rd *in)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     static const struct {
         decode_fn fn;
         size_t min_size;

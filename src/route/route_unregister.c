@@ -123,7 +123,7 @@ out:
 int ns_route_unregister_brokers(struct ns_route *r,
                                 const struct ns_broker_ref *refs, size_t n)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     const char **names = ns_malloc((n + 1) * sizeof(*names));
     int rv;
 
@@ -165,7 +165,7 @@ static const struct group *find_holder(const struct ns_route *r,
 int ns_route_expire_brokers(struct ns_route *r,
                             const struct ns_broker_ref *refs, size_t n)
 {
-    route_bump_epoch();
+    route_bump_epoch(r);
     char **names = ns_calloc(n + 1, sizeof(*names));
     int rv = NS_ENOMEM;
 

@@ -268,14 +268,15 @@ int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
                                                 ? REMARK_NPE_REGISTER
                                                 : REMARK_NPE_REGISTER_OLD);
     }
-    uint64_t epoch = ns_route_epoch();
+    uint64_t epoch = ns_route_epoch(srv->state->route);
     if (may_short_cut(srv) && ns_route_is_unchanged_registration(
                                   srv->state->route, reg, delete_missing)) {
         rv = reply_unchanged(req, reg);
         /* A DataVersion without a timestamp takes the decode time: such a
          * body does not decode the same twice, so it is not remembered. */
         if (rv == 0 && reg->dv.timestamp != c->leader_time_ms) {
-            ns_register_memo_put(req->cmd, reg, epoch, delete_missing);
+            ns_register_memo_put(&srv->memo, req->cmd, reg, epoch,
+                                 delete_missing);
         }
         return rv;
     }
@@ -298,19 +299,20 @@ int ns_handle_register_broker(struct ns_req *req)
     bool delete_missing = st->delete_topic_with_broker_registration;
     /* The same request bytes as a remembered one decode to the same
      * registration (and pass the same CRC check): only the route check is
-     * repeated, and only when some route changed since it last passed. */
+     * repeated, and only when this server's route changed since it last
+     * passed. */
     struct ns_register_memo *known =
-        may_short_cut(srv) ? ns_register_memo_find(cmd) : NULL;
+        may_short_cut(srv) ? ns_register_memo_find(&srv->memo, cmd) : NULL;
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
-        uint64_t epoch = ns_route_epoch();
+        uint64_t epoch = ns_route_epoch(srv->state->route);
         if (ns_register_memo_is_current(known, epoch, delete_missing) ||
             ns_route_is_unchanged_registration(srv->state->route, kreg,
                                                delete_missing)) {
             ns_register_memo_mark(known, epoch, delete_missing);
             return reply_unchanged(req, kreg);
         }
-        ns_register_memo_drop(cmd);
+        ns_register_memo_drop(&srv->memo, cmd);
     }
     bool compressed = false;
     ns_ext_bool(cmd, "compressed", &compressed);

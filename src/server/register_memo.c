@@ -1,15 +1,16 @@
 /* The decoded-registration memo: a direct-mapped table, keyed by the exact
  * bytes a REGISTER_BROKER decode depends on, bounded in entries and bytes. It
  * is a cache of a pure function (header fields + version + body -> decoded
- * registration), so sharing it across servers in one process is harmless; it
- * makes no decision about the route. */
+ * registration) plus the route epoch at which the owner last found the entry
+ * unchanged; it makes no decision about the route itself. */
 #include "register_memo.h"
 
 #include <string.h>
 
 #include "raftns/alloc.h"
+#include "raftns/err.h"
 
-#define MEMO_SLOTS 1024u
+#define MEMO_SLOTS NS_REGISTER_MEMO_SLOTS
 #define MEMO_MAX_BYTES (64u * 1024u * 1024u)
 #define KEY_MAX 1024u
 
@@ -21,12 +22,9 @@ struct ns_register_memo {
     size_t key_len;
     uint8_t *body; /* owned copy of the request body */
     size_t body_len;
-    size_t bytes; /* charged to memo_bytes */
+    size_t bytes; /* charged to the table's bytes */
     struct ns_register reg;
 };
-
-static struct ns_register_memo slots[MEMO_SLOTS];
-static size_t memo_bytes;
 
 /* Every header field the handler's decode and CRC check read. */
 static const char *const KEY_FIELDS[] = {
@@ -77,7 +75,8 @@ static size_t slot_of(const uint8_t *key, size_t len)
     return (size_t)(h % MEMO_SLOTS);
 }
 
-static void clear_entry(struct ns_register_memo *e)
+static void clear_entry(struct ns_register_memo_table *t,
+                        struct ns_register_memo *e)
 {
     if (!e->used) {
         return;
@@ -85,35 +84,49 @@ static void clear_entry(struct ns_register_memo *e)
     ns_free(e->key);
     ns_free(e->body);
     ns_register_close(&e->reg);
-    memo_bytes -= e->bytes;
+    t->bytes -= e->bytes;
     memset(e, 0, sizeof *e);
 }
 
 /* The entry remembered for cmd's key (whatever its body), or NULL. */
-static struct ns_register_memo *find_entry(const struct ns_cmd *cmd)
+static struct ns_register_memo *find_entry(struct ns_register_memo_table *t,
+                                           const struct ns_cmd *cmd)
 {
     uint8_t key[KEY_MAX];
     size_t len = build_key(cmd, key, sizeof key);
     if (len == 0) {
         return NULL;
     }
-    struct ns_register_memo *e = &slots[slot_of(key, len)];
+    struct ns_register_memo *e = &t->slots[slot_of(key, len)];
     if (!e->used || e->key_len != len || memcmp(e->key, key, len) != 0) {
         return NULL;
     }
     return e;
 }
 
-void ns_register_memo_clear(void)
+int ns_register_memo_init(struct ns_register_memo_table *t)
 {
-    for (size_t i = 0; i < MEMO_SLOTS; i++) {
-        clear_entry(&slots[i]);
-    }
+    t->bytes = 0;
+    t->slots = ns_calloc(MEMO_SLOTS, sizeof *t->slots);
+    return t->slots != NULL ? 0 : NS_ENOMEM;
 }
 
-struct ns_register_memo *ns_register_memo_find(const struct ns_cmd *cmd)
+void ns_register_memo_close(struct ns_register_memo_table *t)
 {
-    struct ns_register_memo *e = find_entry(cmd);
+    if (t->slots == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < MEMO_SLOTS; i++) {
+        clear_entry(t, &t->slots[i]);
+    }
+    ns_free(t->slots);
+    t->slots = NULL;
+}
+
+struct ns_register_memo *ns_register_memo_find(struct ns_register_memo_table *t,
+                                               const struct ns_cmd *cmd)
+{
+    struct ns_register_memo *e = find_entry(t, cmd);
     if (e == NULL || e->body_len != cmd->body_len ||
         (cmd->body_len > 0 && memcmp(e->body, cmd->body, cmd->body_len))) {
         return NULL;
@@ -139,7 +152,8 @@ void ns_register_memo_mark(struct ns_register_memo *m, uint64_t epoch,
     m->delete_missing = delete_missing;
 }
 
-bool ns_register_memo_put(const struct ns_cmd *cmd, struct ns_register *reg,
+bool ns_register_memo_put(struct ns_register_memo_table *t,
+                          const struct ns_cmd *cmd, struct ns_register *reg,
                           uint64_t epoch, bool delete_missing)
 {
     uint8_t key[KEY_MAX];
@@ -149,9 +163,9 @@ bool ns_register_memo_put(const struct ns_cmd *cmd, struct ns_register *reg,
     if (len == 0 || cmd->body_len > MEMO_MAX_BYTES / 4) {
         return false;
     }
-    struct ns_register_memo *e = &slots[slot_of(key, len)];
-    clear_entry(e);
-    if (memo_bytes + bytes > MEMO_MAX_BYTES) {
+    struct ns_register_memo *e = &t->slots[slot_of(key, len)];
+    clear_entry(t, e);
+    if (t->bytes + bytes > MEMO_MAX_BYTES) {
         return false;
     }
     uint8_t *k = ns_malloc(len);
@@ -174,14 +188,15 @@ bool ns_register_memo_put(const struct ns_cmd *cmd, struct ns_register *reg,
     e->reg = *reg;
     ns_register_memo_mark(e, epoch, delete_missing);
     ns_register_init(reg);
-    memo_bytes += bytes;
+    t->bytes += bytes;
     return true;
 }
 
-void ns_register_memo_drop(const struct ns_cmd *cmd)
+void ns_register_memo_drop(struct ns_register_memo_table *t,
+                           const struct ns_cmd *cmd)
 {
-    struct ns_register_memo *e = find_entry(cmd);
+    struct ns_register_memo *e = find_entry(t, cmd);
     if (e != NULL) {
-        clear_entry(e);
+        clear_entry(t, e);
     }
 }

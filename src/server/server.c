@@ -45,6 +45,9 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     if (ns_liveness_init(&s->live) != 0) {
         goto err_after_server;
     }
+    if (ns_register_memo_init(&s->memo) != 0) {
+        goto err_after_live;
+    }
     if (ns_conn_limits_init(&s->limits, &cfg->limits) != 0) {
         goto err_after_limits; /* it may hold part of its tables */
     }
@@ -68,6 +71,8 @@ err_after_acl:
     ns_acl_gate_close(&s->acl);
 err_after_limits:
     ns_conn_limits_close(&s->limits);
+    ns_register_memo_close(&s->memo);
+err_after_live:
     ns_liveness_close(&s->live);
 err_after_server:
     ns_free(s);
@@ -234,6 +239,6 @@ void ns_server_destroy(struct ns_server *s)
     ns_register_async_clear(s);
     ns_liveness_close(&s->live);
     ns_conn_limits_close(&s->limits);
-    ns_register_memo_clear();
+    ns_register_memo_close(&s->memo);
     ns_free(s);
 }

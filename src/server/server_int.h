@@ -13,11 +13,12 @@
 #include "raftns/command.h"
 #include "raftns/config.h"
 #include "raftns/fsm.h"
+#include "raftns/liveness_table.h"
 #include "raftns/node.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
-#include "liveness_table.h"
+#include "register_memo.h"
 
 #define NS_CONN_MAX_INFLIGHT                                                   \
     1024 /* pending writes per connection: pause reads */
@@ -176,7 +177,8 @@ struct ns_server {
     uint64_t next_conn_id;
     uint64_t start_ms;
     struct ns_liveness live;
-    struct ns_observe *observe; /* borrowed, may be NULL (status.c) */
+    struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
+    struct ns_observe *observe;         /* borrowed, may be NULL (status.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
     struct ns_acl_gate acl;
     struct ns_server_tls_state tls;
@@ -398,6 +400,11 @@ void ns_liveness_tick(struct ns_server *srv);
 /* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
                              const uint8_t *body, size_t len);
+/* Counters of this server's table, for metrics. */
+uint64_t ns_liveness_n_expired(const struct ns_server *srv); /* all expiries */
+uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv); /* closed */
+uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
+size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
 

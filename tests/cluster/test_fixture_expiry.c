@@ -1,15 +1,14 @@
 /* Cluster test: expiry grace after failover (DESIGN.md §5). A broker registered
  * through Raft heartbeats to the leader only, up to the moment the leader is
  * killed. The new leader runs the server's pure liveness table
- * (src/server/liveness_table.h) on fixture time: it seeds the brokers it finds
- * in its replicated route with "heard now", takes leadership (a full timeout
- * for everyone) and expires through an EXPIRE_BROKERS entry. The broker must
- * survive at least one full timeout after the takeover and then disappear from
- * every replica. It does not test report merging or the fast path (unit tests
- * of the table do). */
+ * (include/raftns/liveness_table.h) on fixture time: it seeds the brokers it
+ * finds in its replicated route with "heard now", takes leadership (a full
+ * timeout for everyone) and expires through an EXPIRE_BROKERS entry. The broker
+ * must survive at least one full timeout after the takeover and then disappear
+ * from every replica. It does not test report merging or the fast path (unit
+ * tests of the table do). */
 #include "fixture_util.h"
-
-#include "../../src/server/liveness_table.h"
+#include "raftns/liveness_table.h"
 
 #define TIMEOUT_MS 5000
 

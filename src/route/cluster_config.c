@@ -1,9 +1,9 @@
 /* Cluster file parsing and validation (cJSON): members, timeouts, secret and
- * NamesrvConfig settings. It reads one file and builds a struct; it does not
- * apply anything to a node or a server. */
+ * NamesrvConfig settings. Pure: it parses a buffer and builds a struct; it
+ * neither reads the file (src/server/cluster_config_load.c does) nor applies
+ * anything to a node or a server. */
 #include "raftns/cluster_config.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,32 +410,6 @@ err_after_root:
     if (rv != 0) {
         ns_cluster_config_close(c);
     }
-    return rv;
-}
-
-int ns_cluster_config_load(const char *path, struct ns_cluster_config *c,
-                           char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        ns_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NS_EIO;
-    }
-    int rv = NS_ENOMEM;
-    char *text = ns_malloc(NS_CLUSTER_FILE_MAX + 1);
-    if (text == NULL) {
-        goto err_after_file;
-    }
-    size_t len = fread(text, 1, NS_CLUSTER_FILE_MAX + 1, f);
-    if (ferror(f)) {
-        ns_errf(err, errlen, "cannot read %s", path);
-        rv = NS_EIO;
-    } else {
-        rv = ns_cluster_config_parse(text, len, c, err, errlen);
-    }
-    ns_free(text);
-err_after_file:
-    fclose(f);
     return rv;
 }
 

@@ -1,12 +1,13 @@
 /* The broker liveness table: a hash table on (cluster, addr), an indexed
  * min-heap on the expiry deadline (exact keys, fixed on every change, so a scan
  * only visits what expires), per-connection lists and a list of brokers to
- * report. Pure: time comes in as now_ms; the policy is in liveness.c. */
+ * report. Pure: time comes in as now_ms; the policy is in
+ * src/server/liveness.c. */
 #include <string.h>
 
-#include "liveness_table.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
+#include "raftns/liveness_table.h"
 
 #define INITIAL_BUCKETS 64
 

@@ -3,7 +3,8 @@
  * registered it, the leader's merged view over all nodes (most recent sighting,
  * the set of nodes holding a connection from it) and a deadline min-heap for
  * expiry. Time is always a parameter (now_ms); no uv, no clock, no I/O, no
- * logging: the server policy (reports, proposals) is in liveness.c. */
+ * logging: the server policy (reports, proposals, timers) is in
+ * src/server/liveness.c. */
 #ifndef RAFTNS_LIVENESS_TABLE_H
 #define RAFTNS_LIVENESS_TABLE_H
 
@@ -117,12 +118,5 @@ size_t ns_lvt_take_reports(struct ns_lvt *t, uint64_t now_ms, size_t max,
                            ns_lvt_report_cb cb, void *arg);
 /* Marks every broker this node heard or holds (a new leader needs it all). */
 void ns_lvt_mark_all_dirty(struct ns_lvt *t);
-
-/* --- counters of a running server (liveness.c), for metrics --- */
-struct ns_server;
-uint64_t ns_liveness_n_expired(const struct ns_server *srv); /* all expiries */
-uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv); /* closed */
-uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
-size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
 
 #endif
