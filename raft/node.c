@@ -20,6 +20,7 @@
 #include "raftns/buf.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/waits.h"
 
 #include "node_int.h"
 #include "node_transport.h"
@@ -200,7 +201,7 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     p->cb = cb;
     p->index_cb = index_cb;
     p->arg = arg;
-    p->deadline = uv_now(n->loop) + NS_NODE_WRITE_WAIT_MS;
+    p->deadline = uv_now(n->loop) + n->write_wait_ms;
     if (ns_node_is_leader(n) && n->q_head == NULL) {
         int rv = submit(n, p);
         if (rv == 0) {
@@ -437,6 +438,10 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     n->loop = loop;
     n->state = state;
     n->id = cfg->id;
+    struct ns_waits waits;
+    ns_waits_init(&waits);
+    n->write_wait_ms =
+        cfg->write_wait_ms != 0 ? cfg->write_wait_ms : waits.write_ms;
     n->role = RAFT_UNAVAILABLE;
     n->lock_fd = -1;
     n->dir = ns_strdup(cfg->data_dir);

@@ -78,6 +78,7 @@ struct change {
 
 struct ns_node {
     uv_loop_t *loop;
+    uint64_t write_wait_ms; /* a proposal waits this long for a leader */
     struct raft raft;
     struct raft_io io;
     struct raft_uv_transport transport;

@@ -135,6 +135,7 @@ static int run(struct app *app, const struct options *o)
         .tls_cert_path = o->tls.raft ? o->tls.cert_path : NULL,
         .tls_key_path = o->tls.raft ? o->tls.key_path : NULL,
         .tls_ca_path = o->tls.raft ? o->tls.trust_path : NULL,
+        .write_wait_ms = o->waits.write_ms,
     };
     struct ns_server_config scfg = {
         .client_addr = o->client_addr,
@@ -144,6 +145,7 @@ static int run(struct app *app, const struct options *o)
         .acl = &o->acl,
         .tls = &o->tls,
         .limits = o->limits,
+        .waits = o->waits,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     app->bad_config = rv == NS_EINVAL;

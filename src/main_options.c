@@ -49,6 +49,11 @@ static void usage(FILE *out)
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
         "  --snapshot-threshold N entries between snapshots (default 4096)\n"
+        "  --wait NAME=MS         how long a request waits on the cluster\n"
+        "                         (repeatable; docs/waits.md): write 3000,\n"
+        "                         apply-min 1000, consistent-read 3000,\n"
+        "                         read-forward 2000, peer-request 3000,\n"
+        "                         admin-relay 10000, admin-leader 5000\n"
         "  --insecure-dev         accept an empty, short or placeholder "
         "cluster\n"
         "                         secret (development only)\n"
@@ -127,6 +132,12 @@ static int parse_args(int argc, char **argv, struct options *o)
             }
             *(a[13] == 'e' ? &o->checkpoint_entries : &o->checkpoint_ms) =
                 (unsigned)n;
+        } else if (strcmp(a, "--wait") == 0) {
+            char err[160];
+            if (ns_waits_set(&o->waits, v, err, sizeof err) != 0) {
+                fprintf(stderr, "raftns: bad --wait %s\n", err);
+                return 2;
+            }
         } else if (strcmp(a, "--set") == 0) {
             const char *eq = strchr(v, '=');
             char *key = eq ? ns_strndup(v, (size_t)(eq - v)) : NULL;
@@ -386,6 +397,7 @@ int ns_options_load(struct options *o, int argc, char **argv)
     ns_props_init(&o->sets);
     ns_props_init(&o->settings);
     ns_cluster_config_init(&o->cluster);
+    ns_waits_init(&o->waits);
     int prv = parse_args(argc, argv, o);
     if (prv == 0 && o->config_path != NULL) {
         prv = apply_cluster_file(o);

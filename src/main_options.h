@@ -34,6 +34,7 @@ struct options {
     struct ns_props settings;       /* file's namesrv keys, then --set */
     struct ns_server_tls tls;       /* borrows from settings */
     struct ns_client_limits limits; /* from the namesrv keys, then --set */
+    struct ns_waits waits;          /* defaults, then --wait */
 };
 
 /* Fills o (zeroed by the caller, id = 1) from argv, the cluster file and the

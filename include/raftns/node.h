@@ -15,10 +15,6 @@
 #include "raftns/diverge.h"
 #include "raftns/fsm.h"
 
-#define NS_NODE_WRITE_WAIT_MS                                                  \
-    3000 /* a proposal waits this long for a leader                            \
-          */
-
 struct ns_node_config {
     uint64_t id;                  /* raft server id, >= 1 */
     const char *data_dir;         /* borrowed; created if missing */
@@ -45,6 +41,9 @@ struct ns_node_config {
      * verifying the other's against the CA (and the dialed IP). PEM paths,
      * borrowed; all NULL = plain TCP, otherwise all three are needed. */
     const char *tls_cert_path, *tls_key_path, *tls_ca_path;
+    /* How long a proposal waits for a leader; 0 = the write wait's default
+     * (raftns/waits.h). */
+    unsigned write_wait_ms;
 };
 
 /* Counters of the raft peer port since the node was created. */
@@ -80,7 +79,7 @@ enum ns_node_role {
 struct ns_node;
 
 /* Outcome of a proposal: status 0 (res is the local FSM's result, borrowed for
- * the call), NS_ETIMEDOUT (no leader within NS_NODE_WRITE_WAIT_MS; not
+ * the call), NS_ETIMEDOUT (no leader within the write wait; not
  * applied), NS_ENOTLEADER (leadership lost: the outcome is UNKNOWN),
  * NS_ESHUTDOWN (node stopping; unknown for a proposal that had reached raft),
  * NS_EIO (disk error), NS_ENOMEM. res is NULL unless 0. */

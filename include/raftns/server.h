@@ -14,6 +14,7 @@
 #include "raftns/fsm.h"
 #include "raftns/node.h"
 #include "raftns/tls.h"
+#include "raftns/waits.h"
 
 struct ns_cluster_config;
 
@@ -64,6 +65,7 @@ struct ns_server_config {
     const struct ns_server_tls *tls;   /* borrowed, NULL = disabled */
     /* this node's client-port limits; all zero = the defaults */
     struct ns_client_limits limits;
+    struct ns_waits waits; /* zero fields = the defaults */
 };
 
 /* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,

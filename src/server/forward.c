@@ -22,8 +22,6 @@
 #include "raftns/replay.h"
 
 #define TICK_MS 50
-#define PEER_TIMEOUT_MS 3000
-#define MIN_APPLY_WAIT_MS 1000
 /* A forwarded command this large is resent with a growing pause, not on every
  * tick: each resend copies it to the leader again. */
 #define BIG_COMMAND (1024u * 1024u)
@@ -468,8 +466,8 @@ static void fire_echoes(struct ns_cluster *cl)
         req.ser = NS_SER_JSON;
         req.body = e->bytes;
         req.body_len = e->len;
-        int rv = ns_cluster_leader_request(cl->srv, &req, PEER_TIMEOUT_MS,
-                                           echo_answered, NULL);
+        int rv = ns_cluster_leader_request(
+            cl->srv, &req, cl->srv->waits.peer_request_ms, echo_answered, NULL);
         ns_cmd_close(&req);
         NS_LOG(NS_LOG_WARN,
                "cluster: test hook: sent a late copy of a forwarded write: %s",
@@ -560,8 +558,8 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     f->res.count = (int32_t)count;
     uint64_t now = uv_now(cl->srv->loop);
     uint64_t wait = f->deadline > now ? f->deadline - now : 0;
-    if (wait < MIN_APPLY_WAIT_MS) {
-        wait = MIN_APPLY_WAIT_MS;
+    if (wait < cl->srv->waits.apply_min_ms) {
+        wait = cl->srv->waits.apply_min_ms;
     }
     uint64_t want = f->index;
 #ifdef RAFTNS_BREAK_ACK_BEFORE_APPLY
@@ -676,7 +674,7 @@ static void break_ack_early(struct ns_server *srv, ns_node_index_cb *cb,
 #endif
 
 /* A client's write: on the leader here, else forwarded, waiting at most
- * NS_NODE_WRITE_WAIT_MS for a leader; cb once THIS node applied it. */
+ * the write wait for a leader; cb once THIS node applied it. */
 static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
                            size_t len, ns_node_index_cb cb, void *arg)
 {
@@ -706,7 +704,7 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     f->len = len;
     f->cb = cb;
     f->arg = arg;
-    f->deadline = uv_now(srv->loop) + NS_NODE_WRITE_WAIT_MS;
+    f->deadline = uv_now(srv->loop) + srv->waits.write_ms;
     /* Never call back before returning: start on the next tick when no
      * leader is known, else now (callbacks of raft/peer are always later). */
     if (ns_node_is_leader(srv->node) || aim_leader_peer(cl) == 0) {
@@ -810,7 +808,7 @@ static void ask_read_index(struct ns_cluster *cl)
     ns_cmd_init(&req);
     req.code = NS_CODE_READ_INDEX;
     req.language = NS_LANG_OTHER;
-    int rv = ns_cluster_leader_request(srv, &req, PEER_TIMEOUT_MS,
+    int rv = ns_cluster_leader_request(srv, &req, srv->waits.peer_request_ms,
                                        read_index_reply, cl);
     ns_cmd_close(&req);
     cl->read_index_inflight = rv == 0;

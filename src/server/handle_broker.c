@@ -204,7 +204,8 @@ int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
  * node that restarted and is catching up, or that sits in a minority, forwards
  * the registration instead: the leader answers it from its table without a
  * log entry (handle_cluster.c) or replicates it, and a minority node answers
- * the write error after NS_NODE_WRITE_WAIT_MS rather than a false success. */
+ * the write error after the write wait (raftns/waits.h) rather than a false
+ * success. */
 static bool may_short_cut(const struct ns_server *srv)
 {
     return ns_node_is_ready(srv->node) && !ns_node_is_diverged(srv->node) &&

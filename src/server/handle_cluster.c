@@ -17,8 +17,6 @@
 #include "raftns/log.h"
 #include "raftns/metrics.h"
 
-#define PROXY_TIMEOUT_MS 10000
-
 struct member_op {
     uint64_t id;
     char raft[64];
@@ -330,8 +328,8 @@ static int proxy_to_leader(struct ns_req *req)
             p->data = keep;
         }
     }
-    rv = ns_cluster_leader_request(req->srv, &fwd, PROXY_TIMEOUT_MS,
-                                   proxy_reply, p);
+    rv = ns_cluster_leader_request(
+        req->srv, &fwd, req->srv->waits.admin_relay_ms, proxy_reply, p);
     ns_cmd_close(&fwd);
     if (rv != 0) {
         ns_pending_finish(p, 0, 0, NULL);
@@ -403,9 +401,8 @@ static void remove_cb(void *arg, int status, const char *errmsg)
 }
 
 /* Removing the leader: after the transfer, the remove is relayed to the new
- * leader once this node knows it (polled; RELAY_WAIT_MS at most). */
+ * leader once this node knows it (polled; the admin-leader wait at most). */
 #define RELAY_POLL_MS 50
-#define RELAY_WAIT_MS 5000
 
 struct relay {
     uv_timer_t timer;
@@ -477,8 +474,8 @@ static void relay_tick(uv_timer_t *t)
     snprintf(id, sizeof id, "%llu", (unsigned long long)op->id);
     int rv = ns_cmd_ext_set(&fwd, NS_EXT_ID, id);
     if (rv == 0) {
-        rv = ns_cluster_leader_request(srv, &fwd, PROXY_TIMEOUT_MS, relay_reply,
-                                       r);
+        rv = ns_cluster_leader_request(srv, &fwd, srv->waits.admin_relay_ms,
+                                       relay_reply, r);
     }
     ns_cmd_close(&fwd);
     r->inflight = rv == 0;
@@ -502,7 +499,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->srv->loop) + RELAY_WAIT_MS;
+    r->deadline = uv_now(p->srv->loop) + p->srv->waits.admin_leader_ms;
     uv_timer_init(p->srv->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, relay_tick, 0, RELAY_POLL_MS);

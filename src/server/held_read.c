@@ -15,14 +15,13 @@
 #include "raftns/log.h"
 #include "raftns/metrics.h"
 
-#define CONSISTENT_WAIT_MS 3000
-/* A forwarded read gives up after this long without an answer: below the 3 s
- * request timeout of stock clients (Java's and ali-ons'), so that the client
- * still gets the refusal it got before forwarding, and in time to ask another
- * name server. Without a leader it waits at most until this long after the
- * node lost its leader (an election takes one or two election timeouts), so a
- * node left without a quorum refuses at once rather than each read late. */
-#define FORWARD_WAIT_MS 2000
+/* A forwarded read gives up after the read-forward wait without an answer:
+ * below the 3 s request timeout of stock clients (Java's and ali-ons'), so
+ * that the client still gets the refusal it got before forwarding, and in
+ * time to ask another name server. Without a leader it waits at most until
+ * that long after the node lost its leader (an election takes one or two
+ * election timeouts), so a node left without a quorum refuses at once rather
+ * than each read late. */
 /* Reads are small: a request over this is refused rather than copied to the
  * leader (and could not fit its frame limit inside a forward). */
 #define FORWARD_MAX_BYTES (1024u * 1024u)
@@ -135,7 +134,8 @@ static void consistent_index(void *arg, int status, uint64_t index)
 {
     struct ns_pending *p = arg;
     if (status == 0) {
-        status = ns_node_wait_applied(p->srv->node, index, CONSISTENT_WAIT_MS,
+        status = ns_node_wait_applied(p->srv->node, index,
+                                      p->srv->waits.consistent_read_ms,
                                       consistent_applied, p);
         if (status == 0) {
             return;
@@ -182,7 +182,8 @@ bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler)
         ns_cmd_init(&ri);
         ri.code = NS_CODE_READ_INDEX;
         ri.language = NS_LANG_OTHER;
-        rv = ns_cluster_leader_request(req->srv, &ri, CONSISTENT_WAIT_MS,
+        rv = ns_cluster_leader_request(req->srv, &ri,
+                                       req->srv->waits.consistent_read_ms,
                                        consistent_reply, p);
         ns_cmd_close(&ri);
     }
@@ -310,7 +311,7 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
     }
     h->refusal = refusal;
     h->local_when_ready = local_when_ready;
-    h->deadline = since + FORWARD_WAIT_MS;
+    h->deadline = since + srv->waits.read_forward_ms;
     if (h->len > FORWARD_MAX_BYTES) {
         ns_pending_finish(h->p, NS_ETOOBIG, 0, NULL);
         return 0;

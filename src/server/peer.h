@@ -93,14 +93,14 @@ void ns_cluster_destroy(struct ns_server *srv);
 void ns_cluster_on_change(struct ns_server *srv);
 /* Replicates len bytes of an encoded command (borrowed): locally on the
  * leader (de-duplicated against identical pending commands), otherwise
- * forwarded to the leader, waiting at most NS_NODE_WRITE_WAIT_MS for one; cb
+ * forwarded to the leader, waiting at most the write wait for one; cb
  * runs once THIS node applied the entry. A command over NS_COMMAND_MAX bytes
  * is refused at once; one of BIG_COMMAND bytes or more is resent with a growing
  * pause. 0 (cb exactly once, later) or NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG
  * (cb never runs). */
 /* Who makes a command: a client's write (any node: stamped with a request id,
  * forwarded to the leader when this node follows, waiting at most
- * NS_NODE_WRITE_WAIT_MS for a leader), or the leader itself (checkpoints,
+ * the write wait for a leader), or the leader itself (checkpoints,
  * verdicts, members, expiry, the ACL seed: proposed here or refused with
  * NS_ENOTLEADER). */
 enum ns_submit_from { NS_SUBMIT_CLIENT, NS_SUBMIT_LEADER };

@@ -40,6 +40,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->loop = loop;
     s->state = state;
     s->node = node;
+    s->waits = cfg->waits;
+    ns_waits_fill_defaults(&s->waits);
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
     int rv = NS_ENOMEM;
     if (ns_liveness_init(&s->live) != 0) {

@@ -155,6 +155,7 @@ struct ns_acl_gate {
 
 struct ns_server {
     uv_loop_t *loop;
+    struct ns_waits waits;  /* every wait on the cluster (raftns/waits.h) */
     struct ns_state *state; /* borrowed */
     struct ns_node *node;   /* borrowed */
     char client_addr[64];
@@ -292,8 +293,8 @@ bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler);
 /* A read this node cannot answer from its own state (refusal says why, a
  * static string): held and sent to the leader (NS_CODE_READ_FORWARD), whose
  * answer is relayed; retried on every cluster tick while no leader answers,
- * for at most FORWARD_WAIT_MS (counted from the loss of the leader when none
- * is known), then answered with code 1 and refusal, as without forwarding.
+ * for at most the read-forward wait (counted from the loss of the leader when
+ * none is known), then answered with code 1 and refusal, as without forwarding.
  * local_when_ready: answered here instead once this node is ready and not
  * diverged. A oneway request is dropped. Returns 0, or non-zero to close the
  * connection. */
