@@ -36,7 +36,7 @@ void ns_metrics_read_forwarded(void);
  * before (duplicate) or refused (stale), docs/exactly-once.md. */
 void ns_metrics_write_copy(bool stale);
 uint64_t ns_metrics_write_copies(bool stale);
-/* A private request refused for its signature (forward.c). */
+/* A private request refused for its signature (cluster.c). */
 void ns_metrics_private_refused(void);
 /* Brokers removed by expiry (counted where the EXPIRE command is proposed). */
 void ns_metrics_expired(uint64_t n_brokers);

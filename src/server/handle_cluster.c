@@ -1,6 +1,6 @@
 /* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
  * read indexes on the leader, member list/add/remove and leader transfer, and
- * the client side of these codes is forward.c (nodes) and tools/ctl_cluster.c
+ * the client side of these codes is cluster.c (nodes) and tools/ctl_cluster.c
  * (raftnsctl). Held reads (raftnsConsistent) are held_read.c. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The node-to-node client: one persistent TCP connection to another node's
  * client port, requests matched by opaque, a timer for timeouts, reconnection
  * on the next request after a failure. It knows nothing about what the
- * requests mean (forward.c, handle_cluster.c and liveness do). */
+ * requests mean (cluster.c, handle_cluster.c and liveness do). */
 #include "peer.h"
 
 #include <stdio.h>

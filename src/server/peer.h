@@ -1,7 +1,7 @@
 /* Node-to-node client: one persistent remoting connection from this node to
  * another node's CLIENT port, requests matched by opaque with timeouts, and
  * the cluster-level helpers that aim it at the current leader. It is not the
- * server side of the private codes (handle_cluster.c, forward.c). */
+ * server side of the private codes (handle_cluster.c, cluster.c). */
 #ifndef RAFTNS_PEER_H
 #define RAFTNS_PEER_H
 
@@ -51,7 +51,7 @@ int ns_peer_oneway(struct ns_peer *p, struct ns_cmd *req);
  * cb (may be NULL) runs once when all is closed. */
 void ns_peer_close(struct ns_peer *p, ns_peer_close_cb cb, void *arg);
 
-/* --- the leader connection of a server (forward.c / handle_cluster.c) --- */
+/* --- the leader connection of a server (cluster.c / handle_cluster.c) --- */
 
 /* Sends req to the current leader's client address with the cluster secret and
  * this node's id added as ext. Returns 0 (cb exactly once), NS_ENOTLEADER (no
@@ -74,7 +74,7 @@ bool ns_cluster_check_signed(struct ns_req *req);
  * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
 int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
 
-/* --- forward.c: the write path and the cluster state of a server --- */
+/* --- cluster.c: the write path and the cluster state of a server --- */
 
 struct ns_cluster;
 

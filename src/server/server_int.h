@@ -180,7 +180,7 @@ struct ns_server {
     struct ns_liveness live;
     struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
     struct ns_observe *observe;         /* borrowed, may be NULL (status.c) */
-    struct ns_cluster *cluster; /* owned: forwarding and peers (forward.c) */
+    struct ns_cluster *cluster; /* owned: forwarding and peers (cluster.c) */
     struct ns_acl_gate acl;
     struct ns_server_tls_state tls;
     struct ns_conn_limits limits;
