@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
@@ -65,7 +66,7 @@ static int reply_registered(struct ns_server *srv, const struct ns_reply_to *to,
     struct ns_cmd reply;
     struct ns_buf body;
     int rv = NS_ENOMEM;
-    ns_reply_init(&reply, to, 0);
+    ns_reply_init(&reply, to, NS_CODE_SUCCESS);
     ns_buf_init(&body);
     reply.has_ext = true;
     if (ha_addr != NULL &&
@@ -93,7 +94,7 @@ err:
 static int reply_error_ext(const struct ns_reply_to *to, const char *remark)
 {
     struct ns_cmd reply;
-    ns_reply_init(&reply, to, 1);
+    ns_reply_init(&reply, to, NS_CODE_SYSTEM_ERROR);
     reply.has_ext = true;
     if (ns_cmd_set_remark(&reply, remark) != 0) {
         ns_cmd_close(&reply);
@@ -402,7 +403,7 @@ int ns_handle_query_data_version(struct ns_req *req)
     struct ns_cmd reply;
     struct ns_buf body;
     int rv = NS_ENOMEM;
-    ns_reply_init(&reply, &req->to, 0);
+    ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     ns_buf_init(&body);
     if (ns_cmd_ext_set(&reply, "changed", changed ? "true" : "false") != 0) {
         goto err;
@@ -429,5 +430,5 @@ int ns_handle_broker_heartbeat(struct ns_req *req)
     ns_liveness_touch(&req->srv->live, ext_or_empty(req->cmd, "clusterName"),
                       ext_or_empty(req->cmd, "brokerAddr"),
                       uv_now(req->srv->loop));
-    return ns_reply_simple(&req->to, 0, NULL);
+    return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }

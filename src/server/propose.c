@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "peer.h"
@@ -156,7 +157,7 @@ void ns_done_simple(struct ns_pending *p, int status,
         ns_reply_write_error(&p->to, status);
         return;
     }
-    ns_reply_simple(&p->to, 0, NULL);
+    ns_reply_simple(&p->to, NS_CODE_SUCCESS, NULL);
 }
 
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c)
