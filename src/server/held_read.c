@@ -70,7 +70,7 @@ static void run_again(struct ns_pending *p, const char *key, const char *value)
 {
     struct ns_conn *conn = p->to.conn;
     struct ns_held_read *h = p->data;
-    if (conn == NULL || conn->closing) {
+    if (conn == NULL || ns_conn_is_closing(conn)) {
         return;
     }
     struct ns_cmd cmd;

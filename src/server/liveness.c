@@ -66,7 +66,7 @@ int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
 {
     struct ns_server *srv = server_of(lv);
     set_self(srv);
-    bool linked = conn != NULL && !conn->closing;
+    bool linked = conn != NULL && !ns_conn_is_closing(conn);
     int rv =
         ns_lvt_register(&lv->t, cluster, addr, now, timeout_ms,
                         linked ? &conn->brokers : NULL, linked ? conn : NULL);

@@ -29,7 +29,7 @@ int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
         ns_metrics_request(to->req_code, reply->code,
                            uv_hrtime() - to->start_ns);
     }
-    if (to->oneway || to->conn == NULL || to->conn->closing) {
+    if (to->oneway || to->conn == NULL || ns_conn_is_closing(to->conn)) {
         goto out;
     }
     if (to->served_by != 0) {

@@ -17,6 +17,7 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
+#include "conn_state.h"
 #include "liveness_table.h"
 
 #define NS_CONN_MAX_INFLIGHT                                                   \
@@ -111,16 +112,12 @@ struct ns_conn {
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
     uv_write_t wreq;
-    uint8_t *wdata; /* owned while a write is in flight */
+    uint8_t *wdata; /* owned while a write is in flight, else NULL */
     size_t wlen;
     uint64_t last_active;
     unsigned n_inflight;
-    bool dirty;
-    bool writing;
-    bool closing;
-    bool paused;
-    bool resume; /* un-pause at the next flush */
-    bool got_bytes;
+    enum ns_conn_state state; /* changed by ns_conn_set_state only */
+    bool dirty;               /* in srv->dirty: flushed this loop turn */
     struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
     uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
     struct ns_pending *pending; /* replies waiting for apply */
@@ -210,6 +207,13 @@ void ns_conn_accept(struct ns_server *srv);
 /* Closes (idempotent); freed in the close callback. reason is logged when
  * non-NULL. */
 void ns_conn_close(struct ns_conn *c, const char *reason);
+/* Moves c to state to; asserts the change is legal (conn_state.h). */
+void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to);
+/* Whether c is closing or closed: it sends and dispatches nothing more. */
+static inline bool ns_conn_is_closing(const struct ns_conn *c)
+{
+    return c->state >= NS_CONN_CLOSING;
+}
 /* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
  * (closed). */
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
