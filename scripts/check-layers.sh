@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the layer rules of STYLE.md mechanically: which raftns headers and system libraries
+# Checks the layer rules of docs/design.md §2 mechanically: which raftns headers and system libraries
 # each layer may include, and that pure layers (base, codec, route, rsm) do no I/O, read no
 # clock or randomness and never log. Exits non-zero listing every violation.
 set -uo pipefail

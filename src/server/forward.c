@@ -1,4 +1,4 @@
-/* The cluster side of a server (DESIGN.md §4, §6): writes go to the leader
+/* The cluster side of a server (docs/design.md §4, §6): writes go to the leader
  * (locally on the leader, de-duplicated; forwarded with NS_CODE_FORWARD from a
  * follower) and are answered once THIS node applied them; readiness through
  * the leader's read index; consistent reads; the first leader records the

@@ -1,7 +1,7 @@
 /* Handlers of the administrative route changes: 205 wipe / 327 add write
- * permission, 216 delete topic, 217 register topic (PROTOCOL.md §5.8). Each
- * validates its request and proposes one command; the route semantics are in
- * src/route. */
+ * permission, 216 delete topic, 217 register topic (docs/protocol.md §5.8).
+ * Each validates its request and proposes one command; the route semantics are
+ * in src/route. */
 #include <stdio.h>
 
 #include "raftns/alloc.h"

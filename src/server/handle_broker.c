@@ -1,8 +1,8 @@
 /* Handlers of the broker codes: 103 REGISTER_BROKER (validation, the heartbeat
  * short-cut, proposal; big bodies are decoded off the loop by
  * register_async.c), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
- * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
- * liveness in liveness.c. */
+ * BROKER_HEARTBEAT (docs/protocol.md §5.2-§5.4). Table semantics are in
+ * src/route; liveness in liveness.c. */
 #include <stdio.h>
 #include <string.h>
 

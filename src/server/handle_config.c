@@ -1,8 +1,8 @@
-/* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG (PROTOCOL.md
- * §5.8, §7). Protected keys are refused with NO_PERMISSION; unknown keys,
- * start-up settings and values out of type or range refuse the whole update
- * with SYSTEM_ERROR (ns_config_validate); accepted updates are replicated and
- * never written to any file. */
+/* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG
+ * (docs/protocol.md §5.8, §7). Protected keys are refused with NO_PERMISSION;
+ * unknown keys, start-up settings and values out of type or range refuse the
+ * whole update with SYSTEM_ERROR (ns_config_validate); accepted updates are
+ * replicated and never written to any file. */
 #include <string.h>
 
 #include "raftns/codes.h"

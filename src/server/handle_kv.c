@@ -1,6 +1,6 @@
 /* Handlers of the KV configuration codes 100 PUT, 101 GET, 102 DELETE and 219
- * LIST (PROTOCOL.md §3.2, §5.8). Reads answer from the local state; writes are
- * proposed. */
+ * LIST (docs/protocol.md §3.2, §5.8). Reads answer from the local state; writes
+ * are proposed. */
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/codes.h"

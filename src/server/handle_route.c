@@ -1,7 +1,7 @@
 /* Handlers of the read-only route codes: 105 route by topic, 106 cluster info,
- * topic lists (206, 224, 304, 311-313) and 901 member group (PROTOCOL.md §3.2,
- * §5.7, §5.8). They answer from the local state only (dispatch hands a read
- * this node cannot answer to the leader first). */
+ * topic lists (206, 224, 304, 311-313) and 901 member group (docs/protocol.md
+ * §3.2, §5.7, §5.8). They answer from the local state only (dispatch hands a
+ * read this node cannot answer to the leader first). */
 #include <ctype.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Reads held and re-dispatched (DESIGN.md §6, docs/readiness.md): a
+/* Reads held and re-dispatched (docs/design.md §6, docs/readiness.md): a
  * raftnsConsistent=true read waits for the leader's read index to be applied
  * here, then runs again through dispatch; a read this node cannot answer from
  * its own state (not ready, diverged) is handed whole to the leader

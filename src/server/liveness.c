@@ -1,4 +1,4 @@
-/* Broker liveness policy of a node in the cluster (DESIGN.md §5): local
+/* Broker liveness policy of a node in the cluster (docs/design.md §5): local
  * registrations and heartbeats go into the table (liveness_table.c); followers
  * report what they heard and which connections closed to the leader; the
  * leader merges reports, expires brokers past their timeout with one

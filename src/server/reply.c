@@ -1,6 +1,6 @@
-/* Reply construction: the generic reply header (PROTOCOL.md §2.7) and encoding
- * into the connection's output. It decides no reply codes of its own except for
- * failed proposals. */
+/* Reply construction: the generic reply header (docs/protocol.md §2.7) and
+ * encoding into the connection's output. It decides no reply codes of its own
+ * except for failed proposals. */
 #include <stdarg.h>
 #include <stdio.h>
 

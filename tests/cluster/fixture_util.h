@@ -3,7 +3,7 @@
  * (ns_fsm_apply_bytes, ns_snapshot_encode/decode) with raft/node_fsm.c's use
  * of raft/diverge.c (digests, verdicts, skipping an installed state's
  * entries), the node.c entry framing,
- * the leader barrier of DESIGN.md §7, command builders and a seeded generator.
+ * the leader barrier (docs/design.md §7), command builders, a seeded generator.
  * Header-only (each test is its own executable); test code, not a second
  * implementation of node.c. */
 #ifndef RAFTNS_TEST_FIXTURE_UTIL_H
@@ -100,7 +100,7 @@ static inline int fx_fsm_apply(struct raft_fsm *fsm,
         s->apply_error = rv;
     }
     s->n_applies++;
-    return 0; /* never stall raft (RAFT-NOTES §1) */
+    return 0; /* never stall raft (docs/raft-0.15.md §2) */
 }
 
 static inline int fx_fsm_snapshot(struct raft_fsm *fsm,
