@@ -205,7 +205,7 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
         return;
     }
     account(c);
-    ns_conn_enforce_budget(c->srv);
+    ns_conn_limits_enforce_budget(c->srv);
     if (c->state == NS_CONN_OPEN) {
         drain_rbuf(c);
         account(c);
@@ -330,7 +330,7 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         return NS_ENOMEM;
     }
     account(c);
-    ns_conn_enforce_budget(c->srv);
+    ns_conn_limits_enforce_budget(c->srv);
     if (ns_conn_is_closing(c)) {
         return NS_ETOOBIG;
     }

@@ -123,7 +123,7 @@ static void register_done(struct ns_pending *p, int status,
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
 }
 
-int ns_register_check_crc(const struct ns_cmd *cmd)
+int ns_handle_broker_check_crc(const struct ns_cmd *cmd)
 {
     int32_t want = 0;
     const char *text = ns_cmd_ext_find(cmd, "bodyCrc32");
@@ -142,7 +142,8 @@ int ns_register_check_crc(const struct ns_cmd *cmd)
     return (int32_t)(crc & 0x7FFFFFFF) == want ? 0 : -1;
 }
 
-int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
+int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
+                                 struct ns_register *reg)
 {
     reg->cluster = ns_strdup(ext_or_empty(cmd, "clusterName"));
     reg->broker_name = ns_strdup(ext_or_empty(cmd, "brokerName"));
@@ -210,8 +211,8 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
     return rv;
 }
 
-int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
-                       int rv, const char *errmsg)
+int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
+                            bool crc_bad, int rv, const char *errmsg)
 {
     struct ns_server *srv = req->srv;
     const struct ns_settings *st = ns_config_settings(srv->state->config);
@@ -300,20 +301,20 @@ int ns_handle_register_broker(struct ns_req *req)
     if (ns_register_async_wanted(cmd, compressed)) {
         return ns_register_async_start(req, compressed);
     }
-    bool crc_bad = ns_register_check_crc(cmd) != 0;
+    bool crc_bad = ns_handle_broker_check_crc(cmd) != 0;
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&c.u.reg);
     c.leader_time_ms = ns_wall_ms();
     char errmsg[256] = "";
-    int rv = ns_register_fill_header(cmd, &c.u.reg);
+    int rv = ns_handle_broker_fill_header(cmd, &c.u.reg);
     if (rv == 0 && !crc_bad) {
         rv = ns_register_decode_body(&c.u.reg, cmd->version, compressed,
                                      cmd->body, cmd->body_len, c.leader_time_ms,
                                      errmsg, sizeof errmsg);
     }
     if (rv != NS_ENOMEM) {
-        rv = ns_register_finish(req, &c, crc_bad, rv, errmsg);
+        rv = ns_handle_broker_finish(req, &c, crc_bad, rv, errmsg);
     }
     ns_command_close(&c);
     return rv;

@@ -269,7 +269,7 @@ void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
                         const char *peer, const char *reason);
 /* Closes the connections holding the most buffered bytes until the total is
  * within clientBufferBudgetBytes. */
-void ns_conn_enforce_budget(struct ns_server *srv);
+void ns_conn_limits_enforce_budget(struct ns_server *srv);
 
 /* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */
@@ -409,20 +409,21 @@ int ns_handle_liveness_report(struct ns_req *req);
  * decoded off the loop. */
 bool ns_register_async_wanted(const struct ns_cmd *cmd, bool compressed);
 /* Copies the request, pauses its connection and decodes it (CRC check
- * included) on a pool thread, one at a time; ns_register_finish then runs on
- * the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
+ * included) on a pool thread, one at a time; ns_handle_broker_finish then runs
+ * on the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
 int ns_register_async_start(struct ns_req *req, bool compressed);
 /* Frees what is still queued (server destroy). */
 void ns_register_async_clear(struct ns_server *srv);
 /* --- handle_broker.c, for register_async.c --- */
-int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg);
+int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
+                                 struct ns_register *reg);
 /* 0 when the bodyCrc32 ext field is absent, 0 or matches the body. */
-int ns_register_check_crc(const struct ns_cmd *cmd);
+int ns_handle_broker_check_crc(const struct ns_cmd *cmd);
 /* The rest of a registration once its body is decoded (rv, errmsg as
  * ns_register_decode_body; crc_bad: the CRC did not match): the refusal, the
  * heartbeat short-cut or the proposal. c is borrowed. Non-zero = close. */
-int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
-                       int rv, const char *errmsg);
+int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
+                            bool crc_bad, int rv, const char *errmsg);
 
 /* --- handlers (handle_*.c) --- */
 int ns_handle_put_kv(struct ns_req *req);
@@ -450,7 +451,7 @@ int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
 int ns_handle_status(struct ns_req *req); /* status.c */
 /* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
-int ns_handle_digest_report(struct ns_req *req);
-int ns_handle_state_fetch(struct ns_req *req);
+int ns_verdict_handle_digest_report(struct ns_req *req);
+int ns_recovery_handle_state_fetch(struct ns_req *req);
 
 #endif
