@@ -15,7 +15,8 @@ import harness  # noqa: E402
 import nsclient as ns  # noqa: E402
 from harness import T  # noqa: E402
 
-VECTORS = os.environ.get("NS_VECTORS_DIR", "/work/shared/vectors/java-4.9.8")
+VECTORS = os.environ.get("NS_VECTORS_DIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "java-4.9.8"))
 
 
 def load_steps():
