@@ -1,7 +1,8 @@
 /* Client connections: accept, read and cut frames, queue encoded replies and
- * flush them once per loop turn, flow control, idle close. One allocation per
- * connection (the uv_tcp_t is embedded), freed only in the close callback.
- * Request meaning lives in dispatch.c. */
+ * flush them once per loop turn, flow control, idle close. A connection's
+ * lifecycle is one state (conn_state.h), changed only by ns_conn_set_state.
+ * One allocation per connection (the uv_tcp_t is embedded), freed only in the
+ * close callback. Request meaning lives in dispatch.c. */
 #include <assert.h>
 #include <string.h>
 

@@ -1,7 +1,9 @@
-/* Request dispatch: a table from request code to handler, flags and the ACL
- * role the code needs, and the generic checks that run before any handler
- * (responses dropped, unknown codes, ACL, readiness, divergence). Handlers live
- * in handle_*.c; nothing here knows a request's fields. */
+/* Request dispatch: a table from request code (by name, raftns/codes.h) to
+ * handler, flags and the ACL role the code needs, and the generic checks that
+ * run before any handler (responses dropped, unknown codes, ACL, readiness,
+ * divergence). Handlers live in handle_*.c, except STATUS (status.c),
+ * DIGEST_REPORT (verdict.c) and STATE_FETCH (recovery.c); nothing here knows a
+ * request's fields. */
 #include <stdio.h>
 
 #include "raftns/codes.h"
