@@ -326,7 +326,7 @@ static void unregister_done(struct ns_pending *p, int status,
     if (status == 0 && p->cluster != NULL && p->addr != NULL) {
         ns_liveness_remove(&p->srv->live, p->cluster, p->addr);
     }
-    ns_done_simple(p, status, res);
+    ns_propose_simple_done(p, status, res);
 }
 
 int ns_handle_unregister_broker(struct ns_req *req)

@@ -149,8 +149,8 @@ int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
     return ns_propose(&req, c, internal_done, NULL);
 }
 
-void ns_done_simple(struct ns_pending *p, int status,
-                    const struct ns_apply_result *res)
+void ns_propose_simple_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
 {
     (void)res;
     if (status != 0) {
@@ -162,7 +162,7 @@ void ns_done_simple(struct ns_pending *p, int status,
 
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c)
 {
-    int rv = ns_propose(req, c, ns_done_simple, NULL);
+    int rv = ns_propose(req, c, ns_propose_simple_done, NULL);
     if (rv == 0 || rv == NS_ENOMEM) {
         return rv;
     }

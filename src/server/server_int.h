@@ -359,8 +359,8 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status);
 int ns_propose(struct ns_req *req, const struct ns_command *c,
                ns_pending_done done, struct ns_pending **out);
 /* A done callback that answers SUCCESS (or the write error). */
-void ns_done_simple(struct ns_pending *p, int status,
-                    const struct ns_apply_result *res);
+void ns_propose_simple_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res);
 /* Proposes c and answers SUCCESS once applied; a refused proposal is answered
  * with the write error (NS_ENOMEM is returned instead: close). */
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
