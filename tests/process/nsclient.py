@@ -24,6 +24,16 @@ FLAG_RESPONSE = 0x1
 FLAG_ONEWAY = 0x2
 MAX_FRAME = 16 * 1024 * 1024
 
+# Response codes (docs/protocol.md §3.1; include/raftns/codes.h).
+SUCCESS = 0
+SYSTEM_ERROR = 1
+SYSTEM_BUSY = 2
+REQUEST_CODE_NOT_SUPPORTED = 3
+NO_PERMISSION = 16
+TOPIC_NOT_EXIST = 17
+QUERY_NOT_FOUND = 22
+GO_AWAY = 1500
+
 # Request codes (docs/protocol.md §3.2).
 PUT_KV_CONFIG = 100
 GET_KV_CONFIG = 101
