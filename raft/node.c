@@ -1,4 +1,4 @@
-/* The raft node: raft_uv wiring, the leader barrier (RAFT-NOTES P1),
+/* The raft node: raft_uv wiring, the leader barrier (docs/raft-0.15.md §1),
  * readiness, and a queue of proposals waiting for a leader (the FSM callbacks
  * are in node_fsm.c). It does not know the client protocol and never changes
  * the state except through ns_fsm_apply_bytes. */
@@ -230,7 +230,7 @@ int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes, size_t len,
     return propose(n, bytes, len, NULL, cb, arg);
 }
 
-/* --- role watcher (0.15 has no state callback: RAFT-NOTES P12) --- */
+/* --- role watcher (0.15 has no state callback: docs/raft-0.15.md §10) --- */
 
 /* Whether a node that knows a leader may serve reads. raft 0.15 does not
  * persist the commit index: after a restart it starts at the snapshot index,

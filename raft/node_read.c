@@ -1,6 +1,6 @@
 /* Reads and waits of the raft node: callers waiting for the local applied
- * index, barriers (the leader barrier of RAFT-NOTES P1 and client barriers),
- * and read indexes for readiness and consistent reads. */
+ * index, barriers (the leader barrier of docs/raft-0.15.md §1 and client
+ * barriers), and read indexes for readiness and consistent reads. */
 #include <stdlib.h>
 #include <string.h>
 

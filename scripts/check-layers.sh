@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the layer rules of STYLE.md mechanically: which raftns headers and system libraries
+# Checks the layer rules of docs/design.md §2 mechanically: which raftns headers and system libraries
 # each layer may include, and that pure layers (base, codec, route, rsm, liveness) do no I/O, read no
 # clock or randomness and never log. Exits non-zero listing every violation.
 set -uo pipefail
@@ -11,7 +11,7 @@ trap 'rm -f "$violations"' EXIT
 report() { echo "check-layers: $*" | tee -a "$violations"; }
 
 base_h='err|alloc|buf|log|sorted|utf8|decimal|waits'
-codec_h="$base_h|remoting|json|json_pull|sign|replay"
+codec_h="$base_h|remoting|json|json_pull|sign|replay|codes"
 route_h="$codec_h|route|kv|config|acl|cluster_config"
 rsm_h="$route_h|command|fsm|wire|diverge|reqid"
 
@@ -40,7 +40,7 @@ check_layer() {
 
 sys_io='uv\.h|raft\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h'
 check_layer base "$base_h" "$sys_io|cJSON\.h|zlib\.h" src/base/*.c include/raftns/{err,alloc,buf,utf8,decimal,waits}.h
-check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json,json_pull,sign,replay}.h
+check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json,json_pull,sign,replay,codes}.h
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \

@@ -277,8 +277,8 @@ static bool is_acl_key(const char *key)
     return false;
 }
 
-/* Chooses the cluster secret (DESIGN.md §9: no default is open): the cluster
- * file's secret or secretFile, which must pass ns_secret_check unless
+/* Chooses the cluster secret (docs/design.md §9: no default is open): the
+ * cluster file's secret or secretFile, which must pass ns_secret_check unless
  * --insecure-dev; a node of a one-node cluster (or with no cluster file) that
  * has none uses its own random secret kept in its data dir. 0 or 2 (printed).
  */

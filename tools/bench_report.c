@@ -2,6 +2,8 @@
  * finished run. They only format; measuring happens in raftns-bench.c. */
 #include <inttypes.h>
 
+#include "raftns/codes.h"
+
 #include "bench.h"
 
 void bench_codes_add(struct bench_codes *c, int32_t code)
@@ -70,7 +72,7 @@ void bench_report_json(FILE *f, const struct bench_result *r)
     fprintf(f, "},\"errors\":{\"closed\":%" PRIu64 ",\"unanswered\":%" PRIu64,
             r->closed, r->unanswered);
     for (size_t i = 0; i < r->codes.n; i++) {
-        if (r->codes.code[i] != 0)
+        if (r->codes.code[i] != NS_CODE_SUCCESS)
             fprintf(f, ",\"code_%d\":%" PRIu64, r->codes.code[i],
                     r->codes.count[i]);
     }
@@ -115,7 +117,7 @@ void bench_report_table(FILE *f, const struct bench_result *r)
             ", unanswered %" PRIu64,
             r->elapsed_s, r->ok, r->closed, r->unanswered);
     for (size_t i = 0; i < r->codes.n; i++) {
-        if (r->codes.code[i] != 0)
+        if (r->codes.code[i] != NS_CODE_SUCCESS)
             fprintf(f, ", code %d: %" PRIu64, r->codes.code[i],
                     r->codes.count[i]);
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/remoting.h"
 
@@ -110,8 +111,9 @@ int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
         "brokerId",    "0",         "compressed",         "false",
         "bodyCrc32",   crc,         "enableActingMaster", "false",
     };
-    return encode_cmd(out, 103, kv, sizeof(kv) / sizeof(kv[0]) / 2, opaque,
-                      json, body, body_len);
+    return encode_cmd(out, NS_CODE_REGISTER_BROKER, kv,
+                      sizeof(kv) / sizeof(kv[0]) / 2, opaque, json, body,
+                      body_len);
 }
 
 int bench_tmpl_init(struct bench_tmpl *t, uint8_t *frame, size_t len, bool json)

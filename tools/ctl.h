@@ -21,12 +21,6 @@ enum {
     EXIT_UNREACHABLE = 3, /* no address gave an answer */
 };
 
-enum {
-    CODE_SUCCESS = 0,
-    CODE_SYSTEM_ERROR = 1,
-    CODE_GO_AWAY = 1500,
-};
-
 struct ctl {
     char *addrs[MAX_ADDRS]; /* owned */
     size_t n_addrs;

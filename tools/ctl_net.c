@@ -31,17 +31,8 @@
 
 static const char *code_name(int32_t code)
 {
-    static const struct {
-        int32_t code;
-        const char *name;
-    } names[] = {{0, "SUCCESS"},          {1, "SYSTEM_ERROR"},
-                 {2, "SYSTEM_BUSY"},      {3, "REQUEST_CODE_NOT_SUPPORTED"},
-                 {16, "NO_PERMISSION"},   {17, "TOPIC_NOT_EXIST"},
-                 {22, "QUERY_NOT_FOUND"}, {1500, "GO_AWAY"}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (names[i].code == code)
-            return names[i].name;
-    return "UNKNOWN";
+    const char *name = ns_code_response_name(code);
+    return name ? name : "UNKNOWN";
 }
 
 /* ---------------------------------------------------------------- time and
@@ -330,9 +321,9 @@ static int start_tls(const struct ctl *ctl, const char *addr, struct wire *w)
 /* A reply that means "ask another node" rather than a real answer. */
 static bool is_not_ready(const struct ns_cmd *c)
 {
-    if (c->code == CODE_GO_AWAY)
+    if (c->code == NS_CODE_GO_AWAY)
         return true;
-    return c->code == CODE_SYSTEM_ERROR && c->remark &&
+    return c->code == NS_CODE_SYSTEM_ERROR && c->remark &&
            strstr(c->remark, "not ready");
 }
 
@@ -427,8 +418,8 @@ static int exchange(const struct ctl *ctl, struct ns_cmd *req,
                     rv = 0;
                     break;
                 }
-                why =
-                    out->cmd.code == CODE_GO_AWAY ? "going away" : "not ready";
+                why = out->cmd.code == NS_CODE_GO_AWAY ? "going away"
+                                                       : "not ready";
             }
             ns_tls_destroy(w.tls);
             close(fd);
@@ -476,7 +467,7 @@ int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
     rv = exchange(ctl, &req, out);
     if (rv != 0)
         goto err_after_req;
-    if (out->cmd.code != CODE_SUCCESS) {
+    if (out->cmd.code != NS_CODE_SUCCESS) {
         fprintf(stderr, "raftnsctl: error %" PRId32 " (%s): %s\n",
                 out->cmd.code, code_name(out->cmd.code),
                 out->cmd.remark ? out->cmd.remark : "");

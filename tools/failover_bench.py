@@ -42,7 +42,7 @@ def try_write(broker, nd, timeout):
     broker.counter += 1
     try:
         r = broker.register(nd, timeout=timeout)
-        return r.code == 0
+        return r.code == ns.SUCCESS
     except (OSError, ns.ConnectionClosed, TimeoutError, ns.ProtocolError):
         broker.drop(nd)
         return False
@@ -138,7 +138,7 @@ def heartbeat_cost(cluster, n=1000):
         for i in range(0, n, 100):
             replies = broker.conn(nodes[(i // 100) % len(nodes)]).pipeline(
                 [dict(reg) for _ in range(100)], timeout=60.0)
-            bad = [r for r in replies if r.code != 0]
+            bad = [r for r in replies if r.code != ns.SUCCESS]
             if bad:
                 raise RuntimeError("heartbeat rejected: %r" % bad[0])
         after = max(st["commit_index"] for st in cluster.statuses().values())

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/remoting.h"
 #include "raftns/tls.h"
@@ -141,7 +142,7 @@ static int route_frame(struct bench *b, struct ns_buf *out, int32_t opaque)
         char name[48];
         topic_name(name, sizeof(name), t);
         const char *kv[] = {"topic", name};
-        int rv = simple_tmpl(b, tm, 105, kv, 1);
+        int rv = simple_tmpl(b, tm, NS_CODE_GET_ROUTEINFO_BY_TOPIC, kv, 1);
         if (rv != 0)
             return rv;
     }
@@ -185,7 +186,7 @@ static int heartbeat_tmpls(struct bench *b, struct conn *c)
         const char *kv[] = {
             "clusterName", c->hb.cluster, "brokerAddr", c->hb.addr,
             "brokerName",  c->hb.name,    "brokerId",   "0"};
-        rv = simple_tmpl(b, &c->hb904_tmpl, 904, kv, 4);
+        rv = simple_tmpl(b, &c->hb904_tmpl, NS_CODE_BROKER_HEARTBEAT, kv, 4);
     }
     c->hb_ready = rv == 0;
     ns_buf_close(&body);
@@ -488,7 +489,7 @@ static void on_reply(struct conn *c, const struct ns_cmd *cmd, uint64_t now)
     b->inflight_total--;
     if (f.kind == BK_SETUP) {
         b->r.setup_requests++;
-        if (cmd->code != 0)
+        if (cmd->code != NS_CODE_SUCCESS)
             b->r.setup_errors++;
         return;
     }
@@ -496,7 +497,7 @@ static void on_reply(struct conn *c, const struct ns_cmd *cmd, uint64_t now)
     bench_hist_record(&b->r.all, lat);
     bench_hist_record(&b->r.kind[f.kind], lat);
     b->r.completed++;
-    if (cmd->code == 0)
+    if (cmd->code == NS_CODE_SUCCESS)
         b->r.ok++;
     bench_codes_add(&b->r.codes, cmd->code);
     b->t_last_reply = now;
@@ -666,8 +667,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "raftns-bench: out of memory\n");
         return 1;
     }
-    if (simple_tmpl(b, &b->cluster_tmpl, 106, NULL, 0) != 0 ||
-        simple_tmpl(b, &b->alltopics_tmpl, 206, NULL, 0) != 0) {
+    if (simple_tmpl(b, &b->cluster_tmpl, NS_CODE_GET_BROKER_CLUSTER_INFO, NULL,
+                    0) != 0 ||
+        simple_tmpl(b, &b->alltopics_tmpl,
+                    NS_CODE_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, NULL, 0) != 0) {
         fprintf(stderr, "raftns-bench: cannot encode templates\n");
         return 1;
     }

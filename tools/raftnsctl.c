@@ -20,6 +20,7 @@
 
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/remoting.h"
@@ -335,7 +336,7 @@ static int cmd_route(const struct ctl *ctl)
 {
     if (ctl->n_args != 2)
         return usage_error("route takes one TOPIC", NULL);
-    return run_body(ctl, 105,
+    return run_body(ctl, NS_CODE_GET_ROUTEINFO_BY_TOPIC,
                     (const char *const[]){"topic", ctl->args[1], NULL},
                     render_route);
 }
@@ -361,7 +362,8 @@ static int cmd_clusters(const struct ctl *ctl)
 {
     if (ctl->n_args != 1)
         return usage_error("clusters takes no operands", NULL);
-    return run_body(ctl, 106, NULL, render_clusters);
+    return run_body(ctl, NS_CODE_GET_BROKER_CLUSTER_INFO, NULL,
+                    render_clusters);
 }
 
 static int render_topics(const struct ctl *ctl, const cJSON *doc)
@@ -393,8 +395,10 @@ static int cmd_topics(const struct ctl *ctl)
                                ctl->args[i]);
     }
     if (!cluster)
-        return run_body(ctl, 206, NULL, render_topics);
-    return run_body(ctl, 224, (const char *const[]){"cluster", cluster, NULL},
+        return run_body(ctl, NS_CODE_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, NULL,
+                        render_topics);
+    return run_body(ctl, NS_CODE_GET_TOPICS_BY_CLUSTER,
+                    (const char *const[]){"cluster", cluster, NULL},
                     render_topics);
 }
 
@@ -423,29 +427,30 @@ static int cmd_kv(const struct ctl *ctl)
     int rv;
 
     if (strcmp(verb, "list") == 0 && ctl->n_args == 3)
-        return run_body(ctl, 219,
+        return run_body(ctl, NS_CODE_GET_KVLIST_BY_NAMESPACE,
                         (const char *const[]){"namespace", a[2], NULL},
                         render_kv_list);
     if (strcmp(verb, "get") == 0 && ctl->n_args == 4)
-        code = 101;
+        code = NS_CODE_GET_KV_CONFIG;
     else if (strcmp(verb, "delete") == 0 && ctl->n_args == 4)
-        code = 102;
+        code = NS_CODE_DELETE_KV_CONFIG;
     else if (strcmp(verb, "put") == 0 && ctl->n_args == 5)
-        code = 100;
+        code = NS_CODE_PUT_KV_CONFIG;
     else
         return usage_error("kv needs get NS KEY, put NS KEY VALUE, delete NS "
                            "KEY or list NS",
                            NULL);
     rv = ns_ctl_call(ctl, code,
-                     (const char *const[]){"namespace", a[2], "key", a[3],
-                                           code == 100 ? "value" : NULL,
-                                           code == 100 ? a[4] : NULL, NULL},
+                     (const char *const[]){
+                         "namespace", a[2], "key", a[3],
+                         code == NS_CODE_PUT_KV_CONFIG ? "value" : NULL,
+                         code == NS_CODE_PUT_KV_CONFIG ? a[4] : NULL, NULL},
                      NULL, 0, &r);
     if (rv != 0)
         return rv;
     if (ctl->json) {
         rv = print_ext_json(&r);
-    } else if (code == 101) {
+    } else if (code == NS_CODE_GET_KV_CONFIG) {
         const char *value = ns_cmd_ext_find(&r.cmd, "value");
         printf("%s\n", value ? value : "");
     } else {
@@ -525,7 +530,7 @@ static int cmd_config(const struct ctl *ctl)
     if (strcmp(verb, "get") == 0) {
         if (ctl->n_args != 2)
             return usage_error("config get takes no operands", NULL);
-        rv = ns_ctl_call(ctl, 319, NULL, NULL, 0, &r);
+        rv = ns_ctl_call(ctl, NS_CODE_GET_NAMESRV_CONFIG, NULL, NULL, 0, &r);
         if (rv != 0)
             return rv;
         rv = print_config(&r, ctl->json);
@@ -560,7 +565,8 @@ static int cmd_config(const struct ctl *ctl)
         ns_buf_close(&body);
         return EXIT_SERVER;
     }
-    rv = ns_ctl_call(ctl, 318, NULL, body.data, body.len, &r);
+    rv = ns_ctl_call(ctl, NS_CODE_UPDATE_NAMESRV_CONFIG, NULL, body.data,
+                     body.len, &r);
     ns_buf_close(&body);
     if (rv != 0)
         return rv;

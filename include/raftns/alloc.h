@@ -1,6 +1,8 @@
 /* The one allocation hook of raftns. Every module allocates through it so tests
- * can make the k-th allocation fail (the allocation-failure sweep); cJSON and
- * raft are wired to it too. */
+ * can make the k-th allocation fail (the allocation-failure sweep); cJSON is
+ * wired to it too (cJSON_InitHooks in src/json/json_read.c). libraft is not:
+ * nothing calls raft_heap_set, so raft's own allocations and the raft_malloc
+ * buffers handed to it bypass the hook and never fail on purpose. */
 #ifndef RAFTNS_ALLOC_H
 #define RAFTNS_ALLOC_H
 

@@ -1,20 +1,71 @@
-/* Private node-to-node and cluster-admin request codes (9001-9010, 9012-9013)
- * that raftns nodes accept on their CLIENT port, with the ext fields of each
- * request and reply. Stock RocketMQ codes stay in the handlers; nothing here is
- * Java.
+/* Request and reply codes of the remoting protocol that raftns uses.
+ *
+ * Stock RocketMQ codes come from one table, NS_CODE_TABLE, with the names the
+ * Java RequestCode / ResponseCode classes give them (docs/protocol.md §3); each
+ * row yields the constant NS_CODE_<NAME>. The private node-to-node and
+ * cluster-admin request codes (9001-9010, 9012-9013, 9016) that raftns nodes
+ * accept on their CLIENT port follow, with the ext fields of each request and
+ * reply; nothing in that part is Java.
  *
  * Every private request but STATUS is signed with the cluster secret
  * (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the secret itself never
  * travels). A missing, wrong, expired or replayed signature is answered with
- * code 16 (NO_PERMISSION) and a remark saying why, and logged at WARN.
- * Replies use code 0 on success, 1 (SYSTEM_ERROR) with a remark otherwise. */
+ * NO_PERMISSION and a remark saying why, and logged at WARN. Replies use
+ * SUCCESS (0), or SYSTEM_ERROR (1) with a remark. */
 #ifndef RAFTNS_CODES_H
 #define RAFTNS_CODES_H
 
-/* --- RocketMQ reply codes used by the private codes --- */
-#define NS_CODE_SUCCESS 0
-#define NS_CODE_SYSTEM_ERROR 1
-#define NS_CODE_NO_PERMISSION 16
+#include <stdint.h>
+
+/* X(kind, NAME, number). kind RESPONSE: a reply code raftns sends or reads;
+ * REQUEST: a request code raftns answers (src/server/dispatch.c) or sends
+ * (tools/). Numbers are unique within a kind: ns_code_request_name and
+ * ns_code_response_name switch over the table, so a duplicate fails to
+ * compile (a duplicate case label). */
+#define NS_CODE_TABLE(X)                                                       \
+    X(RESPONSE, SUCCESS, 0)                                                    \
+    X(RESPONSE, SYSTEM_ERROR, 1)                                               \
+    X(RESPONSE, SYSTEM_BUSY, 2)                                                \
+    X(RESPONSE, REQUEST_CODE_NOT_SUPPORTED, 3)                                 \
+    X(RESPONSE, NO_PERMISSION, 16)                                             \
+    X(RESPONSE, TOPIC_NOT_EXIST, 17)                                           \
+    X(RESPONSE, QUERY_NOT_FOUND, 22)                                           \
+    X(RESPONSE, GO_AWAY, 1500)                                                 \
+    X(REQUEST, PUT_KV_CONFIG, 100)                                             \
+    X(REQUEST, GET_KV_CONFIG, 101)                                             \
+    X(REQUEST, DELETE_KV_CONFIG, 102)                                          \
+    X(REQUEST, REGISTER_BROKER, 103)                                           \
+    X(REQUEST, UNREGISTER_BROKER, 104)                                         \
+    X(REQUEST, GET_ROUTEINFO_BY_TOPIC, 105)                                    \
+    X(REQUEST, GET_BROKER_CLUSTER_INFO, 106)                                   \
+    X(REQUEST, WIPE_WRITE_PERM_OF_BROKER, 205)                                 \
+    X(REQUEST, GET_ALL_TOPIC_LIST_FROM_NAMESERVER, 206)                        \
+    X(REQUEST, DELETE_TOPIC_IN_NAMESRV, 216)                                   \
+    X(REQUEST, REGISTER_TOPIC_IN_NAMESRV, 217)                                 \
+    X(REQUEST, GET_KVLIST_BY_NAMESPACE, 219)                                   \
+    X(REQUEST, GET_TOPICS_BY_CLUSTER, 224)                                     \
+    X(REQUEST, GET_SYSTEM_TOPIC_LIST_FROM_NS, 304)                             \
+    X(REQUEST, GET_UNIT_TOPIC_LIST, 311)                                       \
+    X(REQUEST, GET_HAS_UNIT_SUB_TOPIC_LIST, 312)                               \
+    X(REQUEST, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, 313)                        \
+    X(REQUEST, UPDATE_NAMESRV_CONFIG, 318)                                     \
+    X(REQUEST, GET_NAMESRV_CONFIG, 319)                                        \
+    X(REQUEST, QUERY_DATA_VERSION, 322)                                        \
+    X(REQUEST, ADD_WRITE_PERM_OF_BROKER, 327)                                  \
+    X(REQUEST, GET_BROKER_MEMBER_GROUP, 901)                                   \
+    X(REQUEST, BROKER_HEARTBEAT, 904)
+
+enum ns_code {
+#define NS_CODE_ENUM(kind, name, number) NS_CODE_##name = (number),
+    NS_CODE_TABLE(NS_CODE_ENUM)
+#undef NS_CODE_ENUM
+};
+
+/* The Java name of a stock request code ("GET_ROUTEINFO_BY_TOPIC"), or NULL
+ * for a code not in the table. Static storage. */
+const char *ns_code_request_name(int32_t code);
+/* The same for a reply code ("TOPIC_NOT_EXIST"). */
+const char *ns_code_response_name(int32_t code);
 
 /* --- ext keys --- */
 #define NS_EXT_FROM "raftnsFrom"              /* sender node id (decimal) */
@@ -45,7 +96,8 @@
 
 /* FORWARD: a follower hands an encoded command to the leader.
  * Request: body = ns_command_encode bytes; ext from. Only command types a
- * client request produces (ns_command_is_client_write); others get code 16.
+ * client request produces (ns_command_is_client_write); others get
+ * NO_PERMISSION.
  * Reply 0: ext index (log index of the entry, applied on the leader), resType,
  *   and for REGISTER_BROKER regStatus, regMaster / regHa (absent when NULL);
  *   count for WIPE/ADD_WRITE_PERM. The forwarding node answers its client only
@@ -129,8 +181,8 @@
  * ready, diverged; src/server/held_read.c) hands the whole request to the
  * leader. Node to node only: the request carries raftnsFrom and is signed.
  * Request: body = the client's request frame, re-encoded (a read code only;
- * others get code 16). The receiver answers it as if the client had asked it,
- * and its reply carries NS_EXT_SERVED_BY = its id; the forwarding node
+ * others get NO_PERMISSION). The receiver answers it as if the client had asked
+ * it, and its reply carries NS_EXT_SERVED_BY = its id; the forwarding node
  * relays that reply to its client as it is. A receiver that is not ready or
  * diverged itself answers 1 without it (the sender tries again). */
 #define NS_CODE_READ_FORWARD 9016

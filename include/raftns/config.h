@@ -1,6 +1,7 @@
-/* NamesrvConfig settings (PROTOCOL.md §6) as replicated state, Java properties
- * text in and out (318/319), and the blacklist of protected keys (§7). raftns
- * never writes settings to a file: nothing on the wire names a path. Pure. */
+/* NamesrvConfig settings (docs/protocol.md §6) as replicated state, Java
+ * properties text in and out (318/319), and the blacklist of protected keys
+ * (§7). raftns never writes settings to a file: nothing on the wire names a
+ * path. Pure. */
 #ifndef RAFTNS_CONFIG_H
 #define RAFTNS_CONFIG_H
 

@@ -1,6 +1,6 @@
-/* fastjson-compatible JSON (PROTOCOL.md §4): a reader that accepts what Java
- * brokers write (bare integer keys, $ref objects) on top of cJSON, and a writer
- * for the legacy and standard flavours. Pure; memory only. */
+/* fastjson-compatible JSON (docs/protocol.md §4): a reader that accepts what
+ * Java brokers write (bare integer keys, $ref objects) on top of cJSON, and a
+ * writer for the legacy and standard flavours. Pure; memory only. */
 #ifndef RAFTNS_JSON_H
 #define RAFTNS_JSON_H
 

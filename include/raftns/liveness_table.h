@@ -1,4 +1,4 @@
-/* The broker liveness table (DESIGN.md §5) as a pure data structure: per broker
+/* Broker liveness table (docs/design.md §5), a pure data structure: per broker
  * (cluster, addr) when this node last heard from it, which local connection
  * registered it, the leader's merged view over all nodes (most recent sighting,
  * the set of nodes holding a connection from it) and a deadline min-heap for

@@ -107,7 +107,10 @@ int ns_node_start(struct ns_node *n);
 void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg);
 /* Called (borrowed arg) after every command entry the FSM applied, with its
  * log index, the command bytes and the result (all borrowed for the call).
- * Returning true marks the node diverged (src/server/checkpoint.c). */
+ * Returning true marks the node diverged for good. The server's hook
+ * (ns_checkpoint_on_apply, src/server/checkpoint.c) only counts commands
+ * towards the next CHECKPOINT and returns false: a checkpoint whose digest
+ * differs is found by a VERDICT instead (ns_node_is_diverged). */
 typedef bool (*ns_node_apply_hook)(void *arg, uint64_t index,
                                    const uint8_t *cmd, size_t len,
                                    const struct ns_apply_result *res);
@@ -178,8 +181,12 @@ bool ns_node_is_leader(
     const struct ns_node *n); /* leader and barrier applied */
 bool ns_node_is_ready(
     const struct ns_node *n); /* log replayed and leader known */
-/* An entry could not be decoded, or a verdict found this node's digest in the
- * minority and no later verdict agreed yet (raftns/diverge.h). */
+/* True while this node must not serve its state: an entry could not be
+ * decoded, or the apply hook returned true (both for good); or a checkpoint
+ * mismatch: a VERDICT found this node's digest at a CHECKPOINT index differs
+ * from the majority's, and no later verdict agreed yet, including while a
+ * healthy state copied from the leader waits to be judged (raftns/diverge.h,
+ * docs/divergence.md). */
 bool ns_node_is_diverged(const struct ns_node *n);
 /* This node's digests, verdicts and recovery (borrowed, read-only). */
 const struct ns_diverge *ns_node_diverge(const struct ns_node *n);

@@ -1,4 +1,4 @@
-/* RocketMQ remoting codec (PROTOCOL.md §1-2): frame boundaries, JSON and
+/* RocketMQ remoting codec (docs/protocol.md §1-2): frame boundaries, JSON and
  * ROCKETMQ binary headers in both directions. Pure: bytes in, structs out; no
  * sockets, no logging. */
 #ifndef RAFTNS_REMOTING_H

@@ -1,10 +1,10 @@
-/* The RouteInfoManager (PROTOCOL.md §5, 5.x behaviour): topic routes, broker
- * groups, clusters, per-broker DataVersion/haServerAddr/timeout, static-topic
- * mappings; the reply bodies built from them and a per-topic cache of encoded
- * route replies. Pure: no clock (callers pass values), no I/O, no logging.
- * Liveness timestamps and connections are NOT here: they are local to each node
- * (src/server/liveness.c). Iteration and encodings are deterministic (sorted),
- * so every replica encodes byte-identical state. */
+/* The RouteInfoManager (docs/protocol.md §5, 5.x behaviour): topic routes,
+ * broker groups, clusters, per-broker DataVersion/haServerAddr/timeout,
+ * static-topic mappings; the reply bodies built from them and a per-topic cache
+ * of encoded route replies. Pure: no clock (callers pass values), no I/O, no
+ * logging. Liveness timestamps and connections are NOT here: they are local to
+ * each node (src/server/liveness.c). Iteration and encodings are deterministic
+ * (sorted), so every replica encodes byte-identical state. */
 #ifndef RAFTNS_ROUTE_H
 #define RAFTNS_ROUTE_H
 
@@ -97,12 +97,12 @@ void ns_register_close(struct ns_register *r);
 /* Decodes a REGISTER_BROKER body into r's dv/topics/mappings/filter servers
  * (header fields are filled by the caller). req_version < 37: a bare
  * TopicConfigSerializeWrapper; compressed: the zlib record layout of
- * PROTOCOL.md §4.4, inflated size bounded by NS_REGISTER_MAX_INFLATED (mappings
- * only when req_version >= 413). An empty body gives no topics and a zero
- * DataVersion. A DataVersion without timestamp gets now_ms (Java's constructor
- * default). Returns 0, NS_EPROTO (with a Java-like exception text in errmsg),
- * NS_ETOOBIG (more than NS_REGISTER_MAX_TOPICS topics; errmsg says so) or
- * NS_ENOMEM. */
+ * docs/protocol.md §4.4, inflated size bounded by NS_REGISTER_MAX_INFLATED
+ * (mappings only when req_version >= 413). An empty body gives no topics and a
+ * zero DataVersion. A DataVersion without timestamp gets now_ms (Java's
+ * constructor default). Returns 0, NS_EPROTO (with a Java-like exception text
+ * in errmsg), NS_ETOOBIG (more than NS_REGISTER_MAX_TOPICS topics; errmsg says
+ * so) or NS_ENOMEM. */
 int ns_register_decode_body(struct ns_register *r, int32_t req_version,
                             bool compressed, const uint8_t *body, size_t len,
                             int64_t now_ms, char *errmsg, size_t errmsg_size);

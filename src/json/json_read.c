@@ -1,4 +1,4 @@
-/* Reading fastjson output with cJSON (PROTOCOL.md §4.1): a pre-pass quotes bare
+/* fastjson output read by cJSON (docs/protocol.md §4.1): a pre-pass quotes bare
  * integer object keys and bounds the nesting depth, then cJSON parses. It knows
  * no body schema. */
 #include "raftns/json.h"

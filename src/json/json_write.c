@@ -1,4 +1,4 @@
-/* Writing JSON the way fastjson does (PROTOCOL.md §4.1), in the legacy and
+/* Writing JSON the way fastjson does (docs/protocol.md §4.1), in the legacy and
  * standard flavours: string escaping and a comma-tracking streaming writer. It
  * knows no body schema. Invalid UTF-8 in input strings is replaced, byte by
  * byte, with U+FFFD (raw in legacy, \uFFFD in standard), which is what Java

@@ -1,6 +1,6 @@
 /* struct ns_cmd: its lifetime, ext fields, and whole-frame decode/encode around
- * the two header encodings (PROTOCOL.md §2). It does not find frame boundaries
- * in a stream (frame.c does). */
+ * the two header encodings (docs/protocol.md §2). It does not find frame
+ * boundaries in a stream (frame.c does). */
 #include "raftns/remoting.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
-/* Frame boundaries of the remoting protocol (PROTOCOL.md §2.1): a stateless
- * look at the start of a receive buffer. It does not decode headers and never
- * buffers or allocates. */
+/* Frame boundaries of the remoting protocol (docs/protocol.md §2.1): a
+ * stateless look at the start of a receive buffer. It does not decode headers
+ * and never buffers or allocates. */
 #include "raftns/remoting.h"
 
 #include "raftns/err.h"

@@ -1,4 +1,4 @@
-/* The ROCKETMQ binary header (serialize type 1, PROTOCOL.md §2.3) in both
+/* The ROCKETMQ binary header (serialize type 1, docs/protocol.md §2.3) in both
  * directions. It does not see the frame around the header (cmd.c). */
 #include <string.h>
 

@@ -1,5 +1,5 @@
-/* The JSON header (serialize type 0, PROTOCOL.md §2.2) in both directions: a
- * lenient reader over ns_json_parse (behind the fast path of header_scan.c)
+/* The JSON header (serialize type 0, docs/protocol.md §2.2) in both directions:
+ * a lenient reader over ns_json_parse (behind the fast path of header_scan.c)
  * and a writer that reproduces Java's bytes. It does not see the frame. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* LanguageCode names and ordinals (PROTOCOL.md §2.2). A lookup table only. */
+/* LanguageCode names and ordinals (docs/protocol.md §2.2). A lookup table only.
+ */
 #include "raftns/remoting.h"
 
 #include <string.h>

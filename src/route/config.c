@@ -1,4 +1,4 @@
-/* NamesrvConfig + NettyServerConfig settings (PROTOCOL.md §6) as typed
+/* NamesrvConfig + NettyServerConfig settings (docs/protocol.md §6) as typed
  * key/value state with Java's defaults, parsing rules and protected keys (§7).
  * Path settings are shown as values but never used as paths; nothing here reads
  * or writes a file. Pure. */

@@ -1,6 +1,6 @@
-/* DataVersion JSON (PROTOCOL.md §4.2): the QUERY_DATA_VERSION body, read and
- * written in the legacy fastjson form. Not the register body (register_body.c).
- * Pure. */
+/* DataVersion JSON (docs/protocol.md §4.2): the QUERY_DATA_VERSION body, read
+ * and written in the legacy fastjson form. Not the register body
+ * (register_body.c). Pure. */
 #include <string.h>
 
 #include "raftns/err.h"

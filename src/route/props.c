@@ -1,7 +1,7 @@
-/* java.util.Properties text parser (PROTOCOL.md §4.13) and the sorted key/value
- * list it fills. It reads bytes as ISO-8859-1, as Properties.load(InputStream)
- * does; it is not a writer and knows nothing of which keys are settings
- * (config.c). Pure. */
+/* java.util.Properties text parser (docs/protocol.md §4.13) and the sorted
+ * key/value list it fills. It reads bytes as ISO-8859-1, as
+ * Properties.load(InputStream) does; it is not a writer and knows nothing of
+ * which keys are settings (config.c). Pure. */
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* REGISTER_BROKER body decoding (PROTOCOL.md §4.2-4.4): RegisterBrokerBody
+/* REGISTER_BROKER body decoding (docs/protocol.md §4.2-4.4): RegisterBrokerBody
  * JSON, the bare TopicConfigSerializeWrapper of old requests, and the zlib
  * record form, into struct ns_register. It fills only the body part (not header
  * fields) and changes no route state. This file holds the entry point, the

@@ -1,6 +1,7 @@
 /* The zlib record form of the REGISTER_BROKER body (requests from version
- * 37 with the compressed flag, PROTOCOL.md §4.4): inflate, then int32-prefixed
- * records of dataVersion JSON, topic lines, filter servers and mappings. Pure.
+ * 37 with the compressed flag, docs/protocol.md §4.4): inflate, then
+ * int32-prefixed records of dataVersion JSON, topic lines, filter servers and
+ * mappings. Pure.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The route tables (PROTOCOL.md §5.1): creation, lookups and the elementary
+/* Route tables (docs/protocol.md §5.1): creation, lookups and the elementary
  * edits every operation is built from, which keep the broker-name reverse index
  * and the route cache consistent. The §5 operations themselves live in
  * route_register.c, route_unregister.c and route_admin.c; reply bodies in

@@ -1,6 +1,6 @@
-/* Administrative route edits (PROTOCOL.md §5.8): wipe/add write permission of a
- * broker name, DELETE_TOPIC_IN_NAMESRV and REGISTER_TOPIC_IN_NAMESRV. Request
- * gating (config switches, secrets) is not here. */
+/* Administrative route edits (docs/protocol.md §5.8): wipe/add write permission
+ * of a broker name, DELETE_TOPIC_IN_NAMESRV and REGISTER_TOPIC_IN_NAMESRV.
+ * Request gating (config switches, secrets) is not here. */
 #include <string.h>
 
 #include "raftns/alloc.h"

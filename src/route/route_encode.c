@@ -1,5 +1,5 @@
-/* Reply bodies built from the route tables (PROTOCOL.md §4.6-4.9, 4.12, §5.7,
- * §5.8): TopicRouteData with the acting-master rewrite and zone filter,
+/* Reply bodies built from the route tables (docs/protocol.md §4.6-4.9, 4.12,
+ * §5.7, §5.8): TopicRouteData with the acting-master rewrite and zone filter,
  * ClusterInfo, topic lists, unit lists and BrokerMemberGroup, in sorted order.
  * Caching encoded routes is in route_cache.c. */
 #include <strings.h>

@@ -1,5 +1,5 @@
 /* Private structures of the route module: the sorted-vector container and the
- * tables of PROTOCOL.md §5.1 as kept here. Not a public interface: only
+ * tables of docs/protocol.md §5.1 as kept here. Not a public interface: only
  * src/route/route*.c include it. */
 #ifndef RAFTNS_ROUTE_INTERNAL_H
 #define RAFTNS_ROUTE_INTERNAL_H

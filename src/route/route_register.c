@@ -1,4 +1,4 @@
-/* REGISTER_BROKER's table update (PROTOCOL.md §5.2, 5.x behaviour with
+/* REGISTER_BROKER's table update (docs/protocol.md §5.2, 5.x behaviour with
  * the 4.9.x compatibility points of route.h) and the exact "would change
  * nothing" test behind the heartbeat short-cut. Request decoding and replies
  * are not here. */

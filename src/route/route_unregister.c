@@ -1,4 +1,4 @@
-/* Broker removal (PROTOCOL.md §5.3 batch unregister, §5.5/§5.6 expiry and
+/* Broker removal (docs/protocol.md §5.3 batch unregister, §5.5/§5.6 expiry and
  * connection close): addresses are removed by value, emptied groups and
  * clusters go, their topics are cleaned, and acting-master groups left without
  * a master lose the write permission. Deciding WHEN a broker expires is not

@@ -1,5 +1,5 @@
 /* The one "a.b.c.d:port" parser of the server layer: libraft 0.15 and raftns
- * take IPv4 literals only (RAFT-NOTES P8). */
+ * take IPv4 literals only (docs/raft-0.15.md §8). */
 #ifndef RAFTNS_SERVER_ADDR_H
 #define RAFTNS_SERVER_ADDR_H
 

@@ -1,7 +1,9 @@
 /* Client connections: accept, read and cut frames, queue encoded replies and
- * flush them once per loop turn, flow control, idle close. One allocation per
- * connection (the uv_tcp_t is embedded), freed only in the close callback.
- * Request meaning lives in dispatch.c. */
+ * flush them once per loop turn, flow control, idle close. A connection's
+ * lifecycle is one state (conn_state.h), changed only by ns_conn_set_state.
+ * One allocation per connection (the uv_tcp_t is embedded), freed only in the
+ * close callback. Request meaning lives in dispatch.c. */
+#include <assert.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -9,6 +11,12 @@
 #include "raftns/log.h"
 #include "raftns/tls.h"
 #include "server_int.h"
+
+void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to)
+{
+    assert(ns_conn_state_is_legal(c->state, to));
+    c->state = to;
+}
 
 static void list_unlink(struct ns_server *srv, struct ns_conn *c)
 {
@@ -42,7 +50,7 @@ static void list_append(struct ns_server *srv, struct ns_conn *c)
 static void mark_active(struct ns_conn *c)
 {
     c->last_active = uv_now(c->srv->loop);
-    if (!c->closing && c->srv->conn_tail != c) {
+    if (!ns_conn_is_closing(c) && c->srv->conn_tail != c) {
         list_unlink(c->srv, c);
         list_append(c->srv, c);
     }
@@ -61,8 +69,9 @@ static void mark_dirty(struct ns_conn *c)
  * (conn_limit.c); a closing connection counts nothing. */
 static void account(struct ns_conn *c)
 {
-    size_t now =
-        c->closing ? 0 : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
+    size_t now = ns_conn_is_closing(c)
+                     ? 0
+                     : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
     c->srv->limits.buffered = c->srv->limits.buffered - c->acct + now;
     c->acct = now;
 }
@@ -70,6 +79,7 @@ static void account(struct ns_conn *c)
 static void closed_cb(uv_handle_t *h)
 {
     struct ns_conn *c = (struct ns_conn *)h;
+    ns_conn_set_state(c, NS_CONN_CLOSED);
     ns_buf_close(&c->rbuf);
     ns_buf_close(&c->out);
     ns_tls_destroy(c->tls);
@@ -80,10 +90,10 @@ static void closed_cb(uv_handle_t *h)
 void ns_conn_close(struct ns_conn *c, const char *reason)
 {
     struct ns_server *srv = c->srv;
-    if (c->closing) {
+    if (ns_conn_is_closing(c)) {
         return;
     }
-    c->closing = true;
+    ns_conn_set_state(c, NS_CONN_CLOSING);
     if (reason != NULL) {
         NS_LOG(NS_LOG_INFO, "conn %llu %s: closing: %s",
                (unsigned long long)c->id, c->peer, reason);
@@ -123,7 +133,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static long process(struct ns_conn *c, const uint8_t *p, size_t len)
 {
     size_t off = 0;
-    while (!c->closing && !c->paused) {
+    while (c->state == NS_CONN_OPEN) {
         size_t frame_len = 0;
         int rv = ns_frame_check(p + off, len - off, NS_FRAME_MAX, &frame_len);
         if (rv == NS_EAGAIN) {
@@ -154,7 +164,7 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len)
             return -1;
         }
     }
-    return c->closing ? -1 : (long)off;
+    return ns_conn_is_closing(c) ? -1 : (long)off;
 }
 
 /* Processes what is buffered (after a pause ends, or new bytes arrived). */
@@ -176,8 +186,9 @@ static void drain_rbuf(struct ns_conn *c)
 
 void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
 {
+    assert(c->state != NS_CONN_NEW && c->state != NS_CONN_HANDSHAKING);
     mark_active(c);
-    if (c->rbuf.len == 0 && !c->paused) {
+    if (c->rbuf.len == 0 && c->state == NS_CONN_OPEN) {
         long used = process(c, p, n);
         if (used < 0) {
             return;
@@ -195,8 +206,8 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
         return;
     }
     account(c);
-    ns_conn_enforce_budget(c->srv);
-    if (!c->closing && !c->paused) {
+    ns_conn_limits_enforce_budget(c->srv);
+    if (c->state == NS_CONN_OPEN) {
         drain_rbuf(c);
         account(c);
     }
@@ -211,7 +222,7 @@ static bool has_output(const struct ns_conn *c)
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct ns_conn *c = (struct ns_conn *)s;
-    if (nread == 0 || c->closing) {
+    if (nread == 0 || ns_conn_is_closing(c)) {
         return;
     }
     if (nread < 0) {
@@ -220,8 +231,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t n = (size_t)nread;
-    if (!c->got_bytes) {
-        c->got_bytes = true;
+    if (c->state == NS_CONN_NEW) {
         if (ns_conn_tls_classify(c, p[0]) != 0) {
             return;
         }
@@ -232,7 +242,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     mark_active(c);
     ns_conn_tls_input(c, p, n);
-    if (!c->closing && has_output(c)) {
+    if (!ns_conn_is_closing(c) && has_output(c)) {
         mark_dirty(c);
     }
 }
@@ -243,9 +253,8 @@ static void write_cb(uv_write_t *w, int status)
     ns_free(c->wdata);
     c->wdata = NULL;
     c->wlen = 0;
-    c->writing = false;
     account(c);
-    if (c->closing) {
+    if (ns_conn_is_closing(c)) {
         return;
     }
     if (status != 0) {
@@ -261,7 +270,7 @@ static void write_cb(uv_write_t *w, int status)
 
 static void flush_one(struct ns_conn *c)
 {
-    if (c->closing || c->writing || !has_output(c)) {
+    if (ns_conn_is_closing(c) || c->wdata != NULL || !has_output(c)) {
         return;
     }
     size_t len = 0;
@@ -280,22 +289,16 @@ static void flush_one(struct ns_conn *c)
     int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
     if (rv != 0) {
         ns_conn_close(c, uv_strerror(rv));
-        return;
     }
-    c->writing = true;
 }
 
 /* Resumes a paused connection here rather than inside an apply callback, so new
  * requests are never dispatched (and proposed) from within raft's callbacks. */
 static void resume(struct ns_conn *c)
 {
-    c->resume = false;
-    if (c->closing || !c->paused) {
-        return;
-    }
-    c->paused = false;
+    ns_conn_set_state(c, NS_CONN_OPEN);
     drain_rbuf(c);
-    if (!c->closing && !c->paused) {
+    if (c->state == NS_CONN_OPEN) {
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
 }
@@ -307,7 +310,7 @@ void ns_conn_flush_all(struct ns_server *srv)
         srv->dirty = c->dirty_next;
         c->dirty = false;
         c->dirty_next = NULL;
-        if (c->resume) {
+        if (c->state == NS_CONN_RESUMING) {
             resume(c);
         }
         flush_one(c);
@@ -316,7 +319,7 @@ void ns_conn_flush_all(struct ns_server *srv)
 
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
 {
-    if (c->closing) {
+    if (ns_conn_is_closing(c)) {
         return 0;
     }
     if (c->out.len + c->wlen + frame->len > NS_CONN_OUT_MAX) {
@@ -328,8 +331,8 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         return NS_ENOMEM;
     }
     account(c);
-    ns_conn_enforce_budget(c->srv);
-    if (c->closing) {
+    ns_conn_limits_enforce_budget(c->srv);
+    if (ns_conn_is_closing(c)) {
         return NS_ETOOBIG;
     }
     mark_dirty(c);
@@ -339,18 +342,18 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
 
 void ns_conn_update_flow(struct ns_conn *c)
 {
-    if (c->closing) {
+    if (ns_conn_is_closing(c)) {
         return;
     }
     bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT || c->n_held > 0 ||
                 c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
-    if (over && !c->paused) {
-        c->paused = true;
+    if (over && c->state == NS_CONN_OPEN) {
+        ns_conn_set_state(c, NS_CONN_PAUSED);
         uv_read_stop((uv_stream_t *)&c->tcp);
-    } else if (!over && c->paused && !c->resume &&
+    } else if (!over && c->state == NS_CONN_PAUSED &&
                c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
                c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
-        c->resume = true;
+        ns_conn_set_state(c, NS_CONN_RESUMING);
         mark_dirty(c);
     }
 }
@@ -400,6 +403,7 @@ void ns_conn_accept(struct ns_server *srv)
         return;
     }
     c->srv = srv;
+    c->state = NS_CONN_NEW;
     uv_tcp_init(srv->loop, &c->tcp);
     c->id = ++srv->next_conn_id;
     ns_buf_init(&c->rbuf);

@@ -118,7 +118,7 @@ void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
     l->n_unlogged = 0;
 }
 
-void ns_conn_enforce_budget(struct ns_server *srv)
+void ns_conn_limits_enforce_budget(struct ns_server *srv)
 {
     struct ns_conn_limits *l = &srv->limits;
     while ((int64_t)l->buffered > l->cfg.buffer_budget_bytes) {

@@ -245,6 +245,7 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
     if (hello) {
         c->tls_deadline = uv_now(c->srv->loop) + NS_TLS_HANDSHAKE_MS;
     }
+    ns_conn_set_state(c, hello ? NS_CONN_HANDSHAKING : NS_CONN_OPEN);
     return 0;
 }
 
@@ -257,7 +258,7 @@ void ns_conn_tls_sweep_handshakes(struct ns_server *srv)
     struct ns_conn *c = srv->conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next; /* closing unlinks c */
-        if (c->tls != NULL && !c->closing && c->tls_deadline != 0 &&
+        if (c->state == NS_CONN_HANDSHAKING && c->tls_deadline != 0 &&
             now >= c->tls_deadline && !ns_tls_is_established(c->tls)) {
             NS_LOG(NS_LOG_WARN,
                    "conn %llu %s: TLS handshake not done within %d ms",
@@ -274,11 +275,19 @@ static void send_alert(struct ns_conn *c)
 {
     struct ns_buf wire;
     ns_buf_init(&wire);
-    if (!c->writing && ns_tls_drain(c->tls, &wire) == 0 && wire.len > 0) {
+    if (c->wdata == NULL && ns_tls_drain(c->tls, &wire) == 0 && wire.len > 0) {
         uv_buf_t b = uv_buf_init((char *)wire.data, (unsigned)wire.len);
         (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     }
     ns_buf_close(&wire);
+}
+
+/* HANDSHAKING -> OPEN, once: frames may be cut from now on. */
+static void opened(struct ns_conn *c)
+{
+    if (c->state == NS_CONN_HANDSHAKING) {
+        ns_conn_set_state(c, NS_CONN_OPEN);
+    }
 }
 
 void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
@@ -288,13 +297,14 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
     /* The ciphertext is copied: decrypt into the same shared chunk. */
     uint8_t *plain = c->srv->scratch;
     size_t got = sizeof c->srv->scratch;
-    while (rv == 0 && got == sizeof c->srv->scratch && !c->closing) {
+    while (rv == 0 && got == sizeof c->srv->scratch && !ns_conn_is_closing(c)) {
         rv = ns_tls_read(c->tls, plain, sizeof c->srv->scratch, &got);
         if (rv == 0 && got > 0) {
+            opened(c); /* plaintext: the handshake is done */
             ns_conn_input(c, plain, got);
         }
     }
-    if (c->closing) {
+    if (ns_conn_is_closing(c)) {
         return;
     }
     if (rv == NS_ESHUTDOWN) {
@@ -307,6 +317,7 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
         send_alert(c);
         ns_conn_close(c, NULL);
     } else if (!was_up && ns_tls_is_established(c->tls)) {
+        opened(c);
         NS_LOG(NS_LOG_DEBUG, "conn %llu %s: %s established%s",
                (unsigned long long)c->id, c->peer, ns_tls_version(c->tls),
                ns_tls_peer_verified(c->tls) ? ", client certificate verified"

@@ -1,7 +1,9 @@
-/* Request dispatch: a table from request code to handler, flags and the ACL
- * role the code needs, and the generic checks that run before any handler
- * (responses dropped, unknown codes, ACL, readiness, divergence). Handlers live
- * in handle_*.c; nothing here knows a request's fields. */
+/* Request dispatch: a table from request code (by name, raftns/codes.h) to
+ * handler, flags and the ACL role the code needs, and the generic checks that
+ * run before any handler (responses dropped, unknown codes, ACL, readiness,
+ * divergence). Handlers live in handle_*.c, except STATUS (status.c),
+ * DIGEST_REPORT (verdict.c) and STATE_FETCH (recovery.c); nothing here knows a
+ * request's fields. */
 #include <stdio.h>
 
 #include "raftns/codes.h"
@@ -34,34 +36,38 @@ struct handler {
 };
 
 static const struct handler handlers[] = {
-    {100, ns_handle_put_kv, F_MUTATE, A},
-    {101, ns_handle_get_kv, F_READ, R},
-    {102, ns_handle_delete_kv, F_MUTATE, A},
-    {103, ns_handle_register_broker, F_MUTATE, B},
-    {104, ns_handle_unregister_broker, F_MUTATE, B},
-    {105, ns_handle_route, F_READ, R},
-    {106, ns_handle_cluster_info, F_READ, R},
-    {205, ns_handle_wipe_write_perm, F_MUTATE, A},
-    {206, ns_handle_all_topics, F_READ, R},
-    {216, ns_handle_delete_topic, F_MUTATE, A},
-    {217, ns_handle_register_topic, F_MUTATE, B},
-    {219, ns_handle_kvlist, F_READ, R},
-    {224, ns_handle_topics_by_cluster, F_READ, R},
-    {304, ns_handle_system_topics, F_READ, R},
-    {311, ns_handle_unit_topics, F_READ, R},
-    {312, ns_handle_unit_sub_topics, F_READ, R},
-    {313, ns_handle_unit_sub_ununit_topics, F_READ, R},
-    {318, ns_handle_update_config, F_MUTATE, A},
-    {319, ns_handle_get_config, F_READ, R},
-    {322, ns_handle_query_data_version, F_READ | F_LIVENESS, B},
-    {327, ns_handle_add_write_perm, F_MUTATE, A},
-    {901, ns_handle_member_group, F_READ, R},
-    {904, ns_handle_broker_heartbeat, F_READ | F_LIVENESS, B},
+    {NS_CODE_PUT_KV_CONFIG, ns_handle_put_kv, F_MUTATE, A},
+    {NS_CODE_GET_KV_CONFIG, ns_handle_get_kv, F_READ, R},
+    {NS_CODE_DELETE_KV_CONFIG, ns_handle_delete_kv, F_MUTATE, A},
+    {NS_CODE_REGISTER_BROKER, ns_handle_register_broker, F_MUTATE, B},
+    {NS_CODE_UNREGISTER_BROKER, ns_handle_unregister_broker, F_MUTATE, B},
+    {NS_CODE_GET_ROUTEINFO_BY_TOPIC, ns_handle_route, F_READ, R},
+    {NS_CODE_GET_BROKER_CLUSTER_INFO, ns_handle_cluster_info, F_READ, R},
+    {NS_CODE_WIPE_WRITE_PERM_OF_BROKER, ns_handle_wipe_write_perm, F_MUTATE, A},
+    {NS_CODE_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, ns_handle_all_topics, F_READ,
+     R},
+    {NS_CODE_DELETE_TOPIC_IN_NAMESRV, ns_handle_delete_topic, F_MUTATE, A},
+    {NS_CODE_REGISTER_TOPIC_IN_NAMESRV, ns_handle_register_topic, F_MUTATE, B},
+    {NS_CODE_GET_KVLIST_BY_NAMESPACE, ns_handle_kvlist, F_READ, R},
+    {NS_CODE_GET_TOPICS_BY_CLUSTER, ns_handle_topics_by_cluster, F_READ, R},
+    {NS_CODE_GET_SYSTEM_TOPIC_LIST_FROM_NS, ns_handle_system_topics, F_READ, R},
+    {NS_CODE_GET_UNIT_TOPIC_LIST, ns_handle_unit_topics, F_READ, R},
+    {NS_CODE_GET_HAS_UNIT_SUB_TOPIC_LIST, ns_handle_unit_sub_topics, F_READ, R},
+    {NS_CODE_GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+     ns_handle_unit_sub_ununit_topics, F_READ, R},
+    {NS_CODE_UPDATE_NAMESRV_CONFIG, ns_handle_update_config, F_MUTATE, A},
+    {NS_CODE_GET_NAMESRV_CONFIG, ns_handle_get_config, F_READ, R},
+    {NS_CODE_QUERY_DATA_VERSION, ns_handle_query_data_version,
+     F_READ | F_LIVENESS, B},
+    {NS_CODE_ADD_WRITE_PERM_OF_BROKER, ns_handle_add_write_perm, F_MUTATE, A},
+    {NS_CODE_GET_BROKER_MEMBER_GROUP, ns_handle_member_group, F_READ, R},
+    {NS_CODE_BROKER_HEARTBEAT, ns_handle_broker_heartbeat, F_READ | F_LIVENESS,
+     B},
     {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0, N},
     {NS_CODE_STATUS, ns_handle_status, F_ALWAYS, R},
     /* signed by the cluster secret; they check it and divergence themselves */
-    {NS_CODE_DIGEST_REPORT, ns_handle_digest_report, F_ALWAYS, N},
-    {NS_CODE_STATE_FETCH, ns_handle_state_fetch, F_ALWAYS, N},
+    {NS_CODE_DIGEST_REPORT, ns_verdict_handle_digest_report, F_ALWAYS, N},
+    {NS_CODE_STATE_FETCH, ns_recovery_handle_state_fetch, F_ALWAYS, N},
 };
 
 #undef R
@@ -121,7 +127,8 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         char remark[64];
         snprintf(remark, sizeof remark, " request type %d not supported",
                  (int)cmd->code);
-        return ns_reply_simple(&req.to, 3, remark);
+        return ns_reply_simple(&req.to, NS_CODE_REQUEST_CODE_NOT_SUPPORTED,
+                               remark);
     }
     if (from == FORWARDED && !(h->flags & F_READ)) {
         return ns_reply_remarkf(&req.to, NS_CODE_NO_PERMISSION,
@@ -129,7 +136,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
                                 (int)cmd->code);
     }
     if (from == FROM_CLIENT && !ns_acl_gate_allows(&req, h->need)) {
-        return 0; /* refused with code 16 */
+        return 0; /* refused with NO_PERMISSION */
     }
     bool diverged = !(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node);
     bool unready = (h->flags & F_READ) && !ns_node_is_ready(srv->node);
@@ -144,7 +151,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
         if ((h->flags & F_READ) && req.may_forward) {
             return ns_held_read_forward(&req, why, true);
         }
-        return ns_reply_simple(&req.to, 1, why);
+        return ns_reply_simple(&req.to, NS_CODE_SYSTEM_ERROR, why);
     }
     if ((h->flags & F_READ) && !(h->flags & F_LIVENESS) &&
         ns_held_read_consistent(&req, h->fn)) {

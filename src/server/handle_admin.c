@@ -1,10 +1,11 @@
 /* Handlers of the administrative route changes: 205 wipe / 327 add write
- * permission, 216 delete topic, 217 register topic (PROTOCOL.md §5.8). Each
- * validates its request and proposes one command; the route semantics are in
- * src/route. */
+ * permission, 216 delete topic, 217 register topic (docs/protocol.md §5.8).
+ * Each validates its request and proposes one command; the route semantics are
+ * in src/route. */
 #include <stdio.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "server_int.h"
@@ -19,10 +20,12 @@ static void perm_done(struct ns_pending *p, int status,
     struct ns_cmd reply;
     char count[24];
     snprintf(count, sizeof count, "%d", (int)res->count);
-    ns_reply_init(&reply, &p->to, 0);
-    if (ns_cmd_ext_set(
-            &reply, p->to.req_code == 205 ? "wipeTopicCount" : "addTopicCount",
-            count) != 0) {
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    if (ns_cmd_ext_set(&reply,
+                       p->to.req_code == NS_CODE_WIPE_WRITE_PERM_OF_BROKER
+                           ? "wipeTopicCount"
+                           : "addTopicCount",
+                       count) != 0) {
         ns_cmd_close(&reply);
         return;
     }
@@ -62,7 +65,8 @@ int ns_handle_delete_topic(struct ns_req *req)
     const char *topic = ns_cmd_ext_find(req->cmd, "topic");
     const char *cluster = ns_cmd_ext_find(req->cmd, "clusterName");
     if (topic == NULL) {
-        return ns_reply_simple(&req->to, 0, NULL); /* nothing to delete */
+        return ns_reply_simple(&req->to, NS_CODE_SUCCESS,
+                               NULL); /* nothing to delete */
     }
     struct ns_command c;
     int rv = NS_ENOMEM;
@@ -128,14 +132,14 @@ int ns_handle_register_topic(struct ns_req *req)
 {
     const char *topic = ns_cmd_ext_find(req->cmd, "topic");
     if (topic == NULL || req->cmd->body_len == 0) {
-        return ns_reply_simple(&req->to, 0, NULL);
+        return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_TOPIC);
     c.leader_time_ms = ns_wall_ms();
     int rv = decode_queue_datas(req->cmd, &c);
     if (rv == NS_EPROTO) {
-        rv = ns_reply_simple(&req->to, 1,
+        rv = ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                              "register topic: body is not a TopicRouteData");
         goto out;
     }
@@ -143,7 +147,8 @@ int ns_handle_register_topic(struct ns_req *req)
         goto out;
     }
     if (c.u.topic_register.n == 0) {
-        rv = ns_reply_simple(&req->to, 0, NULL); /* ignored: no queueDatas */
+        rv = ns_reply_simple(&req->to, NS_CODE_SUCCESS,
+                             NULL); /* ignored: no queueDatas */
         goto out;
     }
     c.u.topic_register.topic = ns_strdup(topic);

@@ -1,14 +1,15 @@
 /* Handlers of the broker codes: 103 REGISTER_BROKER (validation, the heartbeat
  * short-cut, proposal; big bodies are decoded off the loop by
  * register_async.c), 104 UNREGISTER_BROKER, 322 QUERY_DATA_VERSION and 904
- * BROKER_HEARTBEAT (PROTOCOL.md §5.2-§5.4). Table semantics are in src/route;
- * liveness in liveness.c. */
+ * BROKER_HEARTBEAT (docs/protocol.md §5.2-§5.4). Table semantics are in
+ * src/route; liveness in liveness.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include <zlib.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
@@ -65,7 +66,7 @@ static int reply_registered(struct ns_server *srv, const struct ns_reply_to *to,
     struct ns_cmd reply;
     struct ns_buf body;
     int rv = NS_ENOMEM;
-    ns_reply_init(&reply, to, 0);
+    ns_reply_init(&reply, to, NS_CODE_SUCCESS);
     ns_buf_init(&body);
     reply.has_ext = true;
     if (ha_addr != NULL &&
@@ -93,7 +94,7 @@ err:
 static int reply_error_ext(const struct ns_reply_to *to, const char *remark)
 {
     struct ns_cmd reply;
-    ns_reply_init(&reply, to, 1);
+    ns_reply_init(&reply, to, NS_CODE_SYSTEM_ERROR);
     reply.has_ext = true;
     if (ns_cmd_set_remark(&reply, remark) != 0) {
         ns_cmd_close(&reply);
@@ -145,7 +146,7 @@ static void register_done(struct ns_pending *p, int status,
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
 }
 
-int ns_register_check_crc(const struct ns_cmd *cmd)
+int ns_handle_broker_check_crc(const struct ns_cmd *cmd)
 {
     int32_t want = 0;
     const char *text = ns_cmd_ext_find(cmd, "bodyCrc32");
@@ -164,7 +165,8 @@ int ns_register_check_crc(const struct ns_cmd *cmd)
     return (int32_t)(crc & 0x7FFFFFFF) == want ? 0 : -1;
 }
 
-int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg)
+int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
+                                 struct ns_register *reg)
 {
     reg->cluster = ns_strdup(ext_or_empty(cmd, "clusterName"));
     reg->broker_name = ns_strdup(ext_or_empty(cmd, "brokerName"));
@@ -233,8 +235,8 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
     return rv;
 }
 
-int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
-                       int rv, const char *errmsg)
+int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
+                            bool crc_bad, int rv, const char *errmsg)
 {
     struct ns_server *srv = req->srv;
     const struct ns_settings *st = ns_config_settings(srv->state->config);
@@ -320,20 +322,20 @@ int ns_handle_register_broker(struct ns_req *req)
     if (ns_register_async_wanted(cmd, compressed)) {
         return ns_register_async_start(req, compressed);
     }
-    bool crc_bad = ns_register_check_crc(cmd) != 0;
+    bool crc_bad = ns_handle_broker_check_crc(cmd) != 0;
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&c.u.reg);
     c.leader_time_ms = ns_wall_ms();
     char errmsg[256] = "";
-    int rv = ns_register_fill_header(cmd, &c.u.reg);
+    int rv = ns_handle_broker_fill_header(cmd, &c.u.reg);
     if (rv == 0 && !crc_bad) {
         rv = ns_register_decode_body(&c.u.reg, cmd->version, compressed,
                                      cmd->body, cmd->body_len, c.leader_time_ms,
                                      errmsg, sizeof errmsg);
     }
     if (rv != NS_ENOMEM) {
-        rv = ns_register_finish(req, &c, crc_bad, rv, errmsg);
+        rv = ns_handle_broker_finish(req, &c, crc_bad, rv, errmsg);
     }
     ns_command_close(&c);
     return rv;
@@ -346,7 +348,7 @@ static void unregister_done(struct ns_pending *p, int status,
     if (status == 0 && k != NULL) {
         ns_liveness_remove(&p->srv->live, k->cluster, k->addr);
     }
-    ns_done_simple(p, status, res);
+    ns_propose_simple_done(p, status, res);
 }
 
 int ns_handle_unregister_broker(struct ns_req *req)
@@ -423,7 +425,7 @@ int ns_handle_query_data_version(struct ns_req *req)
     struct ns_cmd reply;
     struct ns_buf body;
     int rv = NS_ENOMEM;
-    ns_reply_init(&reply, &req->to, 0);
+    ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     ns_buf_init(&body);
     if (ns_cmd_ext_set(&reply, "changed", changed ? "true" : "false") != 0) {
         goto err;
@@ -450,5 +452,5 @@ int ns_handle_broker_heartbeat(struct ns_req *req)
     ns_liveness_touch(&req->srv->live, ext_or_empty(req->cmd, "clusterName"),
                       ext_or_empty(req->cmd, "brokerAddr"),
                       uv_now(req->srv->loop));
-    return ns_reply_simple(&req->to, 0, NULL);
+    return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }

@@ -646,7 +646,8 @@ int ns_handle_private(struct ns_req *req)
     case NS_CODE_ACL_LIST:
         return ns_handle_acl_list(req);
     default:
-        return ns_reply_remarkf(&req->to, 3, " request type %d not supported",
+        return ns_reply_remarkf(&req->to, NS_CODE_REQUEST_CODE_NOT_SUPPORTED,
+                                " request type %d not supported",
                                 (int)req->cmd->code);
     }
 }

@@ -1,10 +1,11 @@
-/* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG (PROTOCOL.md
- * §5.8, §7). Protected keys are refused with NO_PERMISSION; unknown keys,
- * start-up settings and values out of type or range refuse the whole update
- * with SYSTEM_ERROR (ns_config_validate); accepted updates are replicated and
- * never written to any file. */
+/* Handlers of 318 UPDATE_NAMESRV_CONFIG and 319 GET_NAMESRV_CONFIG
+ * (docs/protocol.md §5.8, §7). Protected keys are refused with NO_PERMISSION;
+ * unknown keys, start-up settings and values out of type or range refuse the
+ * whole update with SYSTEM_ERROR (ns_config_validate); accepted updates are
+ * replicated and never written to any file. */
 #include <string.h>
 
+#include "raftns/codes.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
@@ -30,7 +31,7 @@ int ns_handle_update_config(struct ns_req *req)
 {
     const struct ns_cmd *cmd = req->cmd;
     if (cmd->body_len == 0) {
-        return ns_reply_simple(&req->to, 0, NULL);
+        return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_UPDATE_CONFIG);
@@ -39,20 +40,21 @@ int ns_handle_update_config(struct ns_req *req)
     int rv =
         ns_props_parse((const char *)cmd->body, cmd->body_len, &c.u.config);
     if (rv == NS_EPROTO) {
-        rv = ns_reply_simple(&req->to, 1, "string2Properties error");
+        rv = ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                             "string2Properties error");
         goto out;
     }
     if (rv != 0) {
         goto out;
     }
     if (names_acl_setting(&c.u.config)) {
-        rv = ns_reply_simple(&req->to, 16,
+        rv = ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
                              "aclEnable, aclAnonymousRead and "
                              "aclBrokerNetworks are start-up settings");
         goto out;
     }
     if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {
-        rv = ns_reply_simple(&req->to, 16,
+        rv = ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
                              "Can not update config in black list.");
         goto out;
     }
@@ -62,11 +64,11 @@ int ns_handle_update_config(struct ns_req *req)
         /* The whole update is refused: nothing is proposed. */
         NS_LOG(NS_LOG_INFO, "conn %llu %s: 318 refused: %s",
                (unsigned long long)req->conn->id, req->conn->peer, errmsg);
-        rv = ns_reply_simple(&req->to, 1, errmsg);
+        rv = ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, errmsg);
         goto out;
     }
     if (c.u.config.n == 0) {
-        rv = ns_reply_simple(&req->to, 0, NULL);
+        rv = ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
         goto out;
     }
     rv = ns_propose_simple(req, &c);

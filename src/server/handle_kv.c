@@ -1,8 +1,9 @@
 /* Handlers of the KV configuration codes 100 PUT, 101 GET, 102 DELETE and 219
- * LIST (PROTOCOL.md §3.2, §5.8). Reads answer from the local state; writes are
- * proposed. */
+ * LIST (docs/protocol.md §3.2, §5.8). Reads answer from the local state; writes
+ * are proposed. */
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "server_int.h"
@@ -19,7 +20,8 @@ static int propose_kv(struct ns_req *req, enum ns_command_type type,
     const char *key = ns_cmd_ext_find(req->cmd, "key");
     const char *value = ns_cmd_ext_find(req->cmd, "value");
     if (ns == NULL || key == NULL) {
-        return ns_reply_simple(&req->to, 1, "namespace or key is null");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "namespace or key is null");
     }
     struct ns_command c;
     int rv = NS_ENOMEM;
@@ -53,7 +55,7 @@ int ns_handle_delete_kv(struct ns_req *req)
      * answers 0: so does raftns, without writing to the log. */
     if (ns_cmd_ext_find(req->cmd, "namespace") == NULL ||
         ns_cmd_ext_find(req->cmd, "key") == NULL) {
-        return ns_reply_simple(&req->to, 0, NULL);
+        return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
     }
     return propose_kv(req, NS_CMD_KV_DELETE, false);
 }
@@ -73,7 +75,7 @@ int ns_handle_get_kv(struct ns_req *req)
         ns_buf_printf(&remark, "No config item, Namespace: %s Key: %s",
                       or_null(ns), or_null(key));
         ns_buf_put_u8(&remark, 0);
-        ns_reply_init(&reply, &req->to, 22);
+        ns_reply_init(&reply, &req->to, NS_CODE_QUERY_NOT_FOUND);
         /* Java's miss reply carries its (empty) response header: extFields {}
          */
         reply.has_ext = true;
@@ -87,7 +89,7 @@ int ns_handle_get_kv(struct ns_req *req)
         }
         return ns_reply_send(&req->to, &reply);
     }
-    ns_reply_init(&reply, &req->to, 0);
+    ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     if (ns_cmd_ext_set(&reply, "value", value) != 0) {
         ns_cmd_close(&reply);
         return NS_ENOMEM;
@@ -100,8 +102,8 @@ int ns_handle_kvlist(struct ns_req *req)
     const char *ns = ns_cmd_ext_find(req->cmd, "namespace");
     const struct ns_kv *kv = req->srv->state->kv;
     if (ns == NULL || !ns_kv_has_namespace(kv, ns)) {
-        return ns_reply_remarkf(&req->to, 22, "No config item, Namespace: %s",
-                                or_null(ns));
+        return ns_reply_remarkf(&req->to, NS_CODE_QUERY_NOT_FOUND,
+                                "No config item, Namespace: %s", or_null(ns));
     }
     struct ns_buf body;
     ns_buf_init(&body);

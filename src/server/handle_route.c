@@ -1,10 +1,11 @@
 /* Handlers of the read-only route codes: 105 route by topic, 106 cluster info,
- * topic lists (206, 224, 304, 311-313) and 901 member group (PROTOCOL.md §3.2,
- * §5.7, §5.8). They answer from the local state only (dispatch hands a read
- * this node cannot answer to the leader first). */
+ * topic lists (206, 224, 304, 311-313) and 901 member group (docs/protocol.md
+ * §3.2, §5.7, §5.8). They answer from the local state only (dispatch hands a
+ * read this node cannot answer to the leader first). */
 #include <ctype.h>
 #include <string.h>
 
+#include "raftns/codes.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
@@ -31,7 +32,7 @@ static bool is_blank(const char *s)
 static int not_found(struct ns_req *req, const char *topic)
 {
     return ns_reply_remarkf(
-        &req->to, 17,
+        &req->to, NS_CODE_TOPIC_NOT_EXIST,
         "No topic route info in name server for the topic: %s\nSee " FAQ_URL
         " for further details.",
         topic != NULL ? topic : "null");
@@ -49,7 +50,8 @@ int ns_handle_route(struct ns_req *req)
         if (req->may_forward) {
             return ns_held_read_forward(req, "name server not ready", false);
         }
-        return ns_reply_simple(&req->to, 1, "name server not ready");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "name server not ready");
     }
     const char *topic = ns_cmd_ext_find(req->cmd, "topic");
     if (topic == NULL) {
@@ -95,7 +97,7 @@ int ns_handle_route(struct ns_req *req)
     if (rv != 0) {
         return rv;
     }
-    return ns_reply_body(&req->to, 0, body, len);
+    return ns_reply_body(&req->to, NS_CODE_SUCCESS, body, len);
 }
 
 int ns_handle_cluster_info(struct ns_req *req)
@@ -111,7 +113,7 @@ int ns_handle_cluster_info(struct ns_req *req)
 int ns_handle_all_topics(struct ns_req *req)
 {
     if (!settings(req)->enable_all_topic_list) {
-        return ns_reply_simple(&req->to, 1, "disable");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, "disable");
     }
     struct ns_buf b;
     ns_buf_init(&b);
@@ -124,7 +126,7 @@ int ns_handle_all_topics(struct ns_req *req)
 int ns_handle_topics_by_cluster(struct ns_req *req)
 {
     if (!settings(req)->enable_topic_list) {
-        return ns_reply_simple(&req->to, 1, "disable");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, "disable");
     }
     const char *cluster = ns_cmd_ext_find(req->cmd, "cluster");
     struct ns_buf b;
@@ -152,7 +154,7 @@ int ns_handle_system_topics(struct ns_req *req)
 static int unit_list(struct ns_req *req, enum ns_unit_list which)
 {
     if (!settings(req)->enable_topic_list) {
-        return ns_reply_simple(&req->to, 1, "disable");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, "disable");
     }
     struct ns_buf b;
     ns_buf_init(&b);

@@ -1,4 +1,4 @@
-/* Held reads (DESIGN.md §6, docs/readiness.md): a raftnsConsistent=true read
+/* Held reads (docs/design.md §6, docs/readiness.md): a raftnsConsistent=true read
  * is a gate of dispatch: a copy of the request waits for the leader's read
  * index to be applied here, then goes to its handler; a read this node cannot
  * answer from its own state (not ready, diverged) is handed whole to the
@@ -69,7 +69,7 @@ static void run_again(struct ns_pending *p)
 {
     struct ns_conn *conn = p->to.conn;
     struct ns_held_read *h = p->data;
-    if (conn == NULL || conn->closing) {
+    if (conn == NULL || ns_conn_is_closing(conn)) {
         return;
     }
     struct ns_cmd cmd;
@@ -95,7 +95,7 @@ struct consistent_read {
 static void answer_confirmed(struct ns_pending *p, struct consistent_read *k)
 {
     struct ns_conn *conn = p->to.conn;
-    if (conn == NULL || conn->closing) {
+    if (conn == NULL || ns_conn_is_closing(conn)) {
         return;
     }
     if (ns_node_is_diverged(p->srv->node)) {

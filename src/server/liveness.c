@@ -1,4 +1,4 @@
-/* Broker liveness policy of a node in the cluster (DESIGN.md §5): local
+/* Broker liveness policy of a node in the cluster (docs/design.md §5): local
  * registrations and heartbeats go into the table (liveness_table.c); followers
  * report what they heard and which connections closed to the leader; the
  * leader merges reports, expires brokers past their timeout with one
@@ -66,7 +66,7 @@ int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
 {
     struct ns_server *srv = server_of(lv);
     set_self(srv);
-    bool linked = conn != NULL && !conn->closing;
+    bool linked = conn != NULL && !ns_conn_is_closing(conn);
     int rv =
         ns_lvt_register(&lv->t, cluster, addr, now, timeout_ms,
                         linked ? &conn->brokers : NULL, linked ? conn : NULL);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "raftns/codes.h"
 #include "raftns/metrics.h"
 
 #define MAX_CODES 128 /* distinct request codes tracked; more share "other" */
@@ -74,7 +75,7 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
 {
     struct code_stats *c = find_code(req_code);
     c->requests++;
-    if (reply_code != 0) {
+    if (reply_code != NS_CODE_SUCCESS) {
         c->errors++;
     }
     c->sum_ns += elapsed_ns;

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "peer.h"
@@ -131,20 +132,20 @@ int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
     return propose_from(&req, c, NS_SUBMIT_LEADER, internal_done, NULL);
 }
 
-void ns_done_simple(struct ns_pending *p, int status,
-                    const struct ns_apply_result *res)
+void ns_propose_simple_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
 {
     (void)res;
     if (status != 0) {
         ns_reply_write_error(&p->to, status);
         return;
     }
-    ns_reply_simple(&p->to, 0, NULL);
+    ns_reply_simple(&p->to, NS_CODE_SUCCESS, NULL);
 }
 
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c)
 {
-    int rv = ns_propose(req, c, ns_done_simple, NULL);
+    int rv = ns_propose(req, c, ns_propose_simple_done, NULL);
     if (rv == 0 || rv == NS_ENOMEM) {
         return rv;
     }

@@ -256,7 +256,7 @@ static int refresh_cache(struct ns_observe *o, uint64_t applied)
     return 0;
 }
 
-int ns_handle_state_fetch(struct ns_req *req)
+int ns_recovery_handle_state_fetch(struct ns_req *req)
 {
     if (!ns_cluster_check_signed(req)) {
         return 0;

@@ -75,7 +75,7 @@ static struct ns_conn *release(struct ns_reg_work *w, struct ns_reply_to *to)
 static void work_cb(uv_work_t *req)
 {
     struct ns_reg_work *w = req->data;
-    w->crc_bad = ns_register_check_crc(&w->cmd) != 0;
+    w->crc_bad = ns_handle_broker_check_crc(&w->cmd) != 0;
     if (w->crc_bad) {
         return;
     }
@@ -116,7 +116,8 @@ static void after_cb(uv_work_t *req, int status)
                    (unsigned)NS_COMMAND_MAX);
             rv = ns_reply_write_error(&to, NS_ETOOBIG);
         } else {
-            rv = ns_register_finish(&r, &w->c, w->crc_bad, w->rv, w->errmsg);
+            rv = ns_handle_broker_finish(&r, &w->c, w->crc_bad, w->rv,
+                                         w->errmsg);
         }
         if (rv != 0) {
             NS_LOG(NS_LOG_WARN, "conn %llu %s: request failed: %s",
@@ -209,7 +210,7 @@ int ns_register_async_start(struct ns_req *req, bool compressed)
     w->c.leader_time_ms = ns_wall_ms();
     int rv = copy_request(w, req->cmd);
     if (rv == 0) {
-        rv = ns_register_fill_header(&w->cmd, &w->c.u.reg);
+        rv = ns_handle_broker_fill_header(&w->cmd, &w->c.u.reg);
     }
     if (rv != 0) {
         work_free(w);

@@ -1,6 +1,6 @@
-/* Reply construction: the generic reply header (PROTOCOL.md §2.7) and encoding
- * into the connection's output. It decides no reply codes of its own except for
- * failed proposals. */
+/* Reply construction: the generic reply header (docs/protocol.md §2.7) and
+ * encoding into the connection's output. It decides no reply codes of its own
+ * except for failed proposals. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -29,7 +29,7 @@ int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
         ns_metrics_request(to->req_code, reply->code,
                            uv_hrtime() - to->start_ns);
     }
-    if (to->oneway || to->conn == NULL || to->conn->closing) {
+    if (to->oneway || to->conn == NULL || ns_conn_is_closing(to->conn)) {
         goto out;
     }
     if (to->served_by != 0) {
@@ -73,7 +73,7 @@ int ns_reply_simple(const struct ns_reply_to *to, int32_t code,
 int ns_reply_exception(const struct ns_reply_to *to, const char *remark)
 {
     struct ns_cmd reply;
-    ns_reply_init(&reply, to, 1);
+    ns_reply_init(&reply, to, NS_CODE_SYSTEM_ERROR);
     /* Java's catch-all builds a fresh response and never copies the
      * request's serialize type onto it: always JSON, no extFields. */
     reply.ser = NS_SER_JSON;
@@ -123,7 +123,7 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status)
                  "older than the cluster remembers); it was not applied";
         break;
     case NS_ETOOBIG:
-        return ns_reply_remarkf(to, 1,
+        return ns_reply_remarkf(to, NS_CODE_SYSTEM_ERROR,
                                 "the write is too large to replicate: its "
                                 "command is over %u bytes; it was not applied",
                                 (unsigned)NS_COMMAND_MAX);
@@ -131,7 +131,7 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status)
         remark = "the write failed on the raft log (i/o error)";
         break;
     }
-    return ns_reply_simple(to, 1, remark);
+    return ns_reply_simple(to, NS_CODE_SYSTEM_ERROR, remark);
 }
 
 int ns_reply_remarkf(const struct ns_reply_to *to, int32_t code,
@@ -159,5 +159,5 @@ int ns_reply_buf(const struct ns_reply_to *to, int rv, const struct ns_buf *b)
     if (rv != 0 || b->err != 0) {
         return NS_ENOMEM;
     }
-    return ns_reply_body(to, 0, b->data, b->len);
+    return ns_reply_body(to, NS_CODE_SUCCESS, b->data, b->len);
 }

@@ -119,7 +119,7 @@ static void idle_cb(uv_timer_t *t)
 
 /* Role changes: seed liveness once the replayed state is there; a new leader
  * grants every broker a full timeout so a failover never expires a live broker
- * (DESIGN.md §5). */
+ * (docs/design.md §5). */
 static void watch_cb(void *arg)
 {
     struct ns_server *s = arg;

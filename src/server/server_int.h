@@ -18,6 +18,7 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
+#include "conn_state.h"
 #include "register_memo.h"
 
 #define NS_CONN_MAX_INFLIGHT                                                   \
@@ -109,16 +110,12 @@ struct ns_conn {
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
     uv_write_t wreq;
-    uint8_t *wdata; /* owned while a write is in flight */
+    uint8_t *wdata; /* owned while a write is in flight, else NULL */
     size_t wlen;
     uint64_t last_active;
     unsigned n_inflight;
-    bool dirty;
-    bool writing;
-    bool closing;
-    bool paused;
-    bool resume; /* un-pause at the next flush */
-    bool got_bytes;
+    enum ns_conn_state state; /* changed by ns_conn_set_state only */
+    bool dirty;               /* in srv->dirty: flushed this loop turn */
     struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
     uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
     struct ns_pending *pending; /* replies waiting for apply */
@@ -213,6 +210,13 @@ void ns_conn_accept(struct ns_server *srv);
 /* Closes (idempotent); freed in the close callback. reason is logged when
  * non-NULL. */
 void ns_conn_close(struct ns_conn *c, const char *reason);
+/* Moves c to state to; asserts the change is legal (conn_state.h). */
+void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to);
+/* Whether c is closing or closed: it sends and dispatches nothing more. */
+static inline bool ns_conn_is_closing(const struct ns_conn *c)
+{
+    return c->state >= NS_CONN_CLOSING;
+}
 /* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
  * (closed). */
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
@@ -268,7 +272,7 @@ void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
                         const char *peer, const char *reason);
 /* Closes the connections holding the most buffered bytes until the total is
  * within clientBufferBudgetBytes. */
-void ns_conn_enforce_budget(struct ns_server *srv);
+void ns_conn_limits_enforce_budget(struct ns_server *srv);
 
 /* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */
@@ -359,8 +363,8 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status);
 int ns_propose(struct ns_req *req, const struct ns_command *c,
                ns_pending_done done, struct ns_pending **out);
 /* A done callback that answers SUCCESS (or the write error). */
-void ns_done_simple(struct ns_pending *p, int status,
-                    const struct ns_apply_result *res);
+void ns_propose_simple_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res);
 /* Proposes c and answers SUCCESS once applied; a refused proposal is answered
  * with the write error (NS_ENOMEM is returned instead: close). */
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
@@ -414,20 +418,21 @@ int ns_handle_liveness_report(struct ns_req *req);
  * decoded off the loop. */
 bool ns_register_async_wanted(const struct ns_cmd *cmd, bool compressed);
 /* Copies the request, pauses its connection and decodes it (CRC check
- * included) on a pool thread, one at a time; ns_register_finish then runs on
- * the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
+ * included) on a pool thread, one at a time; ns_handle_broker_finish then runs
+ * on the loop, unless the connection closed meanwhile. 0 or NS_ENOMEM. */
 int ns_register_async_start(struct ns_req *req, bool compressed);
 /* Frees what is still queued (server destroy). */
 void ns_register_async_clear(struct ns_server *srv);
 /* --- handle_broker.c, for register_async.c --- */
-int ns_register_fill_header(const struct ns_cmd *cmd, struct ns_register *reg);
+int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
+                                 struct ns_register *reg);
 /* 0 when the bodyCrc32 ext field is absent, 0 or matches the body. */
-int ns_register_check_crc(const struct ns_cmd *cmd);
+int ns_handle_broker_check_crc(const struct ns_cmd *cmd);
 /* The rest of a registration once its body is decoded (rv, errmsg as
  * ns_register_decode_body; crc_bad: the CRC did not match): the refusal, the
  * heartbeat short-cut or the proposal. c is borrowed. Non-zero = close. */
-int ns_register_finish(struct ns_req *req, struct ns_command *c, bool crc_bad,
-                       int rv, const char *errmsg);
+int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
+                            bool crc_bad, int rv, const char *errmsg);
 
 /* --- handlers (handle_*.c) --- */
 int ns_handle_put_kv(struct ns_req *req);
@@ -455,7 +460,7 @@ int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
 int ns_handle_status(struct ns_req *req); /* status.c */
 /* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
-int ns_handle_digest_report(struct ns_req *req);
-int ns_handle_state_fetch(struct ns_req *req);
+int ns_verdict_handle_digest_report(struct ns_req *req);
+int ns_recovery_handle_state_fetch(struct ns_req *req);
 
 #endif

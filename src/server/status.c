@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "raftns/alloc.h"
+#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
@@ -504,7 +505,8 @@ int ns_handle_status(struct ns_req *req)
 {
     struct ns_observe *o = req->srv->observe;
     if (o == NULL) {
-        return ns_reply_simple(&req->to, 1, "status not available");
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "status not available");
     }
     struct ns_buf b;
     ns_buf_init(&b);

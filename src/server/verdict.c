@@ -202,7 +202,7 @@ static void decide(struct ns_observe *o)
     ns_free(voters);
 }
 
-int ns_handle_digest_report(struct ns_req *req)
+int ns_verdict_handle_digest_report(struct ns_req *req)
 {
     if (!ns_cluster_check_signed(req)) {
         return 0;

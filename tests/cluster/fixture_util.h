@@ -2,7 +2,7 @@
  * raft_fixture cluster whose servers run the production FSM adapter
  * (raft/fsm_adapter.c: the raft_fsm callbacks over the real state machine and
  * raft/diverge.c, and the entry framing the node proposes with), the leader
- * barrier of DESIGN.md §7, command builders and a seeded generator.
+ * barrier (docs/design.md §7), command builders and a seeded generator.
  * Header-only (each test is its own executable); test code, not a second
  * implementation of the node. */
 #ifndef RAFTNS_TEST_FIXTURE_UTIL_H

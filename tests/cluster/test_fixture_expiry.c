@@ -1,4 +1,4 @@
-/* Cluster test: expiry grace after failover (DESIGN.md §5). A broker registered
+/* Expiry grace after failover (docs/design.md §5). A broker registered
  * through Raft heartbeats to the leader only, up to the moment the leader is
  * killed. The new leader runs the server's pure liveness table
  * (include/raftns/liveness_table.h) on fixture time: it seeds the brokers it

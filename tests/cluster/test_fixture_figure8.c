@@ -1,5 +1,5 @@
 /* Cluster test: the Raft paper's figure-8 schedule (§5.4.2) on 5 servers with
- * the mitigation raftns uses on raft 0.15 (RAFT-NOTES P1): a raft_barrier right
+ * the mitigation for raft 0.15 (docs/raft-0.15.md §1): a raft_barrier right
  * after a node becomes leader, and no client command before that barrier
  * completed. The test asserts that the entry S1 applied is never lost and that
  * all replicas end byte-identical. The same schedule without the mitigation is

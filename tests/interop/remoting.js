@@ -218,7 +218,7 @@ function topicConfig(name) {
   };
 }
 
-// REGISTER_BROKER ext fields and RegisterBrokerBody (PROTOCOL.md 4.4) for one master.
+// REGISTER_BROKER ext fields and RegisterBrokerBody (docs/protocol.md §4.4) for one master.
 function registration(brokerName, brokerAddr, topics) {
   const table = {};
   for (const t of topics) table[t] = topicConfig(t);

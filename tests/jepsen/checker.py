@@ -214,7 +214,7 @@ class Brokers:
 
     def removal_invoked_before(self, b, t):
         # Even a failed unregister counts: the broker then closes its connections, and a broker
-        # whose connections all closed may be expired at once (DESIGN.md section 5 fast path).
+        # whose connections all closed may be expired at once (docs/design.md §5 fast path).
         if any(u.start < t for u in self.unregs.get(b, [])):
             return True
         return any(s < t for s in self.stops.get(b, []))
@@ -477,7 +477,7 @@ def expiry_deadline(bs, b, last_heard, events, cfg):
     slack = slack_ns(cfg)
     deadline = last_heard + timeout + scan + slack
     # Only an observed leader change moves the deadline: the new leader grants every broker a
-    # full timeout from its takeover (DESIGN.md section 5), and the harness observes a takeover
+    # full timeout from its takeover (docs/design.md §5), and the harness observes a takeover
     # after it happened, so "observed + timeout" is a bound. A fault that changes no leader
     # moves nothing. Each leader change inside the window grants anew (that is the design, not
     # slack), so leader changes extend one after another; nothing else does.

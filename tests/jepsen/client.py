@@ -136,7 +136,7 @@ class Broker:
         self.timeout_ms = timeout_ms
         self.conns = {}
         # two topics: a new broker registering exactly one topic trips Java's single-topic guard
-        # ("register broker failed", PROTOCOL.md), which raftns reproduces
+        # ("register broker failed", docs/protocol.md §5.2), which raftns reproduces
         self.body = ns.register_body(["jt-" + name, "jt2-" + name])
 
     def _conn(self, node_addr):

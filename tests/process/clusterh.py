@@ -307,7 +307,7 @@ class Cluster:
 class Broker:
     """A fake broker: one connection per node it talks to (closing them is how a dead broker
     looks). Give it two or more topics: a 5.x name server refuses a first registration that
-    carries exactly one (PROTOCOL.md 5.2 step 7)."""
+    carries exactly one (docs/protocol.md §5.2 step 7)."""
 
     def __init__(self, name="broker-a", addr="127.0.0.1:10911", cluster="c1",
                  topics=("TopicA", "TopicB"),

@@ -1,6 +1,6 @@
 """A small RocketMQ remoting client for the process tests: frames, JSON and ROCKETMQ binary
 headers both ways, a buffered reader that copes with partial reads, and builders for the bodies
-a broker sends (PROTOCOL.md sections 2 and 4). It is a test tool, not a production client: no
+a broker sends (docs/protocol.md §2 and §4). It is a test tool, not a production client: no
 retries, no reconnects, no thread safety. Every timeout it takes is in seconds, already scaled
 (callers pass T(n)); a default is T(5) (scale.py)."""
 
@@ -24,7 +24,17 @@ FLAG_RESPONSE = 0x1
 FLAG_ONEWAY = 0x2
 MAX_FRAME = 16 * 1024 * 1024
 
-# Request codes (PROTOCOL.md 3.2).
+# Response codes (docs/protocol.md §3.1; include/raftns/codes.h).
+SUCCESS = 0
+SYSTEM_ERROR = 1
+SYSTEM_BUSY = 2
+REQUEST_CODE_NOT_SUPPORTED = 3
+NO_PERMISSION = 16
+TOPIC_NOT_EXIST = 17
+QUERY_NOT_FOUND = 22
+GO_AWAY = 1500
+
+# Request codes (docs/protocol.md §3.2).
 PUT_KV_CONFIG = 100
 GET_KV_CONFIG = 101
 DELETE_KV_CONFIG = 102
@@ -107,7 +117,7 @@ def encode_json_header(code, ext=None, flag=0, opaque=0, version=479, remark=Non
 
 def encode_binary_header(code, ext=None, flag=0, opaque=0, version=479, remark=None,
                          language="JAVA"):
-    """ROCKETMQ binary header (PROTOCOL.md 2.3)."""
+    """ROCKETMQ binary header (docs/protocol.md §2.3)."""
     lang = LANGUAGES.index(language) if isinstance(language, str) else int(language)
     out = bytearray(struct.pack(">hBhii", code, lang, version, opaque, flag))
     rb = remark.encode("utf-8") if remark else b""
@@ -486,7 +496,7 @@ def wrapper_body(topics, dv=None):
 
 
 def compressed_register_body(topics, dv=None, v5_lines=False, mappings=None, version=409):
-    """zlib form of PROTOCOL.md 4.4: int32-prefixed records."""
+    """zlib form of docs/protocol.md §4.4: int32-prefixed records."""
     dv = dv or data_version(v5=False)
     out = bytearray()
 

@@ -1,4 +1,4 @@
-"""PROTOCOL.md section 8 acceptance cases 1-49, one test each, against a fresh single raftns
+"""docs/protocol.md §8 acceptance cases 1-49, one test each, against a fresh single raftns
 node per test (5.x profile, plus the raftns CLI contract). Asynchronous effects are polled with a
 deadline. Case 50 (stock Java brokers and clients) lives in tests/interop, not here."""
 

@@ -112,7 +112,7 @@ class BadInput(unittest.TestCase):
         self.assert_closed_silently(b"\xff\xff\xff\xff\x00\x00\x00\x10")
 
     def test_05d_tls_client_hello(self):
-        # First byte 0x16: a plaintext-only server closes (PROTOCOL.md section 1).
+        # First byte 0x16: a plaintext-only server closes (docs/protocol.md §1).
         hello = bytes.fromhex("160301020001000200" "0303") + os.urandom(32)
         self.assert_closed_silently(hello, within=2.0)
 

@@ -17,7 +17,7 @@ from harness import T  # noqa: E402
 ROUNDS = int(os.environ.get("RAFTNS_STOP_ROUNDS", "100"))
 
 # On tmpfs libraft 0.15 has no kernel AIO and writes through the threadpool, so an open
-# segment's writer is still closing after raft_close: the case that crashed (RAFT-NOTES §3.1).
+# segment's writer is still closing after raft_close: the case that crashed (docs/raft-0.15.md §12).
 # On ext4 the same stop rarely hits it, so the data dirs go to tmpfs when there is one.
 if os.access("/dev/shm", os.W_OK):
     tempfile.tempdir = "/dev/shm"

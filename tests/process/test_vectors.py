@@ -15,7 +15,8 @@ import harness  # noqa: E402
 import nsclient as ns  # noqa: E402
 from harness import T  # noqa: E402
 
-VECTORS = os.environ.get("NS_VECTORS_DIR", "/work/shared/vectors/java-4.9.8")
+VECTORS = os.environ.get("NS_VECTORS_DIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "java-4.9.8"))
 
 
 def load_steps():
@@ -111,7 +112,7 @@ class VectorReplay(harness.NodeTestCase):
                 diffs = compare(resp, r)
                 if diffs and name.startswith("03_") and r.code == 1 and \
                         r.remark == "register broker failed":
-                    # 5.x single-topic guard (PROTOCOL.md 5.2 step 7): a first registration
+                    # 5.x single-topic guard (docs/protocol.md §5.2 step 7): a first registration
                     # with exactly one topic is refused. Make broker-a known with an empty
                     # registration of the same DataVersion, then the recorded request must
                     # give the recorded reply.
@@ -144,7 +145,7 @@ class VectorReplay(harness.NodeTestCase):
                     name, req[8:], "\n  ".join(diffs)))
 
     def _unknown_code(self, c, name, req):
-        # Java 4.9.8 stays silent; raftns answers like 5.x (PROTOCOL.md 2.7).
+        # Java 4.9.8 stays silent; raftns answers like 5.x (docs/protocol.md §2.7).
         c.send_raw(req)
         r = c.wait_reply(24, T(3))
         self.assertIsNotNone(r, harness.expired("%s: a code 3 reply" % name, T(3), None))

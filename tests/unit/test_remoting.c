@@ -1,6 +1,6 @@
 /* Unit tests of the remoting codec (src/remoting): frame boundaries, JSON and
- * binary headers against the Java 4.9.8 recordings and PROTOCOL.md §2.8, and
- * allocation-failure sweeps. */
+ * binary headers against the Java 4.9.8 recordings and docs/protocol.md §2.8,
+ * and allocation-failure sweeps. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,7 +202,7 @@ static void rocketmq_header_sample_07(void **state)
     free(frame);
 }
 
-/* PROTOCOL.md §2.8, both header forms, built from the spec's hex dump. */
+/* docs/protocol.md §2.8, both header forms, byte for byte. */
 static const char example_json_header[] =
     "{\"code\":105,\"extFields\":{\"topic\":\"TopicTest\"},\"flag\":0,"
     "\"language\":\"JAVA\",\"opaque\":1,\"serializeTypeCurrentRPC\":\"JSON\","
@@ -267,7 +267,7 @@ static void worked_example_frames(void **state)
     }
 }
 
-/* PROTOCOL.md §2.8, the reply: 0x169 = 4 + 95 + 262. */
+/* docs/protocol.md §2.8, the reply: 0x169 = 4 + 95 + 262. */
 static void worked_example_reply(void **state)
 {
     (void)state;

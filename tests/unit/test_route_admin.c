@@ -1,4 +1,4 @@
-/* Removal, expiry and administrative operations of the route (PROTOCOL.md
+/* Removal, expiry and administrative operations of the route (docs/protocol.md
  * §5.3, 5.5-5.8): acceptance cases 30-43 and 47 of §8 as route-level
  * expectations. */
 #include "test_route_util.h"

@@ -1,5 +1,6 @@
-/* REGISTER_BROKER table updates (PROTOCOL.md §5.2) through the pure route API:
- * acceptance cases 14, 16-19, 21-29 and 35 of §8 as route-level expectations.
+/* REGISTER_BROKER table updates (docs/protocol.md §5.2) through the pure route
+ * API: acceptance cases 14, 16-19, 21-29 and 35 of §8 as route-level
+ * expectations.
  */
 #include "test_route_util.h"
 
