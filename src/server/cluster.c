@@ -1,5 +1,5 @@
-/* The cluster side of a server (docs/design.md §4, §6): the leader connection and
- * the signatures of private requests, readiness through the leader's read
+/* The cluster side of a server (docs/design.md §4, §6): the leader connection
+ * and the signatures of private requests, readiness through the leader's read
  * index, the first leader's record of the members' addresses, and the cluster
  * tick. Writes are cluster_submit.c; the private request handlers are
  * handle_cluster.c. */

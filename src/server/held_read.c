@@ -1,5 +1,5 @@
-/* Held reads (docs/design.md §6, docs/readiness.md): a raftnsConsistent=true read
- * is a gate of dispatch: a copy of the request waits for the leader's read
+/* Held reads (docs/design.md §6, docs/readiness.md): a raftnsConsistent=true
+ * read is a gate of dispatch: a copy of the request waits for the leader's read
  * index to be applied here, then goes to its handler; a read this node cannot
  * answer from its own state (not ready, diverged) is handed whole to the
  * leader (NS_CODE_READ_FORWARD) as re-encoded bytes, answered there, and the
