@@ -9,7 +9,8 @@
  *   tests/process/test_cluster_read_forward.py.
  * - Writes through a follower: acknowledged only once the follower applied
  *   them, and (RAFTNS_TEST_FORWARD_ECHO_MS hook, docs/exactly-once.md) a late
- *   copy of a forwarded write after a newer write changes nothing. */
+ *   copy of a forwarded write after a newer write changes nothing.
+ * - Identical registrations sent to both nodes at once share one entry. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -561,6 +562,41 @@ static void test_late_copy_of_a_forwarded_write_changes_nothing(void **state)
     assert_int_equal(ns_metrics_write_copies(true), 0);
 }
 
+/* A broker sends the same new registration to every name server at once: the
+ * leader's copy and the one the follower forwards share one log entry
+ * (docs/exactly-once.md: a first send may share another id's entry). */
+/* No entry of the cluster's own is still to come: the first leader's records
+ * of the members' addresses are applied, and the follower is ready (its read
+ * index, a barrier entry, was served). */
+static bool quiet(struct fixture *f)
+{
+    for (int i = 0; i < N; i++) {
+        if (f->m[i].state.n_members != N || !ns_node_is_ready(f->m[i].node)) {
+            return false;
+        }
+    }
+    return follower_caught_up(f);
+}
+
+static void test_identical_registrations_make_one_entry(void **state)
+{
+    struct fixture *f = *state;
+    struct member *fo = ready_follower(f);
+    struct member *l = leader_of(f);
+    assert_true(run_until(f, quiet));
+    client_connect(f, fo);
+    client_connect(f, l);
+    uint64_t before = ns_node_last_applied(l->node);
+    send_register(l, 1);
+    send_register(fo, 2);
+    expect_success(f, l, 1);
+    expect_success(f, fo, 2);
+    assert_true(run_until(f, follower_caught_up));
+    assert_int_equal(ns_node_last_applied(l->node), before + 1);
+    assert_int_equal(ns_route_n_brokers(l->state.route), 1);
+    assert_int_equal(ns_route_n_brokers(fo->state.route), 1);
+}
+
 int main(void)
 {
     /* as raftns does: a peer connection closed while stopping is an error
@@ -576,6 +612,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_late_copy_of_a_forwarded_write_changes_nothing,
             setup_late_copies, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_identical_registrations_make_one_entry, setup_late_copies,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
