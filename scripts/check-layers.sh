@@ -67,6 +67,16 @@ grep -rnE '(\.|->)(apply|snapshot|restore)[[:space:]]*=' raft src tests tools --
     grep -v '^raft/fsm_adapter\.c:' |
     while IFS= read -r line; do report "a raft_fsm outside raft/fsm_adapter.c: $line"; done
 
+# The transport room of src/server (docs/ARCHITECTURE.md) knows no handler: it reports
+# requests and closes through the hooks server.c sets, and calls nothing of the rooms above.
+net_files=(src/server/conn.c src/server/conn_tls.c src/server/conn_limit.c
+           src/server/conn_state.c src/server/peer.c src/server/addr.c)
+grep -nE '#include "(cluster|cluster_int|observe|register_memo)\.h"' "${net_files[@]}" |
+    while IFS= read -r line; do report "transport includes a room above it: $line"; done
+grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_gate|observe|checkpoint|verdict|recovery)_?[a-z_]*\(' \
+    "${net_files[@]}" |
+    while IFS= read -r line; do report "transport calls a room above it: $line"; done
+
 # Lower layers never include the server or node headers.
 grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c src/liveness/*.c \
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "addr.h"
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"

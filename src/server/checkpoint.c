@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"

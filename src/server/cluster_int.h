@@ -8,7 +8,7 @@
 
 #include <uv.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/replay.h"
 
 struct fwd;

@@ -104,8 +104,7 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
     if (c->ip_counted) {
         ns_conn_limits_release(&srv->limits, c->ip);
     }
-    ns_pending_detach_all(c);
-    ns_liveness_conn_closed(srv, c);
+    srv->on_conn_closed(srv, c);
     if (c->dirty) {
         struct ns_conn **pp = &srv->dirty;
         while (*pp != c) {
@@ -154,7 +153,7 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len)
             ns_conn_close(c, NULL);
             return -1;
         }
-        rv = ns_dispatch(c->srv, c, &cmd);
+        rv = c->srv->on_request(c->srv, c, &cmd);
         ns_cmd_close(&cmd);
         off += frame_len;
         if (rv != 0) {

@@ -9,7 +9,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "peer.h"
+#include "cluster.h"
 #include "server_int.h"
 
 enum {

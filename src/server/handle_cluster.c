@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"

@@ -4,7 +4,7 @@
  * the sender and answers. */
 #include <stdlib.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "peer.h"
+#include "cluster.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/config.h"

@@ -7,7 +7,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "peer.h"
+#include "cluster.h"
 #include "server_int.h"
 
 int64_t ns_wall_ms(void)

@@ -14,7 +14,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
-#include "peer.h"
+#include "cluster.h"
 #include "server_int.h"
 
 #define NS_REGISTER_ASYNC_MIN (256u * 1024u)

@@ -11,7 +11,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "peer.h"
+#include "cluster.h"
 #include "register_memo.h"
 #include "server_int.h"
 
@@ -29,6 +29,14 @@ static uint64_t scan_interval(const struct ns_server *s)
     return ms > 0 ? (uint64_t)ms : 5000;
 }
 
+/* A connection closing: its pending replies lose their target, and the
+ * brokers it registered may now have no holder (liveness). */
+static void conn_closed(struct ns_server *srv, struct ns_conn *c)
+{
+    ns_pending_detach_all(c);
+    ns_liveness_conn_closed(srv, c);
+}
+
 int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
                      struct ns_state *state, struct ns_node *node,
                      struct ns_server **out)
@@ -40,6 +48,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->loop = loop;
     s->state = state;
     s->node = node;
+    s->on_request = ns_dispatch;
+    s->on_conn_closed = conn_closed;
     s->waits = cfg->waits;
     ns_waits_fill_defaults(&s->waits);
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);

@@ -152,6 +152,12 @@ struct ns_acl_gate {
 
 struct ns_server {
     uv_loop_t *loop;
+    /* What the transport reports upward (set by server.c, so that conn.c
+     * knows no handler): one decoded request (non-zero: close the
+     * connection), and a connection that is closing (before it is freed). */
+    int (*on_request)(struct ns_server *srv, struct ns_conn *c,
+                      const struct ns_cmd *cmd);
+    void (*on_conn_closed)(struct ns_server *srv, struct ns_conn *c);
     struct ns_waits waits;  /* every wait on the cluster (raftns/waits.h) */
     struct ns_state *state; /* borrowed */
     struct ns_node *node;   /* borrowed */
@@ -462,5 +468,15 @@ int ns_handle_status(struct ns_req *req); /* status.c */
 /* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
 int ns_verdict_handle_digest_report(struct ns_req *req);
 int ns_recovery_handle_state_fetch(struct ns_req *req);
+
+/* --- propose.c: reply targets that survive a connection close --- */
+
+/* A pending reply for req attached to its connection (detached if it closes).
+ * NULL on NS_ENOMEM. Finish it exactly once. */
+struct ns_pending *ns_pending_new(struct ns_req *req, ns_pending_done done);
+/* Sets p->index, runs p->done, detaches and frees p (and p->data with
+ * ns_free). */
+void ns_pending_finish(struct ns_pending *p, int status, uint64_t index,
+                       const struct ns_apply_result *res);
 
 #endif
