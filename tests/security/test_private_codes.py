@@ -55,6 +55,7 @@ def metric(nd, name):
 
 
 class PrivateCodes(harness.NodeTestCase):
+    maxDiff = None
     @classmethod
     def setUpClass(cls):
         cls.c = clusterh.Cluster(3, secret=SECRET)
