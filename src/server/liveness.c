@@ -23,13 +23,6 @@
 #define REPORT_TIMEOUT_MS 3000
 #define NAME_MAX_LEN 255
 
-/* lv is always the `live` member of a server. */
-static struct ns_server *server_of(struct ns_liveness *lv)
-{
-    return (struct ns_server *)(void *)((char *)lv -
-                                        offsetof(struct ns_server, live));
-}
-
 static uint64_t route_timeout(const struct ns_server *srv, const char *cluster,
                               const char *addr)
 {
@@ -60,11 +53,11 @@ void ns_liveness_close(struct ns_liveness *lv)
 
 static void send_reports(struct ns_server *srv);
 
-int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
+int ns_liveness_register(struct ns_server *srv, const char *cluster,
                          const char *addr, uint64_t now, uint64_t timeout_ms,
                          struct ns_conn *conn)
 {
-    struct ns_server *srv = server_of(lv);
+    struct ns_liveness *lv = &srv->live;
     set_self(srv);
     bool linked = conn != NULL && !ns_conn_is_closing(conn);
     int rv =
@@ -88,9 +81,9 @@ void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
     ns_lvt_remove(&lv->t, cluster, addr);
 }
 
-void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now)
+void ns_liveness_reset_all(struct ns_server *srv, uint64_t now)
 {
-    struct ns_server *srv = server_of(lv);
+    struct ns_liveness *lv = &srv->live;
     set_self(srv);
 #ifdef RAFTNS_BREAK_NO_GRACE
     now = 0; /* TEST-ONLY MUTANT: no grace, unheard brokers expire at once */
@@ -256,7 +249,7 @@ static bool check_role(struct ns_server *srv)
     struct ns_liveness *lv = &srv->live;
     bool leader = !srv->stopping && ns_node_is_leader(srv->node);
     if (leader && !lv->leading) {
-        ns_liveness_reset_all(lv, uv_now(srv->loop));
+        ns_liveness_reset_all(srv, uv_now(srv->loop));
     } else if (!leader && lv->leading) {
         lv->leading = false;
         lv->reported_to = 0; /* report everything to the next leader */

@@ -145,7 +145,7 @@ static void watch_cb(void *arg)
     }
     bool leader = ns_node_is_leader(s->node);
     if (leader && !s->was_leader) {
-        ns_liveness_reset_all(&s->live, now);
+        ns_liveness_reset_all(s, now);
     }
     s->was_leader = leader;
     ns_cluster_on_change(s);

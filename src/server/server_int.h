@@ -388,7 +388,7 @@ int ns_liveness_init(struct ns_liveness *lv);
 void ns_liveness_close(struct ns_liveness *lv);
 /* Records a registration: deadline = now + timeout, connection = conn
  * (borrowed, may be NULL). 0 or NS_ENOMEM. */
-int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
+int ns_liveness_register(struct ns_server *srv, const char *cluster,
                          const char *addr, uint64_t now, uint64_t timeout_ms,
                          struct ns_conn *conn);
 /* Refreshes a known broker (904, 322); false when unknown. */
@@ -397,7 +397,7 @@ bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
 void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
                         const char *addr);
 /* Grants every known broker a full timeout from now. */
-void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now);
+void ns_liveness_reset_all(struct ns_server *srv, uint64_t now);
 /* Adds brokers of the route not yet known, with a full timeout from now. */
 int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
                      uint64_t now);
