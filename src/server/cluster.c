@@ -315,6 +315,37 @@ static void record_members(struct ns_cluster *cl)
     }
 }
 
+/* --- waiting for the cluster --- */
+
+void ns_cluster_wait_again(struct ns_server *srv, struct ns_cluster_wait *w)
+{
+    struct ns_cluster *cl = srv->cluster;
+    w->next = cl->waiting;
+    cl->waiting = w;
+}
+
+bool ns_cluster_is_stopping(const struct ns_server *srv)
+{
+    return srv->cluster == NULL || srv->cluster->stopping;
+}
+
+uint64_t ns_cluster_leaderless_since(const struct ns_server *srv)
+{
+    return srv->cluster->leaderless_since;
+}
+
+static void run_waiting(struct ns_cluster *cl)
+{
+    struct ns_cluster_wait *list = cl->waiting;
+    cl->waiting = NULL;
+    while (list != NULL) {
+        struct ns_cluster_wait *w = list;
+        list = w->next;
+        w->next = NULL;
+        w->retry(w->data);
+    }
+}
+
 /* --- events --- */
 
 void ns_cluster_on_change(struct ns_server *srv)
@@ -324,6 +355,11 @@ void ns_cluster_on_change(struct ns_server *srv)
         return;
     }
     uint64_t leader = ns_node_leader_id(srv->node);
+    if (leader != 0) {
+        cl->leaderless_since = 0;
+    } else if (cl->leaderless_since == 0) {
+        cl->leaderless_since = uv_now(srv->loop);
+    }
     if (leader != cl->peer_leader_id) {
         ns_cluster_aim_leader(cl);
         if ((leader == 0 || leader == cl->id) && cl->leader_peer != NULL) {
@@ -341,7 +377,7 @@ void ns_cluster_on_change(struct ns_server *srv)
         ask_read_index(cl);
     }
     ns_cluster_submit_tick(cl);
-    ns_held_read_retry(srv);
+    run_waiting(cl);
 }
 
 static void tick_cb(uv_timer_t *t)
@@ -376,8 +412,12 @@ void ns_cluster_stop(struct ns_server *srv)
         return;
     }
     cl->stopping = true;
-    ns_cluster_submit_tick(cl); /* each parked write finishes: shutdown */
-    ns_held_read_stop(srv);
+    /* Each waiting request finishes now (shutdown); a retry that waited again
+     * anyway would be lost with the cluster. */
+    run_waiting(cl);
+    if (cl->waiting != NULL) {
+        NS_LOG(NS_LOG_ERROR, "cluster: a request kept waiting after stop");
+    }
     ns_peer_close(cl->leader_peer, NULL, NULL);
     cl->leader_peer = NULL;
     if (cl->started) {

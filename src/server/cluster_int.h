@@ -22,7 +22,8 @@ struct ns_cluster {
     const struct ns_cluster_config *file; /* borrowed, may be NULL */
     struct ns_peer *leader_peer;
     uint64_t peer_leader_id;
-    struct fwd *parked;
+    struct ns_cluster_wait *waiting; /* retried on every tick */
+    uint64_t leaderless_since;       /* uv_now; 0 = a leader is known */
     struct shared *shared;
     uv_timer_t timer;
     bool started;
@@ -54,8 +55,7 @@ int ns_cluster_aim_leader(struct ns_cluster *cl);
 /* --- cluster_submit.c --- */
 /* This process's request-id run, and the test hooks of the write path. */
 void ns_cluster_submit_init(struct ns_cluster *cl);
-/* Every cluster tick and role change: late copies due (test hook), parked
- * writes sent again (or finished: deadline passed, stopping). */
+/* Every cluster tick and role change: late copies due (test hook). */
 void ns_cluster_submit_tick(struct ns_cluster *cl);
 /* Frees what the write path still holds (the server is destroyed). */
 void ns_cluster_submit_close(struct ns_cluster *cl);

@@ -49,8 +49,7 @@ struct fwd {
     unsigned n_sends;
     uint64_t index;
     struct ns_apply_result res;
-    struct fwd *prev, *next; /* in cl->parked while waiting for a leader */
-    bool parked;
+    struct ns_cluster_wait wait; /* parked: waiting for a leader */
 };
 
 /* A copy of a forwarded write waiting for its echo (test hook only). */
@@ -278,13 +277,7 @@ static void park(struct fwd *f)
         finish(f, NS_ETIMEDOUT, 0, NULL);
         return;
     }
-    f->parked = true;
-    f->next = cl->parked;
-    if (f->next != NULL) {
-        f->next->prev = f;
-    }
-    f->prev = NULL;
-    cl->parked = f;
+    ns_cluster_wait_again(cl->srv, &f->wait);
 }
 
 static void local_done(void *arg, int status, uint64_t index,
@@ -452,6 +445,11 @@ static void break_ack_early(struct ns_server *srv, ns_node_index_cb *cb,
 
 /* A client's write: on the leader here, else forwarded, waiting at most
  * the write wait for a leader; cb once THIS node applied it. */
+static void parked_retry(void *data)
+{
+    route(data);
+}
+
 static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
                            size_t len, ns_node_index_cb cb, void *arg)
 {
@@ -481,6 +479,8 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     f->len = len;
     f->cb = cb;
     f->arg = arg;
+    f->wait.retry = parked_retry;
+    f->wait.data = f;
     f->deadline = uv_now(srv->loop) + srv->waits.write_ms;
     /* Never call back before returning: start on the next tick when no
      * leader is known, else now (callbacks of raft/peer are always later). */
@@ -533,15 +533,6 @@ void ns_cluster_submit_tick(struct ns_cluster *cl)
 {
     if (cl->echoes != NULL) {
         fire_echoes(cl);
-    }
-    struct fwd *list = cl->parked;
-    cl->parked = NULL;
-    while (list != NULL) {
-        struct fwd *f = list;
-        list = f->next;
-        f->parked = false;
-        f->prev = f->next = NULL;
-        route(f);
     }
 }
 

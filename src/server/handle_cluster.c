@@ -401,34 +401,23 @@ static void remove_cb(void *arg, int status, const char *errmsg)
 }
 
 /* Removing the leader: after the transfer, the remove is relayed to the new
- * leader once this node knows it (polled; the admin-leader wait at most). */
-#define RELAY_POLL_MS 50
-
+ * leader once this node knows it (a cluster wait, retried every tick; the
+ * admin-leader wait at most). It is either waiting or in flight, never both. */
 struct relay {
-    uv_timer_t timer;
+    struct ns_cluster_wait wait;
     struct ns_pending *p;
     uint64_t deadline;
-    bool inflight;
 };
 
-static void relay_closed(uv_handle_t *h)
-{
-    ns_free(h->data);
-}
-
-static void relay_finish(struct relay *r, int status)
+static void relay_fail(struct relay *r, int status)
 {
     struct ns_pending *p = r->p;
-    uv_timer_stop(&r->timer);
-    r->timer.data = r;
-    uv_close((uv_handle_t *)&r->timer, relay_closed);
-    if (status != 0) {
-        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: leadership transferred, but the removal was "
-                         "not relayed: %s",
-                         ns_strerror(status));
-        ns_pending_finish(p, 0, 0, NULL);
-    }
+    ns_free(r);
+    ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                     "raftns: leadership transferred, but the removal was "
+                     "not relayed: %s",
+                     ns_strerror(status));
+    ns_pending_finish(p, 0, 0, NULL);
 }
 
 /* The new leader may not have applied its barrier yet ("retry"): answers
@@ -437,32 +426,33 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct relay *r = arg;
     struct ns_pending *p = r->p;
-    r->inflight = false;
+    struct ns_server *srv = p->srv;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
-    if (ok || p->srv->stopping || uv_now(p->srv->loop) >= r->deadline) {
-        r->p = NULL;
-        relay_finish(r, 0);
+    if (ok || srv->stopping || ns_cluster_is_stopping(srv) ||
+        uv_now(srv->loop) >= r->deadline) {
+        ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
+        return;
     }
+    ns_cluster_wait_again(srv, &r->wait);
 }
 
-static void relay_tick(uv_timer_t *t)
+static void relay_retry(void *data)
 {
-    struct relay *r = t->data;
+    struct relay *r = data;
     struct ns_pending *p = r->p;
     struct ns_server *srv = p->srv;
     struct member_op *op = p->data;
     uint64_t leader = ns_node_leader_id(srv->node);
-    if (r->inflight) {
-        return;
-    }
-    if (srv->stopping) {
-        relay_finish(r, NS_ESHUTDOWN);
+    if (srv->stopping || ns_cluster_is_stopping(srv)) {
+        relay_fail(r, NS_ESHUTDOWN);
         return;
     }
     if (leader == 0 || leader == ns_node_id(srv->node)) {
         if (uv_now(srv->loop) >= r->deadline) {
-            relay_finish(r, NS_ETIMEDOUT);
+            relay_fail(r, NS_ETIMEDOUT);
+        } else {
+            ns_cluster_wait_again(srv, &r->wait);
         }
         return;
     }
@@ -478,9 +468,13 @@ static void relay_tick(uv_timer_t *t)
                                        relay_reply, r);
     }
     ns_cmd_close(&fwd);
-    r->inflight = rv == 0;
-    if (rv != 0 && uv_now(srv->loop) >= r->deadline) {
-        relay_finish(r, rv);
+    if (rv == 0) {
+        return; /* in flight */
+    }
+    if (uv_now(srv->loop) >= r->deadline) {
+        relay_fail(r, rv);
+    } else {
+        ns_cluster_wait_again(srv, &r->wait);
     }
 }
 
@@ -500,9 +494,9 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
     }
     r->p = p;
     r->deadline = uv_now(p->srv->loop) + p->srv->waits.admin_leader_ms;
-    uv_timer_init(p->srv->loop, &r->timer);
-    r->timer.data = r;
-    uv_timer_start(&r->timer, relay_tick, 0, RELAY_POLL_MS);
+    r->wait.retry = relay_retry;
+    r->wait.data = r;
+    relay_retry(r);
 }
 
 static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,

@@ -29,10 +29,10 @@
 /* A held request (p->data of its pending reply, freed with it). */
 struct ns_held_read {
     struct ns_pending *p;
-    struct ns_held_read *next; /* in srv->held_reads while waiting */
-    const char *refusal;       /* static: the answer when nobody answers */
-    bool local_when_ready;     /* answered here once this node is ready */
-    uint64_t deadline;         /* uv_now */
+    struct ns_cluster_wait wait; /* for a leader to answer */
+    const char *refusal;         /* static: the answer when nobody answers */
+    bool local_when_ready;       /* answered here once this node is ready */
+    uint64_t deadline;           /* uv_now */
     size_t len;
     uint8_t bytes[]; /* the request, re-encoded */
 };
@@ -229,19 +229,22 @@ static void relay(struct ns_pending *p, const struct ns_cmd *reply)
 
 static void forward_send(struct ns_held_read *h);
 
-/* Until the next cluster tick (ns_held_read_retry), or answered now when the
- * deadline passed. */
+static bool stopping(const struct ns_server *srv)
+{
+    return srv->stopping || ns_cluster_is_stopping(srv);
+}
+
+/* Until the next cluster tick, or answered now when the deadline passed. */
 static void wait_for_leader(struct ns_held_read *h)
 {
     struct ns_server *srv = h->p->srv;
-    if (srv->stopping || h->p->to.conn == NULL ||
+    if (stopping(srv) || h->p->to.conn == NULL ||
         uv_now(srv->loop) >= h->deadline) {
-        ns_pending_finish(h->p, srv->stopping ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
+        ns_pending_finish(h->p, stopping(srv) ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
                           NULL);
         return;
     }
-    h->next = srv->held_reads;
-    srv->held_reads = h;
+    ns_cluster_wait_again(srv, &h->wait);
 }
 
 static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
@@ -263,7 +266,7 @@ static void forward_send(struct ns_held_read *h)
     struct ns_pending *p = h->p;
     struct ns_server *srv = p->srv;
     struct ns_node *node = srv->node;
-    if (!srv->stopping && h->local_when_ready && ns_node_is_ready(node) &&
+    if (!stopping(srv) && h->local_when_ready && ns_node_is_ready(node) &&
         !ns_node_is_diverged(node)) {
         run_again(p);
         ns_pending_finish(p, 0, 0, NULL);
@@ -275,7 +278,7 @@ static void forward_send(struct ns_held_read *h)
         ns_pending_finish(p, NS_ENOTLEADER, 0, NULL); /* nobody to ask */
         return;
     }
-    if (!srv->stopping && now < h->deadline && leader != 0 &&
+    if (!stopping(srv) && now < h->deadline && leader != 0 &&
         leader != ns_node_id(node)) {
         struct ns_cmd fwd;
         ns_cmd_init(&fwd);
@@ -293,6 +296,11 @@ static void forward_send(struct ns_held_read *h)
     wait_for_leader(h);
 }
 
+static void held_retry(void *data)
+{
+    forward_send(data);
+}
+
 int ns_held_read_forward(struct ns_req *req, const char *refusal,
                          bool local_when_ready)
 {
@@ -306,9 +314,12 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
     struct ns_server *srv = req->srv;
     uint64_t now = uv_now(srv->loop);
     uint64_t since = now;
-    if (ns_node_leader_id(srv->node) == 0 && srv->leaderless_since != 0) {
-        since = srv->leaderless_since;
+    uint64_t lost = ns_cluster_leaderless_since(srv);
+    if (ns_node_leader_id(srv->node) == 0 && lost != 0) {
+        since = lost;
     }
+    h->wait.retry = held_retry;
+    h->wait.data = h;
     h->refusal = refusal;
     h->local_when_ready = local_when_ready;
     h->deadline = since + srv->waits.read_forward_ms;
@@ -321,34 +332,6 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
            (int)req->cmd->code, (int)req->cmd->opaque, refusal);
     forward_send(h);
     return 0;
-}
-
-void ns_held_read_retry(struct ns_server *srv)
-{
-    if (ns_node_leader_id(srv->node) != 0) {
-        srv->leaderless_since = 0;
-    } else if (srv->leaderless_since == 0) {
-        srv->leaderless_since = uv_now(srv->loop);
-    }
-    struct ns_held_read *list = srv->held_reads;
-    srv->held_reads = NULL;
-    while (list != NULL) {
-        struct ns_held_read *h = list;
-        list = h->next;
-        h->next = NULL;
-        forward_send(h);
-    }
-}
-
-void ns_held_read_stop(struct ns_server *srv)
-{
-    struct ns_held_read *list = srv->held_reads;
-    srv->held_reads = NULL;
-    while (list != NULL) {
-        struct ns_held_read *h = list;
-        list = h->next;
-        ns_pending_finish(h->p, NS_ESHUTDOWN, 0, NULL);
-    }
 }
 
 int ns_held_read_serve(struct ns_req *req)

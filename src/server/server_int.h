@@ -192,8 +192,6 @@ struct ns_server {
     struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
     /* forwarded reads waiting for a leader, and since when (uv_now) no
      * leader is known, 0 while one is (held_read.c) */
-    struct ns_held_read *held_reads;
-    uint64_t leaderless_since;
     uint8_t scratch[NS_READ_CHUNK];
 };
 
@@ -310,11 +308,6 @@ bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler);
  * connection. */
 int ns_held_read_forward(struct ns_req *req, const char *refusal,
                          bool local_when_ready);
-/* Cluster tick: notes whether a leader is known and sends the waiting
- * forwarded reads again. */
-void ns_held_read_retry(struct ns_server *srv);
-/* Server stop: answers every waiting forwarded read (refusal). */
-void ns_held_read_stop(struct ns_server *srv);
 /* NS_CODE_READ_FORWARD on the receiving node (a signed private request). */
 int ns_held_read_serve(struct ns_req *req);
 
