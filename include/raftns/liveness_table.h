@@ -13,10 +13,10 @@
 #include <stdint.h>
 
 /* Nodes tracked per broker; beyond this the fast path is off for the broker. */
-#define NS_LVT_MAX_HOLDERS 16
+#define NS_LIVENESS_TABLE_MAX_HOLDERS 16
 /* After a takeover, the fast path waits this long so followers can report
  * which brokers they hold before an empty holder set means "dead". */
-#define NS_LVT_FAST_SETTLE_MS 1500
+#define NS_LIVENESS_TABLE_FAST_SETTLE_MS 1500
 
 /* One broker. Fields are private to liveness_table.c except where noted. */
 struct ns_live {
@@ -31,7 +31,7 @@ struct ns_live {
     struct ns_live **conn_head; /* list head in the registering connection */
     void *conn;                 /* borrowed owner of conn_head; read-only */
     struct ns_live *conn_prev, *conn_next;
-    uint64_t holders[NS_LVT_MAX_HOLDERS];
+    uint64_t holders[NS_LIVENESS_TABLE_MAX_HOLDERS];
     uint8_t n_holders;
     bool holders_overflow;
     bool had_holder; /* some node held a connection: the fast path may fire */
@@ -41,7 +41,7 @@ struct ns_live {
     struct ns_live *hnext;
 };
 
-struct ns_lvt {
+struct ns_liveness_table {
     struct ns_live **buckets;
     size_t n_buckets;
     size_t n;
@@ -54,69 +54,79 @@ struct ns_lvt {
         leader_since_ms; /* grace base: nobody expires before this+timeout */
     bool urgent;         /* a holder changed: report without waiting */
     /* counters */
-    uint64_t n_expired;      /* entries handed out by ns_lvt_expire */
+    uint64_t n_expired; /* entries handed out by ns_liveness_table_expire */
     uint64_t n_fast_expired; /* of which through the fast path */
     uint64_t n_merged;       /* report entries merged */
-    uint64_t n_visits;       /* debug: heap entries examined by ns_lvt_expire */
+    uint64_t
+        n_visits; /* debug: heap entries examined by ns_liveness_table_expire */
 };
 
 /* Called for an expired broker, already removed from the table and unlinked
  * from its connection (e->conn still names it); e is freed after the call. */
-typedef void (*ns_lvt_expired_cb)(void *arg, const struct ns_live *e,
-                                  bool fast);
+typedef void (*ns_liveness_table_expired_cb)(void *arg, const struct ns_live *e,
+                                             bool fast);
 /* One report entry: ms since this node heard the broker, and whether a
  * connection of this node registered it. */
-typedef int (*ns_lvt_report_cb)(void *arg, const char *cluster,
-                                const char *addr, uint32_t ms_since, bool held);
+typedef int (*ns_liveness_table_report_cb)(void *arg, const char *cluster,
+                                           const char *addr, uint32_t ms_since,
+                                           bool held);
 
-int ns_lvt_init(struct ns_lvt *t, uint64_t self_id);
-void ns_lvt_close(struct ns_lvt *t);
+int ns_liveness_table_init(struct ns_liveness_table *t, uint64_t self_id);
+void ns_liveness_table_close(struct ns_liveness_table *t);
 /* The node id used for local holds (set before any registration). */
-void ns_lvt_set_self(struct ns_lvt *t, uint64_t self_id);
-struct ns_live *ns_lvt_find(const struct ns_lvt *t, const char *cluster,
-                            const char *addr);
+void ns_liveness_table_set_self(struct ns_liveness_table *t, uint64_t self_id);
+struct ns_live *ns_liveness_table_find(const struct ns_liveness_table *t,
+                                       const char *cluster, const char *addr);
 
 /* A local registration: heard now, timeout, and (conn_head non-NULL) the
  * registering connection's list head and owner; this node becomes a holder.
  * 0 or NS_ENOMEM. */
-int ns_lvt_register(struct ns_lvt *t, const char *cluster, const char *addr,
-                    uint64_t now_ms, uint64_t timeout_ms,
-                    struct ns_live **conn_head, void *conn);
+int ns_liveness_table_register(struct ns_liveness_table *t, const char *cluster,
+                               const char *addr, uint64_t now_ms,
+                               uint64_t timeout_ms, struct ns_live **conn_head,
+                               void *conn);
 /* A local heartbeat (904, 322) of a known broker; false when unknown. */
-bool ns_lvt_touch(struct ns_lvt *t, const char *cluster, const char *addr,
-                  uint64_t now_ms);
+bool ns_liveness_table_touch(struct ns_liveness_table *t, const char *cluster,
+                             const char *addr, uint64_t now_ms);
 /* The connection whose list head is conn_head closed: every broker it
  * registered loses this node as holder. Returns how many brokers it held. */
-size_t ns_lvt_conn_closed(struct ns_lvt *t, struct ns_live **conn_head,
-                          uint64_t now_ms);
-void ns_lvt_remove(struct ns_lvt *t, const char *cluster, const char *addr);
+size_t ns_liveness_table_conn_closed(struct ns_liveness_table *t,
+                                     struct ns_live **conn_head,
+                                     uint64_t now_ms);
+void ns_liveness_table_remove(struct ns_liveness_table *t, const char *cluster,
+                              const char *addr);
 /* Adds a broker not yet known, heard "now" (restart/takeover grace), no
  * holders. 0 or NS_ENOMEM. */
-int ns_lvt_seed(struct ns_lvt *t, const char *cluster, const char *addr,
-                uint64_t timeout_ms, uint64_t now_ms);
+int ns_liveness_table_seed(struct ns_liveness_table *t, const char *cluster,
+                           const char *addr, uint64_t timeout_ms,
+                           uint64_t now_ms);
 /* Merges one report entry from node `from` received at now_ms; creates the
  * broker when unknown. held sets or clears `from` as holder. 0 or NS_ENOMEM. */
-int ns_lvt_merge(struct ns_lvt *t, uint64_t from, const char *cluster,
-                 const char *addr, uint32_t ms_since, bool held,
-                 uint64_t timeout_ms, uint64_t now_ms);
+int ns_liveness_table_merge(struct ns_liveness_table *t, uint64_t from,
+                            const char *cluster, const char *addr,
+                            uint32_t ms_since, bool held, uint64_t timeout_ms,
+                            uint64_t now_ms);
 
 /* This node became leader at now_ms: every broker gets a full timeout from
  * now, holders learned from other nodes are forgotten (they report again). */
-void ns_lvt_take_leadership(struct ns_lvt *t, uint64_t now_ms);
+void ns_liveness_table_take_leadership(struct ns_liveness_table *t,
+                                       uint64_t now_ms);
 
 /* Removes and hands to cb every broker whose deadline is <= now_ms, in
  * deadline order. Cost: O((expired + 1) log n). Returns the number expired. */
-size_t ns_lvt_expire(struct ns_lvt *t, uint64_t now_ms, ns_lvt_expired_cb cb,
-                     void *arg);
+size_t ns_liveness_table_expire(struct ns_liveness_table *t, uint64_t now_ms,
+                                ns_liveness_table_expired_cb cb, void *arg);
 /* Earliest deadline (UINT64_MAX when empty). */
-uint64_t ns_lvt_next_deadline(const struct ns_lvt *t);
+uint64_t ns_liveness_table_next_deadline(const struct ns_liveness_table *t);
 
 /* Hands up to max dirty brokers (heard locally or holder changed since their
  * last report) to cb and clears their mark; stops early when cb returns
  * non-zero (that entry stays dirty). Returns the number handed out. */
-size_t ns_lvt_take_reports(struct ns_lvt *t, uint64_t now_ms, size_t max,
-                           ns_lvt_report_cb cb, void *arg);
+size_t ns_liveness_table_take_reports(struct ns_liveness_table *t,
+                                      uint64_t now_ms, size_t max,
+                                      ns_liveness_table_report_cb cb,
+                                      void *arg);
 /* Marks every broker this node heard or holds (a new leader needs it all). */
-void ns_lvt_mark_all_dirty(struct ns_lvt *t);
+void ns_liveness_table_mark_all_dirty(struct ns_liveness_table *t);
 
 #endif

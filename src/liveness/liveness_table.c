@@ -29,7 +29,7 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-int ns_lvt_init(struct ns_lvt *t, uint64_t self_id)
+int ns_liveness_table_init(struct ns_liveness_table *t, uint64_t self_id)
 {
     memset(t, 0, sizeof *t);
     t->buckets = ns_calloc(INITIAL_BUCKETS, sizeof *t->buckets);
@@ -41,7 +41,7 @@ int ns_lvt_init(struct ns_lvt *t, uint64_t self_id)
     return 0;
 }
 
-void ns_lvt_set_self(struct ns_lvt *t, uint64_t self_id)
+void ns_liveness_table_set_self(struct ns_liveness_table *t, uint64_t self_id)
 {
     t->self_id = self_id;
 }
@@ -79,7 +79,7 @@ static void conn_link(struct ns_live *e, struct ns_live **head, void *conn)
     *head = e;
 }
 
-static void dirty_mark(struct ns_lvt *t, struct ns_live *e)
+static void dirty_mark(struct ns_liveness_table *t, struct ns_live *e)
 {
     if (e->dirty) {
         return;
@@ -94,7 +94,7 @@ static void dirty_mark(struct ns_lvt *t, struct ns_live *e)
     t->n_dirty++;
 }
 
-static void dirty_clear(struct ns_lvt *t, struct ns_live *e)
+static void dirty_clear(struct ns_liveness_table *t, struct ns_live *e)
 {
     if (!e->dirty) {
         return;
@@ -120,7 +120,7 @@ static void free_entry(struct ns_live *e)
     ns_free(e);
 }
 
-void ns_lvt_close(struct ns_lvt *t)
+void ns_liveness_table_close(struct ns_liveness_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         free_entry(t->heap[i]);
@@ -153,7 +153,7 @@ static bool holder_add(struct ns_live *e, uint64_t id)
     if (holder_has(e, id)) {
         return false;
     }
-    if (e->n_holders < NS_LVT_MAX_HOLDERS) {
+    if (e->n_holders < NS_LIVENESS_TABLE_MAX_HOLDERS) {
         e->holders[e->n_holders++] = id;
     } else {
         e->holders_overflow = true;
@@ -179,12 +179,12 @@ static bool holder_del(struct ns_live *e, uint64_t id, uint64_t now_ms)
 
 /* --- heap --- */
 
-static uint64_t compute_deadline(const struct ns_lvt *t,
+static uint64_t compute_deadline(const struct ns_liveness_table *t,
                                  const struct ns_live *e)
 {
     if (is_fast(e)) {
         return max_u64(e->fast_at_ms,
-                       t->leader_since_ms + NS_LVT_FAST_SETTLE_MS);
+                       t->leader_since_ms + NS_LIVENESS_TABLE_FAST_SETTLE_MS);
     }
 #ifdef RAFTNS_BREAK_SLOW_EXPIRY
     return max_u64(e->seen_ms, t->leader_since_ms) + 3 * e->timeout_ms;
@@ -192,13 +192,13 @@ static uint64_t compute_deadline(const struct ns_lvt *t,
     return max_u64(e->seen_ms, t->leader_since_ms) + e->timeout_ms;
 }
 
-static void heap_set(struct ns_lvt *t, size_t i, struct ns_live *e)
+static void heap_set(struct ns_liveness_table *t, size_t i, struct ns_live *e)
 {
     t->heap[i] = e;
     e->heap_idx = i;
 }
 
-static void sift_up(struct ns_lvt *t, size_t i)
+static void sift_up(struct ns_liveness_table *t, size_t i)
 {
     struct ns_live *e = t->heap[i];
     while (i > 0) {
@@ -212,7 +212,7 @@ static void sift_up(struct ns_lvt *t, size_t i)
     heap_set(t, i, e);
 }
 
-static void sift_down(struct ns_lvt *t, size_t i)
+static void sift_down(struct ns_liveness_table *t, size_t i)
 {
     struct ns_live *e = t->heap[i];
     for (;;) {
@@ -235,7 +235,7 @@ static void sift_down(struct ns_lvt *t, size_t i)
 }
 
 /* Recomputes e's deadline and restores the heap order. */
-static void update(struct ns_lvt *t, struct ns_live *e)
+static void update(struct ns_liveness_table *t, struct ns_live *e)
 {
     uint64_t d = compute_deadline(t, e);
     if (d == e->deadline) {
@@ -248,8 +248,8 @@ static void update(struct ns_lvt *t, struct ns_live *e)
 
 /* --- table --- */
 
-static struct ns_live **find_slot(const struct ns_lvt *t, const char *cluster,
-                                  const char *addr)
+static struct ns_live **find_slot(const struct ns_liveness_table *t,
+                                  const char *cluster, const char *addr)
 {
     struct ns_live **pp = &t->buckets[hash_key(cluster, addr) % t->n_buckets];
     while (*pp != NULL && (strcmp((*pp)->cluster, cluster) != 0 ||
@@ -259,13 +259,13 @@ static struct ns_live **find_slot(const struct ns_lvt *t, const char *cluster,
     return pp;
 }
 
-struct ns_live *ns_lvt_find(const struct ns_lvt *t, const char *cluster,
-                            const char *addr)
+struct ns_live *ns_liveness_table_find(const struct ns_liveness_table *t,
+                                       const char *cluster, const char *addr)
 {
     return *find_slot(t, cluster, addr);
 }
 
-static int grow(struct ns_lvt *t)
+static int grow(struct ns_liveness_table *t)
 {
     if (t->n + 1 > t->heap_cap) {
         size_t cap = t->heap_cap ? t->heap_cap * 2 : 64;
@@ -301,7 +301,7 @@ static int grow(struct ns_lvt *t)
 
 /* Finds or creates (seen_ms = now_ms, timeout) the broker; NULL on NS_ENOMEM.
  */
-static struct ns_live *get(struct ns_lvt *t, const char *cluster,
+static struct ns_live *get(struct ns_liveness_table *t, const char *cluster,
                            const char *addr, uint64_t timeout_ms,
                            uint64_t now_ms)
 {
@@ -334,7 +334,7 @@ static struct ns_live *get(struct ns_lvt *t, const char *cluster,
 }
 
 /* Unlinks e from the table, the heap and the lists; the caller frees it. */
-static void detach(struct ns_lvt *t, struct ns_live *e)
+static void detach(struct ns_liveness_table *t, struct ns_live *e)
 {
     struct ns_live **pp = find_slot(t, e->cluster, e->addr);
     *pp = e->hnext;
@@ -351,9 +351,10 @@ static void detach(struct ns_lvt *t, struct ns_live *e)
     conn_unlink(e);
 }
 
-int ns_lvt_register(struct ns_lvt *t, const char *cluster, const char *addr,
-                    uint64_t now_ms, uint64_t timeout_ms,
-                    struct ns_live **conn_head, void *conn)
+int ns_liveness_table_register(struct ns_liveness_table *t, const char *cluster,
+                               const char *addr, uint64_t now_ms,
+                               uint64_t timeout_ms, struct ns_live **conn_head,
+                               void *conn)
 {
     struct ns_live *e = get(t, cluster, addr, timeout_ms, now_ms);
     if (e == NULL) {
@@ -374,8 +375,8 @@ int ns_lvt_register(struct ns_lvt *t, const char *cluster, const char *addr,
     return 0;
 }
 
-bool ns_lvt_touch(struct ns_lvt *t, const char *cluster, const char *addr,
-                  uint64_t now_ms)
+bool ns_liveness_table_touch(struct ns_liveness_table *t, const char *cluster,
+                             const char *addr, uint64_t now_ms)
 {
     struct ns_live *e = *find_slot(t, cluster, addr);
     if (e == NULL) {
@@ -389,8 +390,9 @@ bool ns_lvt_touch(struct ns_lvt *t, const char *cluster, const char *addr,
     return true;
 }
 
-size_t ns_lvt_conn_closed(struct ns_lvt *t, struct ns_live **conn_head,
-                          uint64_t now_ms)
+size_t ns_liveness_table_conn_closed(struct ns_liveness_table *t,
+                                     struct ns_live **conn_head,
+                                     uint64_t now_ms)
 {
     size_t n = 0;
     while (*conn_head != NULL) {
@@ -405,7 +407,8 @@ size_t ns_lvt_conn_closed(struct ns_lvt *t, struct ns_live **conn_head,
     return n;
 }
 
-void ns_lvt_remove(struct ns_lvt *t, const char *cluster, const char *addr)
+void ns_liveness_table_remove(struct ns_liveness_table *t, const char *cluster,
+                              const char *addr)
 {
     struct ns_live *e = *find_slot(t, cluster, addr);
     if (e != NULL) {
@@ -414,15 +417,17 @@ void ns_lvt_remove(struct ns_lvt *t, const char *cluster, const char *addr)
     }
 }
 
-int ns_lvt_seed(struct ns_lvt *t, const char *cluster, const char *addr,
-                uint64_t timeout_ms, uint64_t now_ms)
+int ns_liveness_table_seed(struct ns_liveness_table *t, const char *cluster,
+                           const char *addr, uint64_t timeout_ms,
+                           uint64_t now_ms)
 {
     return get(t, cluster, addr, timeout_ms, now_ms) != NULL ? 0 : NS_ENOMEM;
 }
 
-int ns_lvt_merge(struct ns_lvt *t, uint64_t from, const char *cluster,
-                 const char *addr, uint32_t ms_since, bool held,
-                 uint64_t timeout_ms, uint64_t now_ms)
+int ns_liveness_table_merge(struct ns_liveness_table *t, uint64_t from,
+                            const char *cluster, const char *addr,
+                            uint32_t ms_since, bool held, uint64_t timeout_ms,
+                            uint64_t now_ms)
 {
     uint64_t seen = ms_since <= now_ms ? now_ms - ms_since : 0;
     struct ns_live *e = get(t, cluster, addr, timeout_ms, seen);
@@ -443,7 +448,8 @@ int ns_lvt_merge(struct ns_lvt *t, uint64_t from, const char *cluster,
     return 0;
 }
 
-void ns_lvt_take_leadership(struct ns_lvt *t, uint64_t now_ms)
+void ns_liveness_table_take_leadership(struct ns_liveness_table *t,
+                                       uint64_t now_ms)
 {
     t->leader_since_ms = now_ms;
     for (size_t i = 0; i < t->n; i++) {
@@ -464,8 +470,8 @@ void ns_lvt_take_leadership(struct ns_lvt *t, uint64_t now_ms)
     }
 }
 
-size_t ns_lvt_expire(struct ns_lvt *t, uint64_t now_ms, ns_lvt_expired_cb cb,
-                     void *arg)
+size_t ns_liveness_table_expire(struct ns_liveness_table *t, uint64_t now_ms,
+                                ns_liveness_table_expired_cb cb, void *arg)
 {
     size_t n = 0;
     while (t->n > 0) {
@@ -491,13 +497,14 @@ size_t ns_lvt_expire(struct ns_lvt *t, uint64_t now_ms, ns_lvt_expired_cb cb,
     return n;
 }
 
-uint64_t ns_lvt_next_deadline(const struct ns_lvt *t)
+uint64_t ns_liveness_table_next_deadline(const struct ns_liveness_table *t)
 {
     return t->n > 0 ? t->heap[0]->deadline : UINT64_MAX;
 }
 
-size_t ns_lvt_take_reports(struct ns_lvt *t, uint64_t now_ms, size_t max,
-                           ns_lvt_report_cb cb, void *arg)
+size_t ns_liveness_table_take_reports(struct ns_liveness_table *t,
+                                      uint64_t now_ms, size_t max,
+                                      ns_liveness_table_report_cb cb, void *arg)
 {
     size_t n = 0;
     while (t->dirty_head != NULL && n < max) {
@@ -524,7 +531,7 @@ size_t ns_lvt_take_reports(struct ns_lvt *t, uint64_t now_ms, size_t max,
     return n;
 }
 
-void ns_lvt_mark_all_dirty(struct ns_lvt *t)
+void ns_liveness_table_mark_all_dirty(struct ns_liveness_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         if (t->heap[i]->heard) {

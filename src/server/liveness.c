@@ -36,19 +36,19 @@ static uint64_t route_timeout(const struct ns_server *srv, const char *cluster,
 static void set_self(struct ns_server *srv)
 {
     if (srv->live.t.self_id == 0 && srv->node != NULL) {
-        ns_lvt_set_self(&srv->live.t, ns_node_id(srv->node));
+        ns_liveness_table_set_self(&srv->live.t, ns_node_id(srv->node));
     }
 }
 
 int ns_liveness_init(struct ns_liveness *lv)
 {
     memset(lv, 0, sizeof *lv);
-    return ns_lvt_init(&lv->t, 0);
+    return ns_liveness_table_init(&lv->t, 0);
 }
 
 void ns_liveness_close(struct ns_liveness *lv)
 {
-    ns_lvt_close(&lv->t);
+    ns_liveness_table_close(&lv->t);
 }
 
 static void send_reports(struct ns_server *srv);
@@ -60,9 +60,9 @@ int ns_liveness_register(struct ns_server *srv, const char *cluster,
     struct ns_liveness *lv = &srv->live;
     set_self(srv);
     bool linked = conn != NULL && !ns_conn_is_closing(conn);
-    int rv =
-        ns_lvt_register(&lv->t, cluster, addr, now, timeout_ms,
-                        linked ? &conn->brokers : NULL, linked ? conn : NULL);
+    int rv = ns_liveness_table_register(&lv->t, cluster, addr, now, timeout_ms,
+                                        linked ? &conn->brokers : NULL,
+                                        linked ? conn : NULL);
     if (rv == 0 && lv->t.urgent && !lv->leading) {
         send_reports(srv); /* a new holder: tell the leader at once */
     }
@@ -72,13 +72,13 @@ int ns_liveness_register(struct ns_server *srv, const char *cluster,
 bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
                        const char *addr, uint64_t now)
 {
-    return ns_lvt_touch(&lv->t, cluster, addr, now);
+    return ns_liveness_table_touch(&lv->t, cluster, addr, now);
 }
 
 void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
                         const char *addr)
 {
-    ns_lvt_remove(&lv->t, cluster, addr);
+    ns_liveness_table_remove(&lv->t, cluster, addr);
 }
 
 void ns_liveness_reset_all(struct ns_server *srv, uint64_t now)
@@ -95,7 +95,7 @@ void ns_liveness_reset_all(struct ns_server *srv, uint64_t now)
         NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
         lv->reseed = true;
     }
-    ns_lvt_take_leadership(&lv->t, now);
+    ns_liveness_table_take_leadership(&lv->t, now);
     lv->leading = true;
     NS_LOG(NS_LOG_INFO,
            "liveness: leader now; %zu brokers get a full timeout before any "
@@ -118,7 +118,7 @@ static void seed_one(void *arg, const char *cluster, const char *addr,
     }
     uint64_t t =
         timeout_ms > 0 ? (uint64_t)timeout_ms : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
-    ctx->rv = ns_lvt_seed(&ctx->lv->t, cluster, addr, t, ctx->now);
+    ctx->rv = ns_liveness_table_seed(&ctx->lv->t, cluster, addr, t, ctx->now);
 }
 
 int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
@@ -188,7 +188,7 @@ static void expire_due(struct ns_server *srv, uint64_t now)
 {
     struct expiry x = {.srv = srv};
     srv->live.fast_pending = false;
-    ns_lvt_expire(&srv->live.t, now, on_expired, &x);
+    ns_liveness_table_expire(&srv->live.t, now, on_expired, &x);
     if (x.rv != 0) {
         NS_LOG(NS_LOG_ERROR, "liveness: out of memory during expiry");
     }
@@ -232,13 +232,13 @@ static void fast_timer_cb(uv_timer_t *t)
  * further away than the settle time are left to the scan timer. */
 static void expire_or_arm(struct ns_server *srv, uint64_t now)
 {
-    uint64_t next = ns_lvt_next_deadline(&srv->live.t);
+    uint64_t next = ns_liveness_table_next_deadline(&srv->live.t);
     if (next <= now) {
         expire_due(srv, now);
-        next = ns_lvt_next_deadline(&srv->live.t);
+        next = ns_liveness_table_next_deadline(&srv->live.t);
     }
     if (next != UINT64_MAX && next > now &&
-        next - now <= NS_LVT_FAST_SETTLE_MS) {
+        next - now <= NS_LIVENESS_TABLE_FAST_SETTLE_MS) {
         uv_timer_start(&srv->fast_timer, fast_timer_cb, next - now, 0);
     }
 }
@@ -282,7 +282,7 @@ void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
         return;
     }
     uint64_t now = uv_now(srv->loop);
-    ns_lvt_conn_closed(&srv->live.t, &conn->brokers, now);
+    ns_liveness_table_conn_closed(&srv->live.t, &conn->brokers, now);
     if (srv->stopping) {
         return;
     }
@@ -351,7 +351,7 @@ static void send_reports(struct ns_server *srv)
     }
     uint64_t leader = ns_node_leader_id(srv->node);
     if (leader != lv->reported_to || lv->resend_all) {
-        ns_lvt_mark_all_dirty(&lv->t);
+        ns_liveness_table_mark_all_dirty(&lv->t);
         lv->reported_to = leader;
         lv->resend_all = false;
     }
@@ -363,8 +363,8 @@ static void send_reports(struct ns_server *srv)
     ns_buf_init(&r.body);
     ns_buf_put_u16(&r.body, REPORT_VERSION);
     ns_buf_put_u32(&r.body, 0);
-    ns_lvt_take_reports(&lv->t, uv_now(srv->loop), REPORT_MAX_ENTRIES,
-                        add_entry, &r);
+    ns_liveness_table_take_reports(&lv->t, uv_now(srv->loop),
+                                   REPORT_MAX_ENTRIES, add_entry, &r);
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
     int rv = r.body.err;
@@ -432,8 +432,8 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
         if (timeout == 0) {
             continue; /* not (or no longer) in the route */
         }
-        int rv = ns_lvt_merge(&srv->live.t, from, cluster, addr, since,
-                              (flags & 1) != 0, timeout, now);
+        int rv = ns_liveness_table_merge(&srv->live.t, from, cluster, addr,
+                                         since, (flags & 1) != 0, timeout, now);
         if (rv != 0) {
             return rv;
         }
@@ -460,7 +460,7 @@ static void close_gone(struct ns_server *srv)
             struct ns_live *enext = e->conn_next;
             if (ns_route_broker_timeout(srv->state->route, e->cluster,
                                         e->addr) < 0) {
-                ns_lvt_remove(&srv->live.t, e->cluster, e->addr);
+                ns_liveness_table_remove(&srv->live.t, e->cluster, e->addr);
             }
             e = enext;
         }
@@ -481,7 +481,7 @@ void ns_liveness_tick(struct ns_server *srv)
     close_gone(srv);
     if (check_role(srv)) {
         if (srv->live.fast_pending &&
-            ns_lvt_next_deadline(&srv->live.t) <= now) {
+            ns_liveness_table_next_deadline(&srv->live.t) <= now) {
             expire_due(srv, now);
         }
     } else {

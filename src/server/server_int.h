@@ -125,7 +125,7 @@ struct ns_conn {
 /* Broker liveness of this node (liveness.c over liveness_table.c; never
  * replicated). */
 struct ns_liveness {
-    struct ns_lvt t;
+    struct ns_liveness_table t;
     bool leading;      /* took leadership in the table */
     bool fast_pending; /* a broker may be due through the fast path */
     bool in_flight;    /* a report to the leader awaits its answer */

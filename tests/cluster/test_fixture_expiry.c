@@ -30,7 +30,7 @@ static void on_expired(void *arg, const struct ns_live *e, bool fast)
 }
 
 struct seed_ctx {
-    struct ns_lvt *t;
+    struct ns_liveness_table *t;
     uint64_t now;
 };
 
@@ -38,43 +38,45 @@ static void seed_one(void *arg, const char *cluster, const char *addr,
                      int64_t timeout_ms)
 {
     struct seed_ctx *ctx = arg;
-    if (ns_lvt_find(ctx->t, cluster, addr) == NULL) {
-        assert_int_equal(
-            ns_lvt_seed(ctx->t, cluster, addr, (uint64_t)timeout_ms, ctx->now),
-            0);
+    if (ns_liveness_table_find(ctx->t, cluster, addr) == NULL) {
+        assert_int_equal(ns_liveness_table_seed(ctx->t, cluster, addr,
+                                                (uint64_t)timeout_ms, ctx->now),
+                         0);
     }
 }
 
 static void test_new_leader_grants_full_timeout(void **state)
 {
     (void)state;
-    struct ns_lvt lvt[3];
+    struct ns_liveness_table lvt[3];
     struct ns_command c;
     const char *ts[2] = {"GraceTopic", "GraceTopic2"};
     const char *addr = "10.0.5.5:10911";
     fx_setup(&x, 3, true);
     for (unsigned i = 0; i < 3; i++) {
-        assert_int_equal(ns_lvt_init(&lvt[i], i + 1), 0);
+        assert_int_equal(ns_liveness_table_init(&lvt[i], i + 1), 0);
     }
     unsigned l = fx_wait_leader(&x, 10000);
     assert_true(l < 3);
-    ns_lvt_take_leadership(&lvt[l], raft_fixture_time(&x.f));
+    ns_liveness_table_take_leadership(&lvt[l], raft_fixture_time(&x.f));
 
     fx_cmd_register(&c, "DefaultCluster", "broker-g", 0, addr, 1, ts, 2);
     c.u.reg.heartbeat_timeout_ms = TIMEOUT_MS;
     assert_int_equal(fx_apply_sync(&x, &c, 10000), 0);
     ns_command_close(&c);
-    assert_int_equal(ns_lvt_register(&lvt[l], "DefaultCluster", addr,
-                                     raft_fixture_time(&x.f), TIMEOUT_MS, NULL,
-                                     NULL),
+    assert_int_equal(ns_liveness_table_register(&lvt[l], "DefaultCluster", addr,
+                                                raft_fixture_time(&x.f),
+                                                TIMEOUT_MS, NULL, NULL),
                      0);
     /* Heartbeats every second for 8 s: the old leader never expires it. */
     for (unsigned k = 0; k < 8; k++) {
         raft_fixture_step_until_elapsed(&x.f, 1000);
         raft_time now = raft_fixture_time(&x.f);
-        assert_true(ns_lvt_touch(&lvt[l], "DefaultCluster", addr, now));
+        assert_true(
+            ns_liveness_table_touch(&lvt[l], "DefaultCluster", addr, now));
         struct expiry_ctx none = {0};
-        assert_int_equal(ns_lvt_expire(&lvt[l], now, on_expired, &none), 0);
+        assert_int_equal(
+            ns_liveness_table_expire(&lvt[l], now, on_expired, &none), 0);
     }
     raft_time crash = raft_fixture_time(&x.f);
     raft_fixture_kill(&x.f, l);
@@ -84,7 +86,7 @@ static void test_new_leader_grants_full_timeout(void **state)
     raft_time takeover = raft_fixture_time(&x.f);
     struct seed_ctx sc = {&lvt[n], takeover};
     ns_route_foreach_broker(x.s[n].state.route, seed_one, &sc);
-    ns_lvt_take_leadership(&lvt[n], takeover);
+    ns_liveness_table_take_leadership(&lvt[n], takeover);
     printf("crash at %llu ms, takeover at %llu ms\n", (unsigned long long)crash,
            (unsigned long long)takeover);
 
@@ -96,7 +98,7 @@ static void test_new_leader_grants_full_timeout(void **state)
         raft_time now = raft_fixture_time(&x.f);
         assert_true(now < takeover + 3 * TIMEOUT_MS);
         assert_int_equal(fx_ready_leader(&x), n);
-        if (ns_lvt_expire(&lvt[n], now, on_expired, &ctx) > 0) {
+        if (ns_liveness_table_expire(&lvt[n], now, on_expired, &ctx) > 0) {
             expired_at = now;
         }
     }
@@ -124,7 +126,7 @@ static void test_new_leader_grants_full_timeout(void **state)
         assert_int_equal(ns_route_n_brokers(x.s[i].state.route), 0);
         assert_int_equal(fx_route(&x, i, "GraceTopic", &r), NS_ENOTFOUND);
         ns_buf_close(&r);
-        ns_lvt_close(&lvt[i]);
+        ns_liveness_table_close(&lvt[i]);
     }
     ns_buf_close(&all);
     fx_teardown(&x);
