@@ -140,7 +140,7 @@ const char *ns_code_response_name(int32_t code);
 /* 9007: liveness reports (owned by the expiry work: src/server/liveness*.c). */
 #define NS_CODE_LIVENESS_REPORT 9007
 
-/* STATUS: this node's /status JSON document (src/server/status.c) as the reply
+/* STATUS: this node's /status JSON document (src/server/observe.c) as the reply
  * body, for raftnsctl status. Read-only: no secret needed; answered even when
  * the node is not ready or diverged. */
 #define NS_CODE_STATUS 9008

@@ -65,7 +65,7 @@ struct ns_observe_config {
     unsigned checkpoint_entries; /* 0 = NS_CHECKPOINT_ENTRIES */
     unsigned checkpoint_ms;      /* 0 = NS_CHECKPOINT_MS */
     /* Test hook: at this log index the node corrupts its own state (outside
-     * the log) so the next verdict finds it diverged. 0 = off. status.c fills
+     * the log) so the next verdict finds it diverged. 0 = off. observe.c fills
      * it from the environment variable RAFTNS_TEST_CORRUPT_AT. */
     uint64_t test_corrupt_at;
 };

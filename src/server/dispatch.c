@@ -1,7 +1,7 @@
 /* Request dispatch: a table from request code (by name, raftns/codes.h) to
  * handler, flags and the ACL role the code needs, and the generic checks that
  * run before any handler (responses dropped, unknown codes, ACL, readiness,
- * divergence). Handlers live in handle_*.c, except STATUS (status.c),
+ * divergence). Handlers live in handle_*.c, except STATUS (observe.c),
  * DIGEST_REPORT (verdict.c) and STATE_FETCH (recovery.c); nothing here knows a
  * request's fields. */
 #include <stdio.h>

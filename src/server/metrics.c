@@ -1,6 +1,6 @@
 /* Process-wide request counters and latency histograms, and their Prometheus
  * text. Counting happens in one place (ns_reply_send); this file only stores
- * and prints. Gauges that read the node or the state are in status.c. */
+ * and prints. Gauges that read the node or the state are in observe.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Private structures of the observer (status.c, http.c, checkpoint.c,
+/* Private structures of the observer (observe.c, http.c, checkpoint.c,
  * verdict.c, recovery.c): the HTTP listener and its connections, checkpoint
  * proposals, digest reports and verdicts, and state recovery. Not a public
  * interface: only those files include it. */
@@ -88,7 +88,7 @@ struct ns_observe {
     struct ns_recovery recovery;
 };
 
-/* --- status.c --- */
+/* --- observe.c --- */
 /* Close callback for every handle of the observer (data = the observer). */
 void ns_observe_handle_closed(uv_handle_t *h);
 /* Appends the gauges of /metrics (node, state, connections). */
