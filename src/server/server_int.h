@@ -370,6 +370,8 @@ int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
 /* A proposal the leader makes with no client waiting (expiry); the outcome is
  * logged. 0 or NS_E* (NS_ENOTLEADER on a follower). */
 int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
+
+/* --- pending.c --- */
 /* Detaches every pending reply of a closing connection. */
 void ns_pending_detach_all(struct ns_conn *c);
 /* Wall-clock milliseconds for commands (leader_time_ms) and DataVersion
@@ -462,7 +464,7 @@ int ns_handle_status(struct ns_req *req); /* observe.c */
 int ns_verdict_handle_digest_report(struct ns_req *req);
 int ns_recovery_handle_state_fetch(struct ns_req *req);
 
-/* --- propose.c: reply targets that survive a connection close --- */
+/* --- pending.c: reply targets that survive a connection close --- */
 
 /* A pending reply for req attached to its connection (detached if it closes).
  * NULL on NS_ENOMEM. Finish it exactly once. */
@@ -471,5 +473,7 @@ struct ns_pending *ns_pending_new(struct ns_req *req, ns_pending_done done);
  * ns_free). */
 void ns_pending_finish(struct ns_pending *p, int status, uint64_t index,
                        const struct ns_apply_result *res);
+/* Detaches and frees a pending reply that never started (done is not run). */
+void ns_pending_drop(struct ns_pending *p);
 
 #endif
