@@ -156,9 +156,10 @@ static int add_auth(struct ns_cluster *cl, struct ns_cmd *req)
     return ns_cluster_sign(cl->srv, req); /* last: it covers every field */
 }
 
-int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
-                              uint64_t timeout_ms, ns_peer_reply_cb cb,
-                              void *arg)
+/* Aims, signs and hands req to the leader connection: a request with a reply
+ * (cb) or, with cb NULL, a oneway one. */
+static int to_leader(struct ns_server *srv, struct ns_cmd *req,
+                     uint64_t timeout_ms, ns_peer_reply_cb cb, void *arg)
 {
     struct ns_cluster *cl = srv->cluster;
     if (cl->stopping) {
@@ -169,7 +170,9 @@ int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
         rv = add_auth(cl, req);
     }
     if (rv == 0) {
-        rv = ns_peer_request(cl->leader_peer, req, timeout_ms, cb, arg);
+        rv = cb != NULL
+                 ? ns_peer_request(cl->leader_peer, req, timeout_ms, cb, arg)
+                 : ns_peer_oneway(cl->leader_peer, req);
         if (rv == NS_ENOTFOUND) {
             rv = NS_ENOTLEADER;
         }
@@ -177,23 +180,16 @@ int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
     return rv;
 }
 
+int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
+                              uint64_t timeout_ms, ns_peer_reply_cb cb,
+                              void *arg)
+{
+    return cb != NULL ? to_leader(srv, req, timeout_ms, cb, arg) : NS_EINVAL;
+}
+
 int ns_cluster_leader_oneway(struct ns_server *srv, struct ns_cmd *req)
 {
-    struct ns_cluster *cl = srv->cluster;
-    if (cl->stopping) {
-        return NS_ENOTLEADER;
-    }
-    int rv = ns_cluster_aim_leader(cl);
-    if (rv == 0) {
-        rv = add_auth(cl, req);
-    }
-    if (rv == 0) {
-        rv = ns_peer_oneway(cl->leader_peer, req);
-        if (rv == NS_ENOTFOUND) {
-            rv = NS_ENOTLEADER;
-        }
-    }
-    return rv;
+    return to_leader(srv, req, 0, NULL, NULL);
 }
 
 /* --- readiness: the leader's read index as of joining --- */

@@ -197,6 +197,18 @@ static int propose_shared(struct ns_server *srv, const uint8_t *bytes,
 static void park(struct fwd *f);
 static void route(struct fwd *f);
 
+/* A FORWARD request carrying an encoded command (borrowed). */
+static void forward_request(struct ns_cmd *req, const uint8_t *bytes,
+                            size_t len)
+{
+    ns_cmd_init(req);
+    req->code = NS_CODE_FORWARD;
+    req->language = NS_LANG_OTHER;
+    req->ser = NS_SER_JSON;
+    req->body = bytes;
+    req->body_len = len;
+}
+
 /* --- the test hook's late copies --- */
 
 static void schedule_echo(struct ns_cluster *cl, const struct fwd *f)
@@ -236,12 +248,7 @@ static void fire_echoes(struct ns_cluster *cl)
         }
         *pp = e->next;
         struct ns_cmd req;
-        ns_cmd_init(&req);
-        req.code = NS_CODE_FORWARD;
-        req.language = NS_LANG_OTHER;
-        req.ser = NS_SER_JSON;
-        req.body = e->bytes;
-        req.body_len = e->len;
+        forward_request(&req, e->bytes, e->len);
         int rv = ns_cluster_leader_request(
             cl->srv, &req, cl->srv->waits.peer_request_ms, echo_answered, NULL);
         ns_cmd_close(&req);
@@ -368,12 +375,7 @@ static void route(struct fwd *f)
     }
     f->n_sends++;
     struct ns_cmd req;
-    ns_cmd_init(&req);
-    req.code = NS_CODE_FORWARD;
-    req.language = NS_LANG_OTHER;
-    req.ser = NS_SER_JSON;
-    req.body = f->bytes;
-    req.body_len = f->len;
+    forward_request(&req, f->bytes, f->len);
     /* A resend may find its first copy applied (or applying later): its id
      * must reach the log, never be joined or short-cut. */
     if (f->n_sends > 1 && ns_cmd_ext_set(&req, NS_EXT_RESEND, "true") != 0) {
