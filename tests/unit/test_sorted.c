@@ -25,7 +25,7 @@ struct elem {
 static void fill(struct elem *e, size_t n, char names[][8])
 {
     for (size_t k = 0; k < n; k++) {
-        snprintf(names[k], 8, "k%02zu", 2 * k + 1);
+        snprintf(names[k], 8, "k%02u", (unsigned)(2 * k + 1) % 100u);
         e[k].name = names[k];
         e[k].u = UINT64_MAX - 2 * (n - k); /* unsigned order near the top */
         e[k].i = (int64_t)(2 * k + 1) - 8; /* negative and positive */
