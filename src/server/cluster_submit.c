@@ -31,7 +31,7 @@ struct shared_waiter {
 
 struct shared {
     struct ns_cluster *cl;
-    uint8_t *key; /* command bytes with leader_time_ms zeroed */
+    uint8_t *key; /* the command's bytes (same_command compares them) */
     size_t len;
     struct shared_waiter *waiters;
     struct shared *prev, *next;
@@ -68,11 +68,12 @@ static uint64_t reqid_new_run(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
 static void stamp(struct ns_server *srv, struct ns_reqid *out)
 {
     struct ns_cluster *cl = srv->cluster;
-#ifdef RAFTNS_BREAK_NO_REQID /* TEST-ONLY MUTANT: writes carry no request id   \
-                              */
+#ifdef RAFTNS_BREAK_NO_REQID
+    /* TEST-ONLY MUTANT: writes carry no request id */
     memset(out, 0, sizeof *out);
     return;
 #endif

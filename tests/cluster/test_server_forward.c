@@ -565,6 +565,37 @@ static void test_late_copy_of_a_forwarded_write_changes_nothing(void **state)
 /* A broker sends the same new registration to every name server at once: the
  * leader's copy and the one the follower forwards share one log entry
  * (docs/exactly-once.md: a first send may share another id's entry). */
+/* An earlier process of the follower ran with a later clock: its recorded run
+ * is ahead of the follower's own. The follower's next write must move past it
+ * and be applied, not refused as stale (docs/exactly-once.md). The record is
+ * put into both states directly, as the same applied entry would. */
+static void test_write_after_the_clock_went_back(void **state)
+{
+    struct fixture *f = *state;
+    struct member *fo = ready_follower(f);
+    struct member *l = leader_of(f);
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_KV_PUT);
+    c.leader_time_ms = 1;
+    c.u.kv.ns = "fwd";
+    c.u.kv.key = "old";
+    c.u.kv.value = "from the future";
+    c.reqid.origin = ns_node_id(fo->node);
+    c.reqid.run = UINT64_MAX - 1;
+    c.reqid.seq = 7;
+    assert_int_equal(ns_fsm_apply(&l->state, &c, NULL), 0);
+    assert_int_equal(ns_fsm_apply(&fo->state, &c, NULL), 0);
+    client_connect(f, fo);
+    send_kv_put(fo, 1, "k", "after");
+    expect_success(f, fo, 1);
+    assert_string_equal(kv_of(fo, "k"), "after");
+    assert_string_equal(kv_of(l, "k"), "after");
+    const struct ns_reqid_origin *o =
+        ns_reqid_find(&l->state.reqids, ns_node_id(fo->node));
+    assert_non_null(o);
+    assert_true(o->run == UINT64_MAX && o->high == 1);
+}
+
 /* No entry of the cluster's own is still to come: the first leader's records
  * of the members' addresses are applied, and the follower is ready (its read
  * index, a barrier entry, was served). */
@@ -615,6 +646,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_identical_registrations_make_one_entry, setup_late_copies,
             teardown),
+        cmocka_unit_test_setup_teardown(test_write_after_the_clock_went_back,
+                                        setup_late_copies, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
