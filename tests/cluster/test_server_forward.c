@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "free_port.h"
 #include <uv.h>
 
 #include "raftns/alloc.h"
@@ -74,38 +76,6 @@ static bool run_until(struct fixture *f, bool (*pred)(struct fixture *))
         uv_run(&f->loop, UV_RUN_ONCE);
     }
     return pred(f);
-}
-
-/* A port below the kernel's ephemeral range (32768 and up by default), so
- * that no outgoing connection of another test takes it between this choice and
- * the bind of the node: random in [20000, 32000), checked free by binding. */
-static int free_port(void)
-{
-    static unsigned seed;
-    if (seed == 0) {
-        seed = (unsigned)getpid() ^ (unsigned)uv_hrtime();
-    }
-    for (int attempt = 0; attempt < 1000; attempt++) {
-        int port = 20000 + (int)(rand_r(&seed) % 12000);
-        uv_loop_t loop;
-        uv_tcp_t t;
-        struct sockaddr_in sa;
-        uv_loop_init(&loop);
-        uv_tcp_init(&loop, &t);
-        uv_ip4_addr("127.0.0.1", port, &sa);
-        int rv = uv_tcp_bind(&t, (struct sockaddr *)&sa, 0);
-        if (rv == 0) {
-            rv = uv_listen((uv_stream_t *)&t, 1, NULL);
-        }
-        uv_close((uv_handle_t *)&t, NULL);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        assert_int_equal(uv_loop_close(&loop), 0);
-        if (rv == 0) {
-            return port;
-        }
-    }
-    fail_msg("no free port in [20000, 32000)");
-    return 0;
 }
 
 static struct member *leader_of(struct fixture *f)

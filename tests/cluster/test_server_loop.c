@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "free_port.h"
 #include <uv.h>
 
 #include "raftns/alloc.h"
@@ -56,23 +58,6 @@ static bool run_until(struct fixture *f, bool (*pred)(struct fixture *))
         uv_run(&f->loop, UV_RUN_ONCE);
     }
     return pred(f);
-}
-
-static int free_port(void)
-{
-    uv_loop_t loop;
-    uv_tcp_t t;
-    struct sockaddr_in sa;
-    int len = sizeof sa;
-    uv_loop_init(&loop);
-    uv_tcp_init(&loop, &t);
-    uv_ip4_addr("127.0.0.1", 0, &sa);
-    assert_int_equal(uv_tcp_bind(&t, (struct sockaddr *)&sa, 0), 0);
-    uv_tcp_getsockname(&t, (struct sockaddr *)&sa, &len);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&loop), 0);
-    return ntohs(sa.sin_port);
 }
 
 static bool is_leader(struct fixture *f)
