@@ -183,7 +183,7 @@ void ns_acl_gate_seed(struct ns_server *srv)
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_ACL_SEED);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     /* borrowed: encoded, never closed */
     c.u.acl_seed.items = (struct ns_acl_account *)g->seed;
     c.u.acl_seed.n = g->n_seed;

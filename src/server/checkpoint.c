@@ -99,7 +99,7 @@ void ns_checkpoint_tick(struct ns_observe *o)
     const struct ns_diverge_mark *last = &ns_node_diverge(o->node)->last;
     struct ns_command cmd;
     ns_command_init(&cmd, NS_CMD_CHECKPOINT);
-    cmd.leader_time_ms = ns_wall_ms();
+    cmd.leader_time_ms = ns_clock_wall_ms();
     /* The leader's previous mark stays in the entry (format version 1) as a
      * record for log readers; nobody compares against it any more. */
     cmd.u.checkpoint.index = last->index;

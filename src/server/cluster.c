@@ -103,7 +103,7 @@ bool ns_cluster_check_signed(struct ns_req *req)
     uint8_t nonce[NS_SIGN_NONCE_LEN];
     int64_t ts = 0;
     const char *why = "signature check failed";
-    int64_t now = ns_wall_ms();
+    int64_t now = ns_clock_wall_ms();
     int rv = ns_sign_verify(req->cmd, cl->secret, strlen(cl->secret), now,
                             nonce, &ts, &why);
     if (rv == 0) {
@@ -127,7 +127,8 @@ int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req)
         return NS_EIO;
     }
     const char *secret = srv->cluster->secret;
-    return ns_sign_request(req, secret, strlen(secret), ns_wall_ms(), nonce);
+    return ns_sign_request(req, secret, strlen(secret), ns_clock_wall_ms(),
+                           nonce);
 }
 
 /* --- the leader connection --- */
@@ -279,7 +280,7 @@ int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
 {
     struct ns_command c;
     ns_command_init(&c, NS_CMD_SET_MEMBER);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.member.id = id;
     c.u.member.raft_addr = (char *)raft_addr; /* borrowed: never closed */
     c.u.member.client_addr = (char *)client_addr;

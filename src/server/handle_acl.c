@@ -22,7 +22,7 @@ static int propose_add(struct ns_req *req, const char *ak)
     const struct ns_cmd *cmd = req->cmd;
     struct ns_command c;
     ns_command_init(&c, NS_CMD_ACL_PUT);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     struct ns_acl_account *a = &c.u.acl_put;
     const char *sk = ns_cmd_ext_find(cmd, NS_EXT_ACL_SECRET_KEY);
     const char *role = ns_cmd_ext_find(cmd, NS_EXT_ACL_ROLE);
@@ -80,7 +80,7 @@ int ns_handle_acl_update(struct ns_req *req)
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_ACL_REMOVE);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.acl_remove.access_key = (char *)ak; /* borrowed: never closed */
     NS_LOG(NS_LOG_INFO, "conn %llu %s: acl remove %.64s",
            (unsigned long long)req->conn->id, req->conn->peer, ak);

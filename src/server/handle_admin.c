@@ -37,7 +37,7 @@ static int propose_perm(struct ns_req *req, enum ns_command_type type)
     const char *name = ns_cmd_ext_find(req->cmd, "brokerName");
     struct ns_command c;
     ns_command_init(&c, type);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.perm.broker_name = ns_strdup(name != NULL ? name : "");
     int rv = NS_ENOMEM;
     if (c.u.perm.broker_name != NULL) {
@@ -71,7 +71,7 @@ int ns_handle_delete_topic(struct ns_req *req)
     struct ns_command c;
     int rv = NS_ENOMEM;
     ns_command_init(&c, NS_CMD_DELETE_TOPIC);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.topic_delete.topic = ns_strdup(topic);
     if (cluster != NULL && cluster[0] != '\0') {
         c.u.topic_delete.cluster = ns_strdup(cluster);
@@ -136,7 +136,7 @@ int ns_handle_register_topic(struct ns_req *req)
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_TOPIC);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     int rv = decode_queue_datas(req->cmd, &c);
     if (rv == NS_EPROTO) {
         rv = ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,

@@ -326,7 +326,7 @@ int ns_handle_register_broker(struct ns_req *req)
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&c.u.reg);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     char errmsg[256] = "";
     int rv = ns_handle_broker_fill_header(cmd, &c.u.reg);
     if (rv == 0 && !crc_bad) {
@@ -360,7 +360,7 @@ int ns_handle_unregister_broker(struct ns_req *req)
         return ns_reply_exception(&req->to, REMARK_NPE_UNREGISTER);
     }
     ns_command_init(&c, NS_CMD_UNREGISTER_BROKERS);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.brokers.refs = ns_calloc(1, sizeof *c.u.brokers.refs);
     if (c.u.brokers.refs == NULL) {
         goto out;
@@ -398,7 +398,7 @@ int ns_handle_query_data_version(struct ns_req *req)
     }
     const char *bad = NULL;
     int drv = ns_data_version_decode(req->cmd->body, req->cmd->body_len,
-                                     ns_wall_ms(), &dv, &bad);
+                                     ns_clock_wall_ms(), &dv, &bad);
     if (drv == NS_ENOMEM) {
         return drv;
     }

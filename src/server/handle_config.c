@@ -36,7 +36,7 @@ int ns_handle_update_config(struct ns_req *req)
     struct ns_command c;
     ns_command_init(&c, NS_CMD_UPDATE_CONFIG);
     ns_props_init(&c.u.config);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     int rv =
         ns_props_parse((const char *)cmd->body, cmd->body_len, &c.u.config);
     if (rv == NS_EPROTO) {

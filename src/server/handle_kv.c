@@ -26,7 +26,7 @@ static int propose_kv(struct ns_req *req, enum ns_command_type type,
     struct ns_command c;
     int rv = NS_ENOMEM;
     ns_command_init(&c, type);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.kv.ns = ns_strdup(ns);
     c.u.kv.key = ns_strdup(key);
     if (with_value && value != NULL) {

@@ -198,7 +198,7 @@ static void expire_due(struct ns_server *srv, uint64_t now)
     }
     struct ns_command c;
     ns_command_init(&c, NS_CMD_EXPIRE_BROKERS);
-    c.leader_time_ms = ns_wall_ms();
+    c.leader_time_ms = ns_clock_wall_ms();
     c.u.brokers.refs = x.refs;
     c.u.brokers.n = x.n;
     int rv = ns_propose_internal(srv, &c);

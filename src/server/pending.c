@@ -1,17 +1,8 @@
 /* Pending replies (server_int.h): a request answered later keeps its reply
- * target here, attached to its connection so that a close detaches it; and
- * the wall clock the handlers stamp commands with. */
-#include <time.h>
-
+ * target here, attached to its connection so that a close detaches it. */
 #include "raftns/alloc.h"
 #include "server_int.h"
 
-int64_t ns_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 static void detach(struct ns_pending *p)
 {
     struct ns_conn *c = p->to.conn;

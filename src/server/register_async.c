@@ -207,7 +207,7 @@ int ns_register_async_start(struct ns_req *req, bool compressed)
     w->compressed = compressed;
     ns_command_init(&w->c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&w->c.u.reg);
-    w->c.leader_time_ms = ns_wall_ms();
+    w->c.leader_time_ms = ns_clock_wall_ms();
     int rv = copy_request(w, req->cmd);
     if (rv == 0) {
         rv = ns_handle_broker_fill_header(&w->cmd, &w->c.u.reg);

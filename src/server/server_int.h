@@ -374,9 +374,11 @@ int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
 /* --- pending.c --- */
 /* Detaches every pending reply of a closing connection. */
 void ns_pending_detach_all(struct ns_conn *c);
+
+/* --- clock.c --- */
 /* Wall-clock milliseconds for commands (leader_time_ms) and DataVersion
  * defaults. */
-int64_t ns_wall_ms(void);
+int64_t ns_clock_wall_ms(void);
 
 /* --- liveness.c --- */
 int ns_liveness_init(struct ns_liveness *lv);

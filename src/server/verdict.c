@@ -155,7 +155,7 @@ static void log_ids(char *out, size_t size, const uint64_t *ids, size_t n)
 
 static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
 {
-    cmd->leader_time_ms = ns_wall_ms();
+    cmd->leader_time_ms = ns_clock_wall_ms();
     int rv = ns_cluster_submit(o->srv, cmd, NS_SUBMIT_LEADER, verdict_done, o);
     char agree[256], dissent[256];
     log_ids(agree, sizeof agree, cmd->u.verdict.agree, cmd->u.verdict.n_agree);
