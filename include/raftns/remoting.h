@@ -104,9 +104,9 @@ int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out);
  * any case). false means the Java field stays null ("unset": absent, null or
  * unparsable) and leaves *out unchanged; each handler decides what unset
  * means (Java's NullPointerException on unboxing, or a default). */
-bool ns_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out);
-bool ns_ext_int32(const struct ns_cmd *c, const char *key, int32_t *out);
-bool ns_ext_bool(const struct ns_cmd *c, const char *key, bool *out);
+bool ns_cmd_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out);
+bool ns_cmd_ext_int32(const struct ns_cmd *c, const char *key, int32_t *out);
+bool ns_cmd_ext_bool(const struct ns_cmd *c, const char *key, bool *out);
 
 const char *
 ns_language_name(int32_t language); /* "JAVA"...; "OTHER" when out of range */

@@ -204,7 +204,7 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
         return;
     }
     if (status == 0 && reply->code == NS_CODE_SUCCESS &&
-        ns_ext_int64(reply, NS_EXT_INDEX, &index) && index >= 0) {
+        ns_cmd_ext_int64(reply, NS_EXT_INDEX, &index) && index >= 0) {
         NS_LOG(NS_LOG_INFO, "cluster: leader read index %lld; catching up",
                (long long)index);
         if (cl->test_ready_delay_ms > 0) {

@@ -312,7 +312,7 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_cluster *cl = f->cl;
     int64_t index = 0, type = 0, reg_status = 0, count = 0, verdict = 0;
     if (status != 0 || reply->code != NS_CODE_SUCCESS ||
-        !ns_ext_int64(reply, NS_EXT_INDEX, &index) || index <= 0) {
+        !ns_cmd_ext_int64(reply, NS_EXT_INDEX, &index) || index <= 0) {
         if (status == 0) {
             NS_LOG(NS_LOG_INFO, "forward: leader answered %d (%s); retrying",
                    (int)reply->code,
@@ -321,10 +321,10 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
         park(f);
         return;
     }
-    ns_ext_int64(reply, NS_EXT_RES_TYPE, &type);
-    ns_ext_int64(reply, NS_EXT_REG_STATUS, &reg_status);
-    ns_ext_int64(reply, NS_EXT_COUNT, &count);
-    ns_ext_int64(reply, NS_EXT_REQID, &verdict);
+    ns_cmd_ext_int64(reply, NS_EXT_RES_TYPE, &type);
+    ns_cmd_ext_int64(reply, NS_EXT_REG_STATUS, &reg_status);
+    ns_cmd_ext_int64(reply, NS_EXT_COUNT, &count);
+    ns_cmd_ext_int64(reply, NS_EXT_REQID, &verdict);
     f->index = (uint64_t)index;
     f->res.reqid = verdict == NS_REQID_DUPLICATE ? NS_REQID_DUPLICATE
                    : verdict == NS_REQID_STALE   ? NS_REQID_STALE

@@ -181,14 +181,14 @@ int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
         return NS_ENOMEM;
     }
     reg->broker_id = 0;
-    ns_ext_int64(cmd, "brokerId", &reg->broker_id);
+    ns_cmd_ext_int64(cmd, "brokerId", &reg->broker_id);
     reg->heartbeat_timeout_ms = NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
-    ns_ext_int64(cmd, "heartbeatTimeoutMillis", &reg->heartbeat_timeout_ms);
+    ns_cmd_ext_int64(cmd, "heartbeatTimeoutMillis", &reg->heartbeat_timeout_ms);
     if (reg->heartbeat_timeout_ms <= 0) {
         reg->heartbeat_timeout_ms = NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
     }
     bool acting = false;
-    ns_ext_bool(cmd, "enableActingMaster", &acting);
+    ns_cmd_ext_bool(cmd, "enableActingMaster", &acting);
     /* Absent = an "old" (4.9.x) broker. */
     reg->acting_master = ns_cmd_ext_find(cmd, "enableActingMaster") == NULL ? -1
                          : acting                                           ? 1
@@ -266,7 +266,7 @@ int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
         return rv;
     }
     int64_t id;
-    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+    if (!ns_cmd_ext_int64(req->cmd, "brokerId", &id)) {
         return ns_reply_exception(&req->to, req->cmd->version >= 37
                                                 ? REMARK_NPE_REGISTER
                                                 : REMARK_NPE_REGISTER_OLD);
@@ -318,7 +318,7 @@ int ns_handle_register_broker(struct ns_req *req)
         ns_register_memo_drop(&srv->memo, cmd);
     }
     bool compressed = false;
-    ns_ext_bool(cmd, "compressed", &compressed);
+    ns_cmd_ext_bool(cmd, "compressed", &compressed);
     if (ns_register_async_wanted(cmd, compressed)) {
         return ns_register_async_start(req, compressed);
     }
@@ -356,7 +356,7 @@ int ns_handle_unregister_broker(struct ns_req *req)
     struct ns_command c;
     int rv = NS_ENOMEM;
     int64_t id;
-    if (!ns_ext_int64(req->cmd, "brokerId", &id)) {
+    if (!ns_cmd_ext_int64(req->cmd, "brokerId", &id)) {
         return ns_reply_exception(&req->to, REMARK_NPE_UNREGISTER);
     }
     ns_command_init(&c, NS_CMD_UNREGISTER_BROKERS);
@@ -370,7 +370,7 @@ int ns_handle_unregister_broker(struct ns_req *req)
     ref->cluster = ns_strdup(ext_or_empty(req->cmd, "clusterName"));
     ref->broker_addr = ns_strdup(ext_or_empty(req->cmd, "brokerAddr"));
     ref->broker_name = ns_strdup(ext_or_empty(req->cmd, "brokerName"));
-    ns_ext_int64(req->cmd, "brokerId", &ref->broker_id);
+    ns_cmd_ext_int64(req->cmd, "brokerId", &ref->broker_id);
     if (ref->cluster == NULL || ref->broker_addr == NULL ||
         ref->broker_name == NULL) {
         goto out;

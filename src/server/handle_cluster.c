@@ -138,7 +138,7 @@ static int handle_forward(struct ns_req *req)
                                 (int)c.type);
     }
     bool resend = false;
-    ns_ext_bool(req->cmd, NS_EXT_RESEND, &resend);
+    ns_cmd_ext_bool(req->cmd, NS_EXT_RESEND, &resend);
     rv = resend ? 0 : answer_applied_registration(req, &c);
     ns_command_close(&c);
     if (rv != 0) {
@@ -321,7 +321,7 @@ static int proxy_to_leader(struct ns_req *req)
     }
     int64_t target = 0;
     if (fwd.code == NS_CODE_LEADER_TRANSFER &&
-        ns_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
+        ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
         uint64_t *keep = ns_malloc(sizeof *keep); /* for proxy_reply */
         if (keep != NULL) {
             *keep = (uint64_t)target;
@@ -522,7 +522,7 @@ static int handle_change(struct ns_req *req)
     }
     int32_t code = req->cmd->code;
     int64_t id = 0;
-    bool has_id = ns_ext_int64(req->cmd, NS_EXT_ID, &id);
+    bool has_id = ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &id);
     if (code != NS_CODE_LEADER_TRANSFER && (!has_id || id <= 0)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: raftnsId (member id >= 1) required");

@@ -16,7 +16,7 @@ int ns_handle_liveness_report(struct ns_req *req)
         return 0;
     }
     int64_t from = 0;
-    if (!ns_ext_int64(req->cmd, NS_EXT_FROM, &from) || from <= 0) {
+    if (!ns_cmd_ext_int64(req->cmd, NS_EXT_FROM, &from) || from <= 0) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "liveness report without a sender id");
     }

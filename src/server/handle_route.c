@@ -58,9 +58,9 @@ int ns_handle_route(struct ns_req *req)
         return not_found(req, topic);
     }
     bool standard = false;
-    ns_ext_bool(req->cmd, "acceptStandardJsonOnly", &standard);
+    ns_cmd_ext_bool(req->cmd, "acceptStandardJsonOnly", &standard);
     bool zone_mode = false;
-    ns_ext_bool(req->cmd, "__ZONE_MODE", &zone_mode);
+    ns_cmd_ext_bool(req->cmd, "__ZONE_MODE", &zone_mode);
     const char *zone = ns_cmd_ext_find(req->cmd, "__ZONE_NAME");
     struct ns_route_query q = {
         .topic = topic,

@@ -149,7 +149,7 @@ static void consistent_reply(void *arg, int status, const struct ns_cmd *reply)
     int64_t index = 0;
     if (status == 0 &&
         (reply->code != NS_CODE_SUCCESS ||
-         !ns_ext_int64(reply, NS_EXT_INDEX, &index) || index < 0)) {
+         !ns_cmd_ext_int64(reply, NS_EXT_INDEX, &index) || index < 0)) {
         status = NS_ENOTLEADER;
     }
     consistent_index(arg, status, (uint64_t)index);
@@ -158,7 +158,7 @@ static void consistent_reply(void *arg, int status, const struct ns_cmd *reply)
 bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler)
 {
     bool want = false;
-    if (!ns_ext_bool(req->cmd, NS_EXT_CONSISTENT, &want) || !want) {
+    if (!ns_cmd_ext_bool(req->cmd, NS_EXT_CONSISTENT, &want) || !want) {
         return false;
     }
     struct consistent_read *k = ns_malloc(sizeof *k);

@@ -45,7 +45,7 @@ static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
 static bool ext_u64(const struct ns_cmd *c, const char *key, uint64_t *out)
 {
     int64_t v = 0;
-    if (!ns_ext_int64(c, key, &v) || v < 0) {
+    if (!ns_cmd_ext_int64(c, key, &v) || v < 0) {
         return false;
     }
     *out = (uint64_t)v;

@@ -209,7 +209,7 @@ int ns_verdict_handle_digest_report(struct ns_req *req)
     }
     struct ns_observe *o = req->srv->observe;
     int64_t from = 0;
-    if (!ns_ext_int64(req->cmd, NS_EXT_FROM, &from) || from <= 0) {
+    if (!ns_cmd_ext_int64(req->cmd, NS_EXT_FROM, &from) || from <= 0) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "digest report without a sender id");
     }

@@ -103,8 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             round_trip(&c);
             int64_t n;
             bool b;
-            ns_ext_int64(&c, "topic", &n);
-            ns_ext_bool(&c, "topic", &b);
+            ns_cmd_ext_int64(&c, "topic", &n);
+            ns_cmd_ext_bool(&c, "topic", &b);
             ns_cmd_close(&c);
         } else {
             CHECK(rv == NS_EPROTO);

@@ -142,9 +142,9 @@ static void request_ext_fields_in_wire_order(void **state)
     }
     int64_t crc = 0;
     bool compressed = true;
-    assert_true(ns_ext_int64(&c, "bodyCrc32", &crc));
+    assert_true(ns_cmd_ext_int64(&c, "bodyCrc32", &crc));
     assert_int_equal(crc, 885385838);
-    assert_true(ns_ext_bool(&c, "compressed", &compressed));
+    assert_true(ns_cmd_ext_bool(&c, "compressed", &compressed));
     assert_false(compressed);
     assert_non_null(c.body);
     assert_true(c.body_len > 0);
@@ -157,7 +157,7 @@ static void request_ext_fields_in_wire_order(void **state)
     bool accept = false;
     assert_int_equal(c.version, 399);
     assert_string_equal(ns_cmd_ext_find(&c, "topic"), "TestTopic");
-    assert_true(ns_ext_bool(&c, "acceptStandardJsonOnly", &accept));
+    assert_true(ns_cmd_ext_bool(&c, "acceptStandardJsonOnly", &accept));
     assert_true(accept);
     ns_cmd_close(&c);
     free(frame);
@@ -764,13 +764,13 @@ static void ext_leniency(void **state)
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         assert_int_equal(ns_cmd_ext_set(&c, "n", ints[i].value), 0);
         int64_t v = 42;
-        bool ok = ns_ext_int64(&c, "n", &v);
+        bool ok = ns_cmd_ext_int64(&c, "n", &v);
         if (ok != ints[i].ok || v != (ok ? ints[i].want : 42)) {
             fail_msg("int64 \"%s\"", ints[i].value);
         }
     }
     int64_t v = 42;
-    assert_false(ns_ext_int64(&c, "absent", &v));
+    assert_false(ns_cmd_ext_int64(&c, "absent", &v));
     assert_int_equal(v, 42);
 
     static const struct {
@@ -782,11 +782,11 @@ static void ext_leniency(void **state)
     for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
         assert_int_equal(ns_cmd_ext_set(&c, "b", bools[i].value), 0);
         bool b = !bools[i].want;
-        assert_true(ns_ext_bool(&c, "b", &b));
+        assert_true(ns_cmd_ext_bool(&c, "b", &b));
         assert_int_equal(b, bools[i].want);
     }
     bool b = true;
-    assert_false(ns_ext_bool(&c, "absent", &b));
+    assert_false(ns_cmd_ext_bool(&c, "absent", &b));
     assert_true(b);
     ns_cmd_close(&c);
 }
