@@ -254,3 +254,8 @@ void ns_server_destroy(struct ns_server *s)
     ns_register_memo_close(&s->memo);
     ns_free(s);
 }
+
+int ns_server_reload_tls(struct ns_server *s)
+{
+    return ns_conn_tls_reload(s);
+}

@@ -238,6 +238,9 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n);
 /* Loads the contexts of cfg (NULL = disabled) into srv->tls. 0, NS_EIO
  * (logged) or NS_ENOMEM. */
 int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg);
+/* SIGHUP: reloads the certificate files; on failure the old ones stay. 0,
+ * NS_EIO or NS_ENOMEM. */
+int ns_conn_tls_reload(struct ns_server *srv);
 void ns_conn_tls_close(struct ns_server *srv);
 /* Decides by the first byte of a connection: plain, TLS (c->tls is set) or
  * refused (closed, logged). 0 = go on, -1 = closed. */
