@@ -34,10 +34,10 @@ uint64_t ns_cluster_leaderless_since(const struct ns_server *srv);
 
 /* --- the leader connection of a server (cluster.c / handle_cluster.c) --- */
 
-/* Sends req to the current leader's client address with the cluster secret and
- * this node's id added as ext. Returns 0 (cb exactly once), NS_ENOTLEADER (no
- * leader known, this node is the leader, or its client address is unknown: cb
- * never runs) or NS_ENOMEM. */
+/* Sends req to the current leader's client address, with this node's id added
+ * as ext and signed by the cluster secret (raftns/sign.h). Returns 0 (cb
+ * exactly once), NS_ENOTLEADER (no leader known, this node is the leader, or
+ * its client address is unknown: cb never runs) or NS_ENOMEM. */
 int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
                               uint64_t timeout_ms, ns_peer_reply_cb cb,
                               void *arg);
@@ -55,7 +55,7 @@ bool ns_cluster_check_signed(struct ns_req *req);
  * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
 int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
 
-/* --- cluster.c: the write path and the cluster state of a server --- */
+/* --- cluster.c, cluster_submit.c: the write path and the cluster state --- */
 
 struct ns_cluster;
 
