@@ -198,19 +198,34 @@ static int decode_topic_line(struct register_body_ctx *c, const char *s,
     return t->name ? 0 : NS_ENOMEM;
 }
 
+/* A section's record count: *count 0 for a non-positive one (Java's loop runs
+ * zero times), and EOFException when fewer bytes remain than its records
+ * need (each at least a 4-byte length), before anything is allocated. */
+static int read_count(struct register_body_ctx *c, struct ns_rd *rd,
+                      int32_t *count)
+{
+    *count = (int32_t)ns_rd_u32(rd);
+    if (rd->err) {
+        return register_body_fail(c, "java.io.EOFException");
+    }
+    if (*count <= 0) {
+        *count = 0;
+        return 0;
+    }
+    if ((size_t)*count > ns_rd_left(rd) / 4) {
+        return register_body_fail(c, "java.io.EOFException");
+    }
+    return 0;
+}
+
 static int decode_compressed_topics(struct register_body_ctx *c,
                                     struct ns_rd *rd)
 {
     struct ns_register *r = c->r;
-    int32_t count = (int32_t)ns_rd_u32(rd);
-    if (rd->err) {
-        return register_body_fail(c, "java.io.EOFException");
-    }
-    if (count <= 0) {
-        return 0; /* Java's loop runs zero times for a negative count */
-    }
-    if ((size_t)count > ns_rd_left(rd) / 4) {
-        return register_body_fail(c, "java.io.EOFException");
+    int32_t count = 0;
+    int rc = read_count(c, rd, &count);
+    if (rc != 0 || count == 0) {
+        return rc;
     }
     if ((uint32_t)count > NS_REGISTER_MAX_TOPICS) {
         return register_body_too_many_topics(
@@ -252,15 +267,10 @@ static int decode_compressed_mappings(struct register_body_ctx *c,
                                       struct ns_rd *rd)
 {
     struct ns_register *r = c->r;
-    int32_t count = (int32_t)ns_rd_u32(rd);
-    if (rd->err) {
-        return register_body_fail(c, "java.io.EOFException");
-    }
-    if (count <= 0) {
-        return 0;
-    }
-    if ((size_t)count > ns_rd_left(rd) / 4) {
-        return register_body_fail(c, "java.io.EOFException");
+    int32_t count = 0;
+    int rc = read_count(c, rd, &count);
+    if (rc != 0 || count == 0) {
+        return rc;
     }
     r->mappings = ns_calloc((size_t)count, sizeof *r->mappings);
     if (r->mappings == NULL) {
