@@ -139,6 +139,10 @@ int ns_reqid_record(struct ns_reqid_table *t, const struct ns_reqid *id,
         }
     }
     struct ns_reqid_origin *o = &t->items[i];
+    if (found && (id->run < o->run || (id->run == o->run && id->seq < o->high &&
+                                       o->high - id->seq >= NS_REQID_WINDOW))) {
+        return 0; /* STALE: nothing to record (the caller checked first) */
+    }
     if (!found || id->run > o->run) {
         o->run = id->run;
         o->high = id->seq;

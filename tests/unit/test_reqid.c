@@ -70,6 +70,13 @@ static void test_window(void **state)
         assert_int_equal(check(&t, 2, 10, s), NS_REQID_DUPLICATE);
         assert_int_equal(check(&t, 2, 10, s + 1), NS_REQID_NEW);
     }
+    /* recording a stale id changes nothing (and writes no bit out of range) */
+    struct ns_reqid far = id(2, 10, 1), old_run = id(2, 9, 100001);
+    assert_int_equal(ns_reqid_record(&t, &far, 107), 0);
+    assert_int_equal(ns_reqid_record(&t, &old_run, 107), 0);
+    assert_int_equal(check(&t, 2, 10, 100000), NS_REQID_DUPLICATE);
+    assert_int_equal(ns_reqid_find(&t, 2)->run, 10);
+    assert_int_equal(ns_reqid_find(&t, 2)->high, 100371); /* the last seq */
     /* other origins are independent */
     assert_int_equal(check(&t, 3, 10, 100000), NS_REQID_NEW);
     ns_reqid_table_close(&t);
