@@ -8,6 +8,7 @@ copy overwrites the newer value and these tests fail."""
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
@@ -39,7 +40,9 @@ def copies(nd, verdict):
 
 
 class LateCopies(clusterh.ClusterTestCase):
-    ECHO_S = 3.0
+    # Long enough for a leadership transfer to finish before the first late copy is sent, so
+    # that the copy meets the new leader (test_late_copy_at_a_new_leader_changes_nothing).
+    ECHO_S = 6.0
 
     def setUp(self):
         os.environ["RAFTNS_TEST_FORWARD_ECHO_MS"] = str(int(T(self.ECHO_S) * 1000))
@@ -90,8 +93,12 @@ class LateCopies(clusterh.ClusterTestCase):
             last[:] = [r.returncode, r.stdout + r.stderr]
             return c.current_leader() is other
         # A transfer answered with an error may still have moved leadership: poll the outcome.
+        t0 = time.monotonic()
         wait_until(other_leads, T(self.ECHO_S), "leadership on node %d (raftnsctl: %r)" % (
             other.id, last), 0.2)
+        self.assertLess(time.monotonic() - t0, T(self.ECHO_S) * 0.8,
+                        "the transfer took so long that the late copy may have met the old "
+                        "leader")
         self.put(other, "k1", "second")
         self.put(old, "k2", "after")  # a forwarded write of the old leader: its copy is fine too
         self.late_copies_answered(follower, 1)
