@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "free_port.h"
+#include "inproc_client.h"
 #include <uv.h>
 
 #include "raftns/alloc.h"
@@ -41,15 +42,6 @@
 #define N 2
 #define SECRET "server-forward-test-secret"
 
-struct client {
-    uv_tcp_t tcp;
-    uv_connect_t connect;
-    bool connected;
-    bool closed;
-    struct ns_buf in;
-    char chunk[65536];
-};
-
 struct member {
     char dir[64];
     char raft_addr[32];
@@ -57,7 +49,7 @@ struct member {
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
-    struct client client;
+    struct inproc_client client;
     bool server_stopped;
     bool node_stopped;
 };
@@ -112,7 +104,7 @@ static bool all_stopped(struct fixture *f)
 {
     for (int i = 0; i < N; i++) {
         if (!f->m[i].server_stopped || !f->m[i].node_stopped ||
-            (f->m[i].client.connected && !f->m[i].client.closed)) {
+            (f->m[i].client.opened && !f->m[i].client.closed)) {
             return false;
         }
     }
@@ -200,12 +192,6 @@ static int setup_late_copies(void **state)
     return setup_with(state, "RAFTNS_TEST_FORWARD_ECHO_MS", "1500");
 }
 
-static void client_closed(uv_handle_t *h)
-{
-    struct client *c = (struct client *)h;
-    c->closed = true;
-}
-
 static void node_stopped(void *arg)
 {
     struct member *m = arg;
@@ -224,10 +210,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     for (int i = 0; i < N; i++) {
         struct member *m = &f->m[i];
-        if (m->client.connected &&
-            !uv_is_closing((uv_handle_t *)&m->client.tcp)) {
-            uv_close((uv_handle_t *)&m->client.tcp, client_closed);
-        }
+        inproc_client_close(&m->client);
         ns_server_stop(m->server, server_stopped, m);
     }
     assert_true(run_until(f, all_stopped));
@@ -251,128 +234,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* --- a libuv client per member --- */
-
-static struct client *connecting;
-
-static bool is_connected(struct fixture *f)
-{
-    (void)f;
-    return connecting->connected;
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-    struct client *c = req->data;
-    c->connected = status == 0;
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    struct client *c = (struct client *)h;
-    (void)suggested;
-    buf->base = c->chunk;
-    buf->len = sizeof c->chunk;
-}
-
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    struct client *c = (struct client *)s;
-    if (n > 0) {
-        assert_int_equal(ns_buf_append(&c->in, buf->base, (size_t)n), 0);
-    }
-}
-
-static void on_write(uv_write_t *w, int status)
-{
-    assert_int_equal(status, 0);
-    ns_free(w->data);
-    free(w);
-}
-
-static void client_connect(struct fixture *f, struct member *m)
-{
-    struct sockaddr_in sa;
-    uv_ip4_addr("127.0.0.1", ns_server_port(m->server), &sa);
-    uv_tcp_init(&f->loop, &m->client.tcp);
-    m->client.connect.data = &m->client;
-    assert_int_equal(uv_tcp_connect(&m->client.connect, &m->client.tcp,
-                                    (struct sockaddr *)&sa, on_connect),
-                     0);
-    connecting = &m->client;
-    assert_true(run_until(f, is_connected));
-    assert_int_equal(
-        uv_read_start((uv_stream_t *)&m->client.tcp, on_alloc, on_read), 0);
-}
-
-static void client_send(struct member *m, const struct ns_cmd *cmd)
-{
-    struct ns_buf b;
-    ns_buf_init(&b);
-    assert_int_equal(ns_cmd_encode(cmd, &b), 0);
-    size_t len = 0;
-    uint8_t *data = ns_buf_take(&b, &len);
-    uv_write_t *w = malloc(sizeof *w);
-    assert_non_null(w);
-    w->data = data;
-    uv_buf_t ub = uv_buf_init((char *)data, (unsigned)len);
-    assert_int_equal(
-        uv_write(w, (uv_stream_t *)&m->client.tcp, &ub, 1, on_write), 0);
-}
-
-static struct client *waiting;
-
-static bool has_frame(struct fixture *f)
-{
-    size_t len = 0;
-    (void)f;
-    return ns_frame_check(waiting->in.data, waiting->in.len, NS_FRAME_MAX,
-                          &len) == 0;
-}
-
-/* Waits for one reply of m's client into out (body copied into *body, caller
- * frees). */
-static void client_reply(struct fixture *f, struct member *m,
-                         struct ns_cmd *out, char **body)
-{
-    struct client *c = &m->client;
-    waiting = c;
-    assert_true(run_until(f, has_frame));
-    size_t len = 0;
-    assert_int_equal(ns_frame_check(c->in.data, c->in.len, NS_FRAME_MAX, &len),
-                     0);
-    assert_int_equal(ns_cmd_decode(c->in.data, len, out), 0);
-    *body = ns_strndup(out->body_len > 0 ? (const char *)out->body : "",
-                       out->body_len);
-    assert_non_null(*body);
-    out->body = NULL;
-    out->body_len = 0;
-    memmove(c->in.data, c->in.data + len, c->in.len - len);
-    c->in.len -= len;
-}
-
-static const char REGISTER_BODY[] =
-    "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{\"dataVersion\":"
-    "{\"counter\":1,\"stateVersion\":0,\"timestamp\":1700000000000},"
-    "\"topicConfigTable\":{\"TopicA\":{\"perm\":6,\"readQueueNums\":4,"
-    "\"topicName\":\"TopicA\",\"topicSysFlag\":0,\"writeQueueNums\":4},"
-    "\"TopicB\":{\"perm\":6,\"readQueueNums\":4,\"topicName\":\"TopicB\","
-    "\"topicSysFlag\":0,\"writeQueueNums\":4}}}}";
-
-static void make_request(struct ns_cmd *c, int32_t code, int32_t opaque)
-{
-    ns_cmd_init(c);
-    c->code = code;
-    c->opaque = opaque;
-    c->version = 479;
-    c->language = NS_LANG_JAVA;
-    c->ser = NS_SER_JSON;
-}
-
 static void send_register(struct member *m, int32_t opaque)
 {
     struct ns_cmd req;
-    make_request(&req, 103, opaque);
+    inproc_make_request(&req, 103, opaque);
     assert_int_equal(ns_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "brokerAddr", "127.0.0.1:10911"), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "clusterName", "c1"), 0);
@@ -380,18 +245,18 @@ static void send_register(struct member *m, int32_t opaque)
                      0);
     assert_int_equal(ns_cmd_ext_set(&req, "brokerId", "0"), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "enableActingMaster", "false"), 0);
-    req.body = (const uint8_t *)REGISTER_BODY;
-    req.body_len = strlen(REGISTER_BODY);
-    client_send(m, &req);
+    req.body = (const uint8_t *)INPROC_REGISTER_BODY;
+    req.body_len = strlen(INPROC_REGISTER_BODY);
+    inproc_client_send(&m->client, &req);
     ns_cmd_close(&req);
 }
 
 static void send_route(struct member *m, int32_t opaque, const char *topic)
 {
     struct ns_cmd req;
-    make_request(&req, 105, opaque);
+    inproc_make_request(&req, 105, opaque);
     assert_int_equal(ns_cmd_ext_set(&req, "topic", topic), 0);
-    client_send(m, &req);
+    inproc_client_send(&m->client, &req);
     ns_cmd_close(&req);
 }
 
@@ -404,13 +269,13 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
     char leader_id[24];
     snprintf(leader_id, sizeof leader_id, "%llu",
              (unsigned long long)ns_node_id(l->node));
-    client_connect(f, l);
-    client_connect(f, fo);
+    inproc_client_connect(&f->loop, &l->client, ns_server_port(l->server));
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
 
     struct ns_cmd reply;
     char *body = NULL;
     send_register(l, 1);
-    client_reply(f, l, &reply, &body);
+    inproc_client_reply(&f->loop, &l->client, &reply, &body);
     assert_int_equal(reply.code, 0);
     ns_cmd_close(&reply);
     ns_free(body);
@@ -419,7 +284,7 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
 
     send_route(l, 2, "TopicA");
     char *want = NULL;
-    client_reply(f, l, &reply, &want);
+    inproc_client_reply(&f->loop, &l->client, &reply, &want);
     assert_int_equal(reply.code, 0);
     assert_null(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY));
     ns_cmd_close(&reply);
@@ -427,7 +292,7 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
         strstr(want, "\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\"}"));
 
     send_route(fo, 3, "TopicA");
-    client_reply(f, fo, &reply, &body);
+    inproc_client_reply(&f->loop, &fo->client, &reply, &body);
     assert_int_equal(reply.code, 0);
     assert_int_equal(reply.opaque, 3);
     assert_int_equal(reply.flag, NS_FLAG_RESPONSE);
@@ -439,7 +304,7 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
     ns_free(want);
 
     send_route(fo, 4, "Nope");
-    client_reply(f, fo, &reply, &body);
+    inproc_client_reply(&f->loop, &fo->client, &reply, &body);
     assert_int_equal(reply.code, 17);
     assert_int_equal(reply.opaque, 4);
     assert_non_null(reply.remark);
@@ -450,7 +315,7 @@ static void test_not_ready_follower_reads_through_the_leader(void **state)
 
     /* the unchanged re-registration is acknowledged, by way of the leader */
     send_register(fo, 5);
-    client_reply(f, fo, &reply, &body);
+    inproc_client_reply(&f->loop, &fo->client, &reply, &body);
     assert_int_equal(reply.code, 0);
     assert_int_equal(reply.opaque, 5);
     ns_cmd_close(&reply);
@@ -462,11 +327,11 @@ static void send_kv_put(struct member *m, int32_t opaque, const char *key,
                         const char *value)
 {
     struct ns_cmd req;
-    make_request(&req, 100, opaque);
+    inproc_make_request(&req, 100, opaque);
     assert_int_equal(ns_cmd_ext_set(&req, "namespace", "fwd"), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "key", key), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "value", value), 0);
-    client_send(m, &req);
+    inproc_client_send(&m->client, &req);
     ns_cmd_close(&req);
 }
 
@@ -474,7 +339,7 @@ static void expect_success(struct fixture *f, struct member *m, int32_t opaque)
 {
     struct ns_cmd reply;
     char *body = NULL;
-    client_reply(f, m, &reply, &body);
+    inproc_client_reply(&f->loop, &m->client, &reply, &body);
     assert_int_equal(reply.opaque, opaque);
     assert_int_equal(reply.code, 0);
     ns_cmd_close(&reply);
@@ -512,7 +377,7 @@ static void test_write_through_a_follower_is_applied_there(void **state)
     struct fixture *f = *state;
     struct member *fo = ready_follower(f);
     struct member *l = leader_of(f);
-    client_connect(f, fo);
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
     for (int i = 1; i <= 5; i++) {
         char value[16];
         snprintf(value, sizeof value, "v%d", i);
@@ -532,8 +397,8 @@ static void test_late_copy_of_a_forwarded_write_changes_nothing(void **state)
     struct fixture *f = *state;
     struct member *fo = ready_follower(f);
     struct member *l = leader_of(f);
-    client_connect(f, fo);
-    client_connect(f, l);
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
+    inproc_client_connect(&f->loop, &l->client, ns_server_port(l->server));
     copies_before = ns_metrics_write_copies(false);
     send_kv_put(fo, 1, "k", "first"); /* forwarded: copied again in 1.5 s */
     expect_success(f, fo, 1);
@@ -570,7 +435,7 @@ static void test_write_after_the_clock_went_back(void **state)
     c.reqid.seq = 7;
     assert_int_equal(ns_fsm_apply(&l->state, &c, NULL), 0);
     assert_int_equal(ns_fsm_apply(&fo->state, &c, NULL), 0);
-    client_connect(f, fo);
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
     send_kv_put(fo, 1, "k", "after");
     expect_success(f, fo, 1);
     assert_string_equal(kv_of(fo, "k"), "after");
@@ -600,8 +465,8 @@ static void test_identical_registrations_make_one_entry(void **state)
     struct member *fo = ready_follower(f);
     struct member *l = leader_of(f);
     assert_true(run_until(f, quiet));
-    client_connect(f, fo);
-    client_connect(f, l);
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
+    inproc_client_connect(&f->loop, &l->client, ns_server_port(l->server));
     uint64_t before = ns_node_last_applied(l->node);
     send_register(l, 1);
     send_register(fo, 2);
