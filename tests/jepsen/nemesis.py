@@ -68,6 +68,13 @@ class Nemesis:
         self.executed = []
         self.allow_failed = set(allow_failed)  # fault kinds allowed not to be carried out
 
+    @staticmethod
+    def _hold(seconds):
+        """Keeps a fault in place for its scheduled duration. This is the schedule itself (how
+        long the cluster lives with the fault), not a wait for something to happen: nothing
+        is polled, and every check runs on the history afterwards."""
+        time.sleep(seconds)
+
     def _failed(self, kind, step, why, **extra):
         """A fault that could not be carried out: recorded (the checker fails the run unless
         the kind was passed in allow_failed) and logged, never skipped silently."""
@@ -93,7 +100,7 @@ class Nemesis:
         return lead if lead is not None else self._ordered(pick)[0]
 
     def run(self, item):
-        """Starts the fault, keeps it for its duration (or until abort), stops it."""
+        """Starts the fault, keeps it for its scheduled duration, stops it."""
         kind, dur, pick = item["kind"], item["duration"], item["pick"]
         fn = getattr(self, "f_" + kind.replace("-", "_"))
         self.executed.append(kind)
@@ -104,7 +111,7 @@ class Nemesis:
         for i in ids:
             self._ev("kill", {"node": "n%d" % i, "why": why})
             self.cluster.nodes[i].kill9("nemesis-kill")
-        time.sleep(dur)
+        self._hold(dur)
         for i in ids:
             self.cluster.nodes[i].start()
             self._ev("restart", {"node": "n%d" % i})
@@ -130,7 +137,7 @@ class Nemesis:
         rest = [j for j in self._members() if j != i]
         self._ev("kill", {"node": "n%d" % i, "why": "isolated-restart"})
         self.cluster.nodes[i].kill9("nemesis-kill")
-        time.sleep(dur / 2)
+        self._hold(dur / 2)
         self._ev("start-partition", {"kind": "isolate-restarted",
                                      "desc": "n%d | %s" % (i, " ".join("n%d" % j for j in rest))})
         self.partitioned = True
@@ -138,7 +145,7 @@ class Nemesis:
             self.net.block(a, b, d)
         self.cluster.nodes[i].start()
         self._ev("restart", {"node": "n%d" % i})
-        time.sleep(max(dur / 2, 3.0))  # at least the 3 s read burst of local_loop
+        self._hold(max(dur / 2, 3.0))  # at least the 3 s read burst of local_loop
         self.heal_network()
         self._ev("stop-partition", {"kind": "isolate-restarted"})
 
@@ -146,7 +153,7 @@ class Nemesis:
     def _pause_window(self, i, dur, why):
         self._ev("pause", {"node": "n%d" % i, "why": why})
         self.cluster.nodes[i].pause()
-        time.sleep(dur)
+        self._hold(dur)
         self.cluster.nodes[i].resume()
         self._ev("resume", {"node": "n%d" % i})
 
@@ -163,7 +170,7 @@ class Nemesis:
         self.partitioned = True
         for a, b, d in blocks:
             self.net.block(a, b, d)
-        time.sleep(dur)
+        self._hold(dur)
         self.heal_network()
         self._ev("stop-partition", {"kind": kind})
 
@@ -247,7 +254,7 @@ class Nemesis:
             return
         self.cluster.members.discard(victim)
         nd.stop("member-stop")
-        time.sleep(dur)
+        self._hold(dur)
         import shutil
         shutil.rmtree(nd.data_dir, ignore_errors=True)
         os.makedirs(nd.data_dir, exist_ok=True)
@@ -274,7 +281,7 @@ class Nemesis:
             10 + 20 * pick[0])
         nd.set_clock_offset(offset)
         self._ev("clock-jump", {"node": "n%d" % nd.id, "offset": offset})
-        time.sleep(dur)
+        self._hold(dur)
         nd.set_clock_offset("+0")
         self._ev("clock-jump", {"node": "n%d" % nd.id, "offset": "+0"})
 
