@@ -1,7 +1,7 @@
 /* The peer handshake of include/raftns/wire.h: encoding, decoding and the
  * HMAC-SHA256 mutual challenge-response over the cluster secret. Pure: the
  * nonces are inputs and no byte is read or written here; it is not the
- * transport (raft/node_transport.c) and knows nothing of the raft
+ * transport (raft/node/node_transport.c) and knows nothing of the raft
  * configuration. */
 #include "raftns/wire.h"
 

@@ -46,9 +46,9 @@ check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet
     raft/command.c raft/fsm.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \
     raft/diverge.c raft/reqid.c include/raftns/{command,fsm,wire,diverge,reqid}.h
 # The broker liveness table sits beside the layers over base only: time comes
-# in as now_ms; the timers, reports and proposals stay in src/server/liveness.c.
+# in as now_ms; the timers, reports and proposals stay in src/liveness/liveness.c.
 check_layer liveness "$base_h|liveness_table" "$sys_io|cJSON\.h|zlib\.h" \
-    src/liveness/*.c include/raftns/liveness_table.h
+    src/liveness/liveness_table.c include/raftns/liveness_table.h
 # The TLS engine sits beside the layers over base only: no loop, no sockets, no
 # logging (OpenSSL reads its PEM files; the callers log what it reports).
 check_layer tls "$base_h|tls" 'uv\.h|raft\.h|raft/uv\.h|sys/socket\.h|netinet/in\.h|time\.h' \
@@ -69,9 +69,8 @@ grep -rnE '(\.|->)(apply|snapshot|restore)[[:space:]]*=' raft src tests tools --
 
 # The transport room of src/server (docs/ARCHITECTURE.md) knows no handler: it reports
 # requests and closes through the hooks server.c sets, and calls nothing of the rooms above.
-net_files=(src/server/conn.c src/server/conn_tls.c src/server/conn_limit.c
-           src/server/conn_state.c src/server/peer.c src/server/addr.c)
-grep -nE '#include "(cluster|cluster_int|observe|register_memo)\.h"' "${net_files[@]}" |
+net_files=(src/net/*.c src/net/*.h)
+grep -nE '#include "(gateway|cluster|liveness|observe)/' "${net_files[@]}" |
     while IFS= read -r line; do report "transport includes a room above it: $line"; done
 grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_gate|observe|checkpoint|verdict|recovery)_?[a-z_]*\(' \
     "${net_files[@]}" |

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 /* X(kind, NAME, number). kind RESPONSE: a reply code raftns sends or reads;
- * REQUEST: a request code raftns answers (src/server/dispatch.c) or sends
+ * REQUEST: a request code raftns answers (src/gateway/dispatch.c) or sends
  * (tools/). Numbers are unique within a kind: ns_code_request_name and
  * ns_code_response_name switch over the table, so a duplicate fails to
  * compile (a duplicate case label). */
@@ -137,12 +137,13 @@ const char *ns_code_response_name(int32_t code);
  * Reply 0 once the transfer finished: ext leader = the new leader id. */
 #define NS_CODE_LEADER_TRANSFER 9006
 
-/* 9007: liveness reports (owned by the expiry work: src/server/liveness*.c). */
+/* 9007: liveness reports (owned by the expiry work: src/liveness/liveness.c).
+ */
 #define NS_CODE_LIVENESS_REPORT 9007
 
-/* STATUS: this node's /status JSON document (src/server/observe.c) as the reply
- * body, for raftnsctl status. Read-only: no secret needed; answered even when
- * the node is not ready or diverged. */
+/* STATUS: this node's /status JSON document (src/observe/observe.c) as the
+ * reply body, for raftnsctl status. Read-only: no secret needed; answered even
+ * when the node is not ready or diverged. */
 #define NS_CODE_STATUS 9008
 
 /* ACL_UPDATE: add, replace or remove an account (include/raftns/acl.h).
@@ -178,7 +179,7 @@ const char *ns_code_response_name(int32_t code);
  * holds the encoding of that index (start again at offset 0). */
 #define NS_CODE_STATE_FETCH 9013
 /* READ_FORWARD: a node that cannot answer a stock read from its own state (not
- * ready, diverged; src/server/held_read.c) hands the whole request to the
+ * ready, diverged; src/cluster/held_read.c) hands the whole request to the
  * leader. Node to node only: the request carries raftnsFrom and is signed.
  * Request: body = the client's request frame, re-encoded (a read code only;
  * others get NO_PERMISSION). The receiver answers it as if the client had asked

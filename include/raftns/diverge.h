@@ -3,8 +3,8 @@
  * (the digest a majority of voters held), the leader's tally of the digests
  * voters report, and the bookkeeping that lets a diverged node replace its
  * state with a healthy node's and skip the entries that state already holds.
- * No I/O, no clock, no logging: raft/node_fsm.c, src/server/ and the cluster
- * tests drive it. */
+ * No I/O, no clock, no logging: raft/node/node_fsm.c, src/server/ and the
+ * cluster tests drive it. */
 #ifndef RAFTNS_DIVERGE_H
 #define RAFTNS_DIVERGE_H
 

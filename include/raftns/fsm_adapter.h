@@ -1,10 +1,10 @@
 /* The one raft FSM of raftns: the struct raft_fsm callbacks (version 1:
  * apply, snapshot, restore) over a struct ns_state and its struct ns_diverge,
  * and the log entry framing every proposer writes and apply reads. The node
- * (raft/node*.c) and the raft_fixture tests (tests/cluster/) both run it.
- * It does not propose, knows no node, no loop and no proposal list: what the
- * node adds (the in-flight result, checkpoint digests, test mutants) comes in
- * through optional hooks. It logs what it refuses. */
+ * (the files of raft/node/) and the raft_fixture tests (tests/cluster/) both
+ * run it. It does not propose, knows no node, no loop and no proposal list:
+ * what the node adds (the in-flight result, checkpoint digests, test mutants)
+ * comes in through optional hooks. It logs what it refuses. */
 #ifndef RAFTNS_FSM_ADAPTER_H
 #define RAFTNS_FSM_ADAPTER_H
 

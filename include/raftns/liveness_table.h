@@ -4,7 +4,7 @@
  * the set of nodes holding a connection from it) and a deadline min-heap for
  * expiry. Time is always a parameter (now_ms); no uv, no clock, no I/O, no
  * logging: the server policy (reports, proposals, timers) is in
- * src/server/liveness.c. */
+ * src/liveness/liveness.c. */
 #ifndef RAFTNS_LIVENESS_TABLE_H
 #define RAFTNS_LIVENESS_TABLE_H
 

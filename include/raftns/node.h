@@ -108,7 +108,7 @@ void ns_node_set_watch(struct ns_node *n, ns_node_watch_cb cb, void *arg);
 /* Called (borrowed arg) after every command entry the FSM applied, with its
  * log index, the command bytes and the result (all borrowed for the call).
  * Returning true marks the node diverged for good. The server's hook
- * (ns_checkpoint_on_apply, src/server/checkpoint.c) only counts commands
+ * (ns_checkpoint_on_apply, src/cluster/checkpoint.c) only counts commands
  * towards the next CHECKPOINT and returns false: a checkpoint whose digest
  * differs is found by a VERDICT instead (ns_node_is_diverged). */
 typedef bool (*ns_node_apply_hook)(void *arg, uint64_t index,

@@ -3,8 +3,8 @@
  * static-topic mappings; the reply bodies built from them and a per-topic cache
  * of encoded route replies. Pure: no clock (callers pass values), no I/O, no
  * logging. Liveness timestamps and connections are NOT here: they are local to
- * each node (src/server/liveness.c). Iteration and encodings are deterministic
- * (sorted), so every replica encodes byte-identical state. */
+ * each node (src/liveness/liveness.c). Iteration and encodings are
+ * deterministic (sorted), so every replica encodes byte-identical state. */
 #ifndef RAFTNS_ROUTE_H
 #define RAFTNS_ROUTE_H
 

@@ -3,7 +3,7 @@
  * field but the signature, body), a timestamp and a nonce, so the secret never
  * travels and a captured request cannot be replayed. Every ext field but the
  * signature itself and the ACL Signature is signed. Pure: the clock and the
- * nonce are inputs; the replay memory is the caller's (src/server/replay.c).
+ * nonce are inputs; the replay memory is the caller's (src/remoting/replay.c).
  *
  * WARNING: the signed byte string is a wire format shared by every node and
  * raftnsctl version of a cluster. Never change it; add a new label. */

@@ -1,7 +1,7 @@
 /* The raft peer channel's pure parts: the authenticated handshake
  * (raft/wire_auth.c) and the checker of libraft 0.15's message stream
  * (raft/wire_check.c). No I/O, no clock, no randomness (nonces are inputs),
- * no allocation, no logging: raft/node_transport.c moves the bytes.
+ * no allocation, no logging: raft/node/node_transport.c moves the bytes.
  *
  * WARNING: the handshake is a versioned wire format spoken between nodes of
  * possibly different builds. Never change the meaning of a field of version

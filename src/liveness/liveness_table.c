@@ -2,7 +2,7 @@
  * min-heap on the expiry deadline (exact keys, fixed on every change, so a scan
  * only visits what expires), per-connection lists and a list of brokers to
  * report. Pure: time comes in as now_ms; the policy is in
- * src/server/liveness.c. */
+ * src/liveness/liveness.c. */
 #include <string.h>
 
 #include "raftns/alloc.h"

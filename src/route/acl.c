@@ -1,6 +1,6 @@
 /* RocketMQ ACL signatures, IPv4 networks and the account table
  * (include/raftns/acl.h). It decides whether credentials are right, never
- * which code needs which role (src/server/acl_gate.c). Pure. */
+ * which code needs which role (src/gateway/acl_gate.c). Pure. */
 #include "raftns/acl.h"
 
 #include <stdio.h>

@@ -130,11 +130,11 @@ static const struct known_setting LOCAL[] = {
      CS_NONE, F_LOCAL},
     {"clientMaxConnections", T_INT, "10000", 1, 1000000, CS_NONE, F_LOCAL},
     {"clientMaxConnectionsPerIp", T_INT, "1000", 1, 1000000, CS_NONE, F_LOCAL},
-    /* ACL (src/server/acl_gate.c): node-local so no request can turn it off */
+    /* ACL (src/gateway/acl_gate.c): node-local so no request can turn it off */
     {"aclEnable", T_BOOL, "false", 0, 0, CS_NONE, F_LOCAL},
     {"aclAnonymousRead", T_BOOL, "true", 0, 0, CS_NONE, F_LOCAL},
     {"aclBrokerNetworks", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
-    /* TLS (src/server/conn_tls.c), in raftns's and in Java's spelling */
+    /* TLS (src/net/conn_tls.c), in raftns's and in Java's spelling */
     {"tlsMode", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"tlsServerCertPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
     {"tlsServerKeyPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},

@@ -2,7 +2,7 @@
  * connection close): addresses are removed by value, emptied groups and
  * clusters go, their topics are cleaned, and acting-master groups left without
  * a master lose the write permission. Deciding WHEN a broker expires is not
- * here (src/server/liveness.c). */
+ * here (src/liveness/liveness.c). */
 #include <string.h>
 
 #include "raftns/alloc.h"

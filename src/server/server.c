@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "net/addr.h"
 #include "raftns/alloc.h"
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "cluster.h"
-#include "register_memo.h"
-#include "server_int.h"
+#include "cluster/cluster.h"
+#include "gateway/register_memo.h"
+#include "server/server_int.h"
 
 #define IDLE_SWEEP_MS 1000
 #define BACKLOG 1024

@@ -18,8 +18,8 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
-#include "conn_state.h"
-#include "register_memo.h"
+#include "net/conn_state.h"
+#include "gateway/register_memo.h"
 
 #define NS_CONN_MAX_INFLIGHT                                                   \
     1024 /* pending writes per connection: pause reads */

@@ -1,4 +1,4 @@
-/* Tests of the client-port admission bookkeeping (src/server/conn_limit.c):
+/* Tests of the client-port admission bookkeeping (src/net/conn_limit.c):
  * defaults for zero limits, the per-node and per-address caps, release, many
  * addresses, and the refusal counters in /metrics. The buffer budget needs a
  * running server: tests/security/test_limits.py covers it. */

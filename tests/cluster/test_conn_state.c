@@ -1,4 +1,4 @@
-/* Tests of a client connection's lifecycle (src/server/conn_state.c): the
+/* Tests of a client connection's lifecycle (src/net/conn_state.c): the
  * exact set of legal state changes, the paths conn.c and conn_tls.c take, and
  * that nothing leaves CLOSED or goes back to NEW. The sockets themselves are
  * covered by tests/process/test_bad_input.py, test_stop_stress.py and

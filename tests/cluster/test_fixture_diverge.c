@@ -1,6 +1,6 @@
 /* Cluster test: divergence by majority (docs/divergence.md) on 3 servers
  * running the real FSM and raft/diverge.c. The test plays the messaging that
- * src/server/verdict.c and recovery.c do over the client port: after each
+ * src/cluster/verdict.c and recovery.c do over the client port: after each
  * CHECKPOINT it hands every server's unjudged digests to the leader's tally,
  * proposes the VERDICT the tally decides, makes a diverged leader transfer
  * leadership to the voter the verdict names, and installs the leader's encoded

@@ -1,4 +1,4 @@
-/* Tests of the decoded-registration memo (src/server/register_memo.c): each
+/* Tests of the decoded-registration memo (src/gateway/register_memo.c): each
  * owner's table is its own (what one server remembers, marks or drops is not
  * seen by another in the same process), an entry matches only the exact
  * request bytes, and the epoch mark says whether the route check may be
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/server/register_memo.h"
+#include "../../src/gateway/register_memo.h"
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 

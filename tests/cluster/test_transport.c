@@ -1,6 +1,6 @@
-/* In-process test of raftns's raft transport (raft/node_transport.c): three
- * real ns_node instances on one libuv loop, over TCP on 127.0.0.1 with temp
- * data dirs, elect a leader, replicate a few hundred commands through the
+/* In-process test of raftns's raft transport (raft/node/node_transport.c):
+ * three real ns_node instances on one libuv loop, over TCP on 127.0.0.1 with
+ * temp data dirs, elect a leader, replicate a few hundred commands through the
  * authenticating, checking relay, reach equal applied indexes and digests, and
  * stop cleanly with uv_loop_close() == 0. A node with another secret never
  * joins. The same runs again under raftTls (TLS 1.3, mutual certificates of

@@ -85,7 +85,7 @@ def slack_ns(cfg):
     return cfg.get("expiry_slack_ms", 2000) * MS * scale(cfg)
 
 
-# src/server/liveness.c REPORT_TIMEOUT_MS (3 s) + the 1 s liveness tick + peer.c's 1 s connect
+# src/liveness/liveness.c REPORT_TIMEOUT_MS (3 s) + the 1 s liveness tick + peer.c's 1 s connect
 # timeout: the worst case for a follower's report to reach the leader after a fault ends.
 REPORT_RECOVERY_MS = 5000
 WINDOW_OPEN = {"kill": "restart", "pause": "resume", "start-partition": "stop-partition",
@@ -345,7 +345,7 @@ def find_lost(ops, bs):
     - every plain read that N answered itself (no `served_by`: not forwarded) must contain a
       broker acknowledged by any node before N's process was spawned, under the same
       exceptions: a node answers reads itself only once ready, i.e. after applying the read
-      index it asked the leader for after it started (a quorum barrier, raft/node_read.c,
+      index it asked the leader for after it started (a quorum barrier, raft/node/node_read.c,
       docs/readiness.md), which covers every write committed before that start. A forwarded
       read is held to read-your-writes only: it was answered by the leader the asked node
       follows, which may be a deposed leader that has not stepped down yet."""

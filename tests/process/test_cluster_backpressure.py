@@ -1,4 +1,4 @@
-"""The raft peer relay's backpressure (raft/node_relay.c) on three real nodes: a follower is
+"""The raft peer relay's backpressure (raft/node/node_relay.c) on three real nodes: a follower is
 paused (SIGSTOP) while the leader commits ~20 MiB of KV values with the other follower, so the
 leader's relay to the paused one fills its write queue and stops reading libraft's pipe; after
 SIGCONT the follower catches up and every node converges. /metrics shows the pauses."""

@@ -1,4 +1,4 @@
-"""The decoded-registration memo (src/server/register_memo.c) against one running raftns: a
+"""The decoded-registration memo (src/gateway/register_memo.c) against one running raftns: a
 re-registration with the same bytes as a remembered one is answered from the memo, but a body
 or header that differs in any way, or a route that changed since, must take effect exactly as
 without the memo. Sequences of registrations are checked through GET_ROUTEINFO_BY_TOPIC."""

@@ -1,6 +1,6 @@
 """Stops raftns with SIGTERM again and again while writes are in flight, and requires a clean
 exit every time: exit status 0, no signal, no sanitizer report. libraft 0.15 calls into a
-node's io after raft_close returned (raft/node.c, raft_closed_cb); this is the test that
+node's io after raft_close returned (raft/node/node.c, raft_closed_cb); this is the test that
 catches a stop path that frees too early. RAFTNS_STOP_ROUNDS overrides the round counts."""
 
 import os

@@ -1,4 +1,4 @@
-"""Attacks on the raft peer port (raft/node_transport.c) of real 1- and 3-node raftns clusters: an
+"""Attacks on the raft peer port (raft/node/node_transport.c) of real 1- and 3-node raftns clusters: an
 attacker speaking libraft 0.15's own wire format without the secret (its handshake, AppendEntries
 with a higher term and forged entries, 2^32-1 entries, a 1 GiB header length, a 1-byte vote
 header, an unterminated handshake address, garbage, silence), raftns's handshake with a wrong MAC

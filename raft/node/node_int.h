@@ -1,0 +1,140 @@
+/* Private to the files of raft/node/: the node struct and its bookkeeping
+ * types. Not a public interface: the server uses include/raftns/node.h. */
+#ifndef RAFTNS_NODE_INT_H
+#define RAFTNS_NODE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "raftns/diverge.h"
+#include "raftns/fsm_adapter.h"
+#include "raftns/node.h"
+
+#define SEGMENT_SIZE (1u << 20)
+#define CONNECT_RETRY_MS 100
+#define QUEUE_TIMER_MS 100
+/* Bound on waiting for in-flight entries when stopping. */
+#define STOP_DRAIN_MS 1000
+#define STOP_DRAIN_POLL_MS 5
+
+struct proposal {
+    struct raft_apply req; /* must stay alive until the raft callback */
+    struct ns_node *node;
+    struct raft_buffer
+        buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
+    ns_node_apply_cb cb;
+    ns_node_index_cb index_cb; /* instead of cb when set */
+    void *arg;
+    uint64_t deadline;                  /* uv_now while queued */
+    struct proposal *next;              /* queue */
+    struct proposal *in_next, *in_prev; /* in-flight list */
+    /* The FSM result of this proposal's entry, filled by the FSM adapter
+     * when the entry at req.index is applied while the proposal is in flight
+     * (node_fsm.c finds it), and read by apply_cb. It lives in the proposal,
+     * so no result outlives it or is read after being freed, whenever raft
+     * calls back. */
+    struct ns_fsm_adapter_result out;
+};
+
+struct barrier_req {
+    struct raft_barrier req;
+    struct ns_node *node;
+    raft_term term; /* leader barrier: the term it was issued in; 0 = a client
+                       barrier */
+    ns_node_barrier_cb cb;
+    void *arg;
+};
+
+/* A caller waiting for the local applied index to reach index. */
+struct waiter {
+    uint64_t index;
+    uint64_t deadline;
+    ns_node_barrier_cb cb;
+    void *arg;
+    struct waiter *next;
+};
+
+/* A read-index request: a barrier whose callback reports the applied index. */
+struct read_req {
+    struct ns_node *node;
+    ns_node_index_read_cb cb;
+    void *arg;
+};
+
+/* The one membership change or transfer in progress. */
+struct change {
+    struct raft_change req;
+    struct raft_transfer transfer;
+    struct ns_node *node;
+    uint64_t id;
+    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
+    int status;
+    ns_node_change_cb cb;
+    void *arg;
+};
+
+struct ns_node {
+    uv_loop_t *loop;
+    uint64_t write_wait_ms; /* a proposal waits this long for a leader */
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport;
+    struct ns_fsm_adapter fsm; /* over state and dv (node_fsm.c) */
+    struct raft_transfer transfer;
+    struct ns_state *state; /* borrowed */
+    uint64_t id;
+    char *dir;
+    char *addr;
+    int lock_fd; /* flock on <dir>/LOCK, -1 when not held */
+    uv_check_t check;
+    uv_timer_t timer;
+    int n_open_handles;
+    int role;
+    raft_term leader_term;  /* term whose leader barrier completed, 0 = none */
+    raft_term barrier_term; /* term a leader barrier was issued for */
+    uint64_t leader_id;
+    uint64_t ready_target;
+    bool ready_target_set;
+    bool ready;
+    struct ns_diverge dv; /* digests, verdicts, an installed state */
+    bool raft_inited;
+    bool raft_closed;      /* io and transport freed by ns_node_destroy */
+    struct raft tombstone; /* io->data after close: see raft_closed_cb */
+    unsigned late_close_callbacks;
+    bool started;
+    bool stopping;
+    struct proposal *q_head;
+    struct proposal *q_tail;
+    struct proposal *inflight; /* handed to raft, callback not yet run */
+    uint64_t drain_deadline;   /* stop: when to close despite in-flight */
+    struct waiter *waiters;
+    struct change *change; /* in progress, or NULL */
+    uint64_t ready_index;
+    bool ready_index_set;
+    bool remote_ready;
+    ns_node_watch_cb watch_cb;
+    void *watch_arg;
+    ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
+    void *apply_hook_arg;
+    ns_node_stop_cb stop_cb;
+    void *stop_arg;
+};
+
+/* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks
+ * (the in-flight result, the apply hook, test mutants), bound to n->raft
+ * (node_fsm.c). */
+void node_fsm_init(struct ns_node *n);
+/* Submits queued proposals when a leader can take them (node.c). */
+void node_flush_queue(struct ns_node *n);
+/* Calls the waiters whose index is applied (all: every waiter, with status)
+ * (node_read.c). */
+void node_run_waiters(struct ns_node *n, bool all, int status);
+/* Issues the barrier a new leader must apply before it serves (node_read.c). */
+void node_issue_leader_barrier(struct ns_node *n);
+/* Translates a raft status code into an NS_E* code (node.c). */
+int node_map_raft_status(int status);
+
+#endif

@@ -1,0 +1,116 @@
+/* CHECKPOINT proposals (docs/divergence.md): the leader logs a CHECKPOINT
+ * every N commands or T ms with a command, and every node remembers its own
+ * digest when it applies one (raft/diverge.c, from raft/fsm_adapter.c). Which
+ * digest is healthy is decided by a majority of voters (verdict.c), never by
+ * the leader alone. This file also holds the corruption test hook. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "raftns/err.h"
+#include "raftns/kv.h"
+#include "raftns/log.h"
+#include "observe/observe.h"
+
+void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
+                        unsigned every_ms, uint64_t corrupt_at)
+{
+    memset(c, 0, sizeof *c);
+    c->every_entries = every_entries ? every_entries : NS_CHECKPOINT_ENTRIES;
+    c->every_ms = every_ms ? every_ms : NS_CHECKPOINT_MS;
+    c->corrupt_at = corrupt_at;
+}
+
+/* Test hook: changes the local state outside the log, as a bug would. */
+static void corrupt_state(struct ns_observe *o, uint64_t index)
+{
+    struct ns_checkpoint *c = &o->ckpt;
+    c->corrupted = true;
+    if (ns_kv_put(o->state->kv, "raftns.test", "corrupt", "1") != 0) {
+        NS_LOG(NS_LOG_ERROR, "checkpoint: test corruption out of memory");
+        return;
+    }
+    NS_LOG(NS_LOG_WARN,
+           "checkpoint: TEST HOOK corrupted the local state at index %" PRIu64
+           " (RAFTNS_TEST_CORRUPT_AT)",
+           index);
+}
+
+bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
+                            size_t len, const struct ns_apply_result *res)
+{
+    struct ns_observe *o = arg;
+    struct ns_checkpoint *c = &o->ckpt;
+    (void)cmd;
+    (void)len;
+    if (c->corrupt_at != 0 && !c->corrupted && index >= c->corrupt_at) {
+        corrupt_state(o, index);
+    }
+    if (res->type == NS_CMD_CHECKPOINT) {
+        c->n_pending = 0;
+        c->first_pending_ms = 0;
+    } else if (res->type != NS_CMD_VERDICT) {
+        /* Verdicts do not count: each would otherwise call for the next
+         * checkpoint, and that for the next verdict, for ever. */
+        c->n_pending++;
+        if (c->first_pending_ms == 0) {
+            c->first_pending_ms = uv_now(o->loop) + 1; /* never 0 */
+        }
+    }
+    return false;
+}
+
+static void proposed_cb(void *arg, int status, uint64_t index,
+                        const struct ns_apply_result *res)
+{
+    struct ns_observe *o = arg;
+    (void)index;
+    (void)res;
+    o->ckpt.in_flight = false;
+    if (status != 0) {
+        NS_LOG(NS_LOG_INFO, "checkpoint: proposal not applied: %s",
+               ns_strerror(status));
+    }
+}
+
+static bool is_due(const struct ns_observe *o)
+{
+    const struct ns_checkpoint *c = &o->ckpt;
+    if (c->wanted) {
+        return true; /* a recovering node waits to be judged */
+    }
+    if (c->n_pending == 0 || c->first_pending_ms == 0) {
+        return false; /* nothing changed since: no log entry (heartbeats) */
+    }
+    if (c->n_pending >= c->every_entries) {
+        return true;
+    }
+    return uv_now(o->loop) + 1 - c->first_pending_ms >= c->every_ms;
+}
+
+void ns_checkpoint_tick(struct ns_observe *o)
+{
+    struct ns_checkpoint *c = &o->ckpt;
+    /* A diverged leader still checkpoints: its digest is one vote and the
+     * majority judges it (it hands leadership over meanwhile). */
+    if (c->in_flight || !ns_node_is_leader(o->node) || !is_due(o)) {
+        return;
+    }
+    const struct ns_diverge_mark *last = &ns_node_diverge(o->node)->last;
+    struct ns_command cmd;
+    ns_command_init(&cmd, NS_CMD_CHECKPOINT);
+    cmd.leader_time_ms = ns_clock_wall_ms();
+    /* The leader's previous mark stays in the entry (format version 1) as a
+     * record for log readers; nobody compares against it any more. */
+    cmd.u.checkpoint.index = last->index;
+    cmd.u.checkpoint.digest = last->digest;
+    int rv = ns_cluster_submit(o->srv, &cmd, NS_SUBMIT_LEADER, proposed_cb, o);
+    if (rv == 0) {
+        c->in_flight = true;
+        c->wanted = false;
+        NS_LOG(NS_LOG_DEBUG, "checkpoint: proposed");
+    } else {
+        NS_LOG(NS_LOG_WARN, "checkpoint: cannot propose: %s", ns_strerror(rv));
+    }
+    ns_command_close(&cmd);
+}

@@ -1,0 +1,115 @@
+/* The cluster room's API (cluster.c, cluster_submit.c, handle_cluster.c;
+ * docs/ARCHITECTURE.md): the one way to write, the leader connection and the
+ * signatures of private requests, the cluster state of a server. */
+#ifndef RAFTNS_CLUSTER_H
+#define RAFTNS_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/peer.h"
+#include "raftns/node.h"
+#include "raftns/remoting.h"
+#include "raftns/server.h"
+#include "server/server_int.h"
+
+/* --- waiting for the cluster (docs/waits.md) --- */
+
+/* A request that waits for a leader to be known or to answer: a write with no
+ * leader (cluster_submit.c), a read no node could answer yet (held_read.c),
+ * the removal relayed to a new leader (handle_cluster.c). Every cluster tick
+ * and role change takes each off the list and calls its retry once; retry
+ * finishes the request or waits again (ns_cluster_wait_again). Once the
+ * cluster is stopping (ns_cluster_is_stopping), retry must finish it. */
+struct ns_cluster_wait {
+    struct ns_cluster_wait *next;
+    void (*retry)(void *data);
+    void *data; /* the waiting request */
+};
+
+void ns_cluster_wait_again(struct ns_server *srv, struct ns_cluster_wait *w);
+bool ns_cluster_is_stopping(const struct ns_server *srv);
+/* uv_now since which no leader has been known, or 0 while one is known. */
+uint64_t ns_cluster_leaderless_since(const struct ns_server *srv);
+
+/* --- the leader connection of a server (cluster.c / handle_cluster.c) --- */
+
+/* Sends req to the current leader's client address, with this node's id added
+ * as ext and signed by the cluster secret (raftns/sign.h). Returns 0 (cb
+ * exactly once), NS_ENOTLEADER (no leader known, this node is the leader, or
+ * its client address is unknown: cb never runs) or NS_ENOMEM. */
+int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
+                              uint64_t timeout_ms, ns_peer_reply_cb cb,
+                              void *arg);
+/* Same, one-way. */
+int ns_cluster_leader_oneway(struct ns_server *srv, struct ns_cmd *req);
+/* Client address (borrowed) of member id: replicated member table first, then
+ * the cluster file; NULL when unknown. */
+const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id);
+/* True when the private request carries a valid signature (raftns/sign.h) by
+ * the cluster secret, within the time window, with a nonce not seen before.
+ * Otherwise it answers code 16 with a remark saying why, logs a WARN (at most
+ * one a second) and returns false (the caller returns 0). */
+bool ns_cluster_check_signed(struct ns_req *req);
+/* Signs req with the cluster secret, a fresh nonce and the wall clock; call it
+ * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
+int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req);
+
+/* --- cluster.c, cluster_submit.c: the write path and the cluster state --- */
+
+struct ns_cluster;
+
+/* Creates srv->cluster from the server config (borrowed strings are copied).
+ * 0 or NS_ENOMEM. */
+int ns_cluster_create(struct ns_server *srv,
+                      const struct ns_server_config *cfg);
+/* Starts its timer. */
+void ns_cluster_start(struct ns_server *srv);
+/* Fails waiting writes with NS_ESHUTDOWN, closes the peer and the timer; the
+ * struct is freed by ns_cluster_destroy after the loop ran the closes. */
+void ns_cluster_stop(struct ns_server *srv);
+void ns_cluster_destroy(struct ns_server *srv);
+/* Role or leader changed (server watch): re-aims the leader peer, retries
+ * waiting writes, asks for the read index, records members. */
+void ns_cluster_on_change(struct ns_server *srv);
+/* Replicates len bytes of an encoded command (borrowed): locally on the
+ * leader (de-duplicated against identical pending commands), otherwise
+ * forwarded to the leader, waiting at most the write wait for one; cb
+ * runs once THIS node applied the entry. A command over NS_COMMAND_MAX bytes
+ * is refused at once; one of BIG_COMMAND bytes or more is resent with a growing
+ * pause. 0 (cb exactly once, later) or NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG
+ * (cb never runs). */
+/* Who makes a command: a client's write (any node: stamped with a request id,
+ * forwarded to the leader when this node follows, waiting at most
+ * the write wait for a leader), or the leader itself (checkpoints,
+ * verdicts, members, expiry, the ACL seed: proposed here or refused with
+ * NS_ENOTLEADER). */
+enum ns_submit_from { NS_SUBMIT_CLIENT, NS_SUBMIT_LEADER };
+
+/* The one way to write (docs/exactly-once.md): encodes c (borrowed) and
+ * replicates it; the leader shares one entry between identical pending
+ * commands. cb runs once THIS node applied the entry, with its index. A
+ * command over NS_COMMAND_MAX bytes is refused at once; one of BIG_COMMAND
+ * bytes or more is resent with a growing pause. 0 (cb exactly once, later) or
+ * NS_ENOMEM / NS_ESHUTDOWN / NS_ETOOBIG / NS_ENOTLEADER (cb never runs). */
+int ns_cluster_submit(struct ns_server *srv, const struct ns_command *c,
+                      enum ns_submit_from from, ns_node_index_cb cb, void *arg);
+/* The leader's half of a forwarded write (FORWARD handler): bytes as the
+ * follower encoded them; a resend never shares another id's entry. As
+ * ns_cluster_submit. */
+int ns_cluster_accept_forward(struct ns_server *srv, const uint8_t *bytes,
+                              size_t len, bool resend, ns_node_index_cb cb,
+                              void *arg);
+/* Leader: proposes SET_MEMBER (addresses borrowed; all NULL = remove). cb
+ * NULL: the outcome is only logged. As ns_cluster_submit. */
+int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
+                              const char *raft_addr, const char *client_addr,
+                              const char *http_addr, ns_node_index_cb cb,
+                              void *arg);
+uint64_t ns_cluster_self_id(const struct ns_server *srv);
+const char *ns_cluster_secret(const struct ns_server *srv);
+
+/* --- handle_cluster.c: the private codes (codes.h) --- */
+int ns_handle_private(struct ns_req *req);
+
+#endif

@@ -1,0 +1,647 @@
+/* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
+ * read indexes on the leader, member list/add/remove and leader transfer, and
+ * the client side of these codes is cluster.c (nodes) and tools/ctl_cluster.c
+ * (raftnsctl). Held reads (raftnsConsistent) are held_read.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
+#include "raftns/codes.h"
+#include "raftns/command.h"
+#include "raftns/config.h"
+#include "raftns/err.h"
+#include "raftns/json.h"
+#include "raftns/log.h"
+#include "raftns/metrics.h"
+
+struct member_op {
+    uint64_t id;
+    char raft[64];
+    char client[64];
+    char http[64];
+};
+
+static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return ns_cmd_ext_set(c, key, text);
+}
+
+static void pending_cb(void *arg, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
+    ns_pending_finish(arg, status, index, res);
+}
+
+/* --- FORWARD --- */
+
+static void forward_done(struct ns_pending *p, int status,
+                         const struct ns_apply_result *res)
+{
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    int rv = set_ext_u64(&reply, NS_EXT_INDEX, p->index);
+    if (res != NULL) {
+        rv |= set_ext_u64(&reply, NS_EXT_RES_TYPE, (uint64_t)res->type);
+        rv |= set_ext_u64(&reply, NS_EXT_REG_STATUS, (uint64_t)res->reg.status);
+        rv |= set_ext_u64(&reply, NS_EXT_COUNT, (uint64_t)res->count);
+        if (res->reg.master_addr != NULL) {
+            rv |=
+                ns_cmd_ext_set(&reply, NS_EXT_REG_MASTER, res->reg.master_addr);
+        }
+        if (res->reg.ha_addr != NULL) {
+            rv |= ns_cmd_ext_set(&reply, NS_EXT_REG_HA, res->reg.ha_addr);
+        }
+        if (res->reqid != NS_REQID_NEW) {
+            rv |= set_ext_u64(&reply, NS_EXT_REQID, (uint64_t)res->reqid);
+            ns_metrics_write_copy(res->reqid == NS_REQID_STALE);
+        }
+    }
+    if (rv != 0) {
+        ns_cmd_close(&reply);
+        ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+/* A forwarded registration that the leader's state already holds exactly (an
+ * identical one from another node was applied a moment ago) is answered
+ * without a log entry: the index is the leader's applied index, which the
+ * forwarding node waits for. Not for a resend: its request id must reach the
+ * log (docs/exactly-once.md). Returns 1 when answered, 0 when not applicable,
+ * or NS_ENOMEM. */
+static int answer_applied_registration(struct ns_req *req,
+                                       const struct ns_command *c)
+{
+    struct ns_server *srv = req->srv;
+    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    if (c->type != NS_CMD_REGISTER_BROKER ||
+        !ns_route_is_unchanged_registration(
+            srv->state->route, &c->u.reg,
+            st->delete_topic_with_broker_registration)) {
+        return 0;
+    }
+    struct ns_pending *p = ns_pending_new(req, forward_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    struct ns_apply_result res;
+    memset(&res, 0, sizeof res);
+    res.type = NS_CMD_REGISTER_BROKER;
+    int rv = ns_route_find_master(srv->state->route, &c->u.reg, &res.reg);
+    if (rv != 0) {
+        ns_apply_result_close(&res);
+        ns_pending_finish(p, rv, 0, NULL);
+        return 1;
+    }
+    NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
+    ns_pending_finish(p, 0, ns_node_last_applied(srv->node), &res);
+    ns_apply_result_close(&res);
+    return 1;
+}
+
+static int handle_forward(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    if (!ns_node_is_leader(srv->node)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: not the leader");
+    }
+    struct ns_command c;
+    int rv = ns_command_decode(req->cmd->body, req->cmd->body_len, &c);
+    if (rv == NS_ENOMEM) {
+        return rv;
+    }
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "forward: undecodable command from %s refused",
+               req->conn->peer);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: forwarded command does not decode");
+    }
+    if (!ns_command_is_client_write(c.type)) {
+        NS_LOG(NS_LOG_WARN,
+               "forward: command type %d from %s refused: only the leader "
+               "creates it",
+               (int)c.type, req->conn->peer);
+        ns_command_close(&c);
+        return ns_reply_remarkf(&req->to, NS_CODE_NO_PERMISSION,
+                                "raftns: command type %d cannot be forwarded",
+                                (int)c.type);
+    }
+    bool resend = false;
+    ns_cmd_ext_bool(req->cmd, NS_EXT_RESEND, &resend);
+    rv = resend ? 0 : answer_applied_registration(req, &c);
+    ns_command_close(&c);
+    if (rv != 0) {
+        return rv == 1 ? 0 : rv;
+    }
+    struct ns_pending *p = ns_pending_new(req, forward_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    rv = ns_cluster_accept_forward(srv, req->cmd->body, req->cmd->body_len,
+                                   resend, pending_cb, p);
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- READ_INDEX --- */
+
+static void read_index_done(struct ns_pending *p, int status,
+                            const struct ns_apply_result *res)
+{
+    (void)res;
+    if (status != 0) {
+        ns_reply_write_error(&p->to, status);
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    if (set_ext_u64(&reply, NS_EXT_INDEX, p->index) != 0 ||
+        set_ext_u64(&reply, NS_EXT_LEADER, ns_node_id(p->srv->node)) != 0) {
+        ns_cmd_close(&reply);
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+static void read_index_cb(void *arg, int status, uint64_t index)
+{
+    ns_pending_finish(arg, status, index, NULL);
+}
+
+static int handle_read_index(struct ns_req *req)
+{
+    if (!ns_node_is_leader(req->srv->node)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: not the leader");
+    }
+    struct ns_pending *p = ns_pending_new(req, read_index_done);
+    if (p == NULL) {
+        return NS_ENOMEM;
+    }
+    int rv = ns_node_read_index(req->srv->node, read_index_cb, p);
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- MEMBER_LIST --- */
+
+static const struct ns_member *find_member(const struct ns_state *st,
+                                           uint64_t id)
+{
+    for (size_t i = 0; i < st->n_members; i++) {
+        if (st->members[i].id == id) {
+            return &st->members[i];
+        }
+    }
+    return NULL;
+}
+
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+static int handle_member_list(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    if (ns_node_members(srv->node, &m, &n) != 0) {
+        return NS_ENOMEM;
+    }
+    static const char *const roles[] = {"voter", "standby", "spare"};
+    struct ns_buf b;
+    struct ns_jw w;
+    ns_buf_init(&b);
+    ns_jw_init(&w, &b, NS_JSON_STANDARD);
+    ns_jw_obj_begin(&w);
+    ns_jw_key(&w, "appliedIndex");
+    ns_jw_int(&w, (int64_t)ns_node_last_applied(srv->node));
+    ns_jw_key(&w, "commitIndex");
+    ns_jw_int(&w, (int64_t)ns_node_commit_index(srv->node));
+    ns_jw_key(&w, "leader");
+    ns_jw_int(&w, (int64_t)ns_node_leader_id(srv->node));
+    ns_jw_key(&w, "members");
+    ns_jw_arr_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        const struct ns_member *sm = find_member(srv->state, m[i].id);
+        ns_jw_obj_begin(&w);
+        ns_jw_key(&w, "client");
+        ns_jw_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
+        ns_jw_key(&w, "http");
+        ns_jw_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
+        ns_jw_key(&w, "id");
+        ns_jw_int(&w, (int64_t)m[i].id);
+        ns_jw_key(&w, "raft");
+        ns_jw_str(&w, m[i].raft_addr);
+        ns_jw_key(&w, "role");
+        ns_jw_str(&w, roles[m[i].role % 3]);
+        ns_jw_obj_end(&w);
+    }
+    ns_jw_arr_end(&w);
+    ns_jw_key(&w, "term");
+    ns_jw_int(&w, (int64_t)ns_node_term(srv->node));
+    ns_jw_obj_end(&w);
+    ns_free(m);
+    int rv = ns_reply_buf(&req->to, b.err, &b);
+    ns_buf_close(&b);
+    return rv;
+}
+
+/* --- admin codes on a follower: relayed to the leader --- */
+
+static void change_done(struct ns_pending *p, int status,
+                        const struct ns_apply_result *res);
+
+static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct ns_pending *p = arg;
+    uint64_t leader = ns_node_leader_id(p->srv->node);
+    const uint64_t *target = p->data; /* a relayed transfer's, or NULL */
+    if (status != 0 && target != NULL && *target == leader) {
+        /* a relayed transfer: the leader connection was re-aimed at the new
+         * leader before the old one's answer arrived; the move happened */
+        change_done(p, 0, NULL);
+    } else if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leader unreachable: %s", ns_strerror(status));
+    } else {
+        struct ns_cmd out;
+        ns_reply_init(&out, &p->to, reply->code);
+        int rv = reply->remark ? ns_cmd_set_remark(&out, reply->remark) : 0;
+        for (size_t i = 0; rv == 0 && i < reply->n_ext; i++) {
+            rv = ns_cmd_ext_set(&out, reply->ext[i].key, reply->ext[i].value);
+        }
+        if (rv == 0) {
+            ns_reply_send(&p->to, &out);
+        } else {
+            ns_cmd_close(&out);
+        }
+    }
+    ns_pending_finish(p, 0, 0, NULL);
+}
+
+static void nothing_done(struct ns_pending *p, int status,
+                         const struct ns_apply_result *res)
+{
+    (void)p;
+    (void)status;
+    (void)res;
+}
+
+static int proxy_to_leader(struct ns_req *req)
+{
+    struct ns_cmd fwd;
+    ns_cmd_init(&fwd);
+    fwd.code = req->cmd->code;
+    fwd.language = NS_LANG_OTHER;
+    int rv = 0;
+    for (size_t i = 0; rv == 0 && i < req->cmd->n_ext; i++) {
+        rv = ns_cmd_ext_set(&fwd, req->cmd->ext[i].key, req->cmd->ext[i].value);
+    }
+    struct ns_pending *p = rv == 0 ? ns_pending_new(req, nothing_done) : NULL;
+    if (p == NULL) {
+        ns_cmd_close(&fwd);
+        return NS_ENOMEM;
+    }
+    int64_t target = 0;
+    if (fwd.code == NS_CODE_LEADER_TRANSFER &&
+        ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
+        uint64_t *keep = ns_malloc(sizeof *keep); /* for proxy_reply */
+        if (keep != NULL) {
+            *keep = (uint64_t)target;
+            p->data = keep;
+        }
+    }
+    rv = ns_cluster_leader_request(
+        req->srv, &fwd, req->srv->waits.admin_relay_ms, proxy_reply, p);
+    ns_cmd_close(&fwd);
+    if (rv != 0) {
+        ns_pending_finish(p, 0, 0, NULL);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: no leader known; retry");
+    }
+    return 0;
+}
+
+/* --- MEMBER_ADD / MEMBER_REMOVE / LEADER_TRANSFER --- */
+
+static void change_done(struct ns_pending *p, int status,
+                        const struct ns_apply_result *res)
+{
+    (void)res;
+    if (status != 0) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: membership change failed: %s",
+                         ns_strerror(status));
+        return;
+    }
+    struct ns_cmd reply;
+    ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
+    if (set_ext_u64(&reply, NS_EXT_LEADER, ns_node_leader_id(p->srv->node))) {
+        ns_cmd_close(&reply);
+        return;
+    }
+    ns_reply_send(&p->to, &reply);
+}
+
+static void change_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN, "cluster: change failed: %s",
+               errmsg != NULL ? errmsg : ns_strerror(status));
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static void add_recorded(void *arg, int status, uint64_t index,
+                         const struct ns_apply_result *res)
+{
+    (void)index;
+    (void)res;
+    struct ns_pending *p = arg;
+    struct member_op *op = p->data;
+    if (status == 0) {
+        status =
+            ns_node_member_add(p->srv->node, op->id, op->raft, change_cb, p);
+        if (status == 0) {
+            return;
+        }
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+static void remove_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    struct member_op *op = p->data;
+    (void)errmsg;
+    if (status == 0) {
+        status = ns_cluster_propose_member(p->srv, op->id, NULL, NULL, NULL,
+                                           NULL, NULL);
+        /* the reply does not wait for the address removal */
+    }
+    ns_pending_finish(p, status, 0, NULL);
+}
+
+/* Removing the leader: after the transfer, the remove is relayed to the new
+ * leader once this node knows it (a cluster wait, retried every tick; the
+ * admin-leader wait at most). It is either waiting or in flight, never both. */
+struct relay {
+    struct ns_cluster_wait wait;
+    struct ns_pending *p;
+    uint64_t deadline;
+};
+
+static void relay_fail(struct relay *r, int status)
+{
+    struct ns_pending *p = r->p;
+    ns_free(r);
+    ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                     "raftns: leadership transferred, but the removal was "
+                     "not relayed: %s",
+                     ns_strerror(status));
+    ns_pending_finish(p, 0, 0, NULL);
+}
+
+/* The new leader may not have applied its barrier yet ("retry"): answers
+ * other than SUCCESS are retried until the deadline, then passed on. */
+static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct relay *r = arg;
+    struct ns_pending *p = r->p;
+    struct ns_server *srv = p->srv;
+    bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
+    if (ok || srv->stopping || ns_cluster_is_stopping(srv) ||
+        uv_now(srv->loop) >= r->deadline) {
+        ns_free(r);
+        proxy_reply(p, status, reply); /* answers and finishes p */
+        return;
+    }
+    ns_cluster_wait_again(srv, &r->wait);
+}
+
+static void relay_retry(void *data)
+{
+    struct relay *r = data;
+    struct ns_pending *p = r->p;
+    struct ns_server *srv = p->srv;
+    struct member_op *op = p->data;
+    uint64_t leader = ns_node_leader_id(srv->node);
+    if (srv->stopping || ns_cluster_is_stopping(srv)) {
+        relay_fail(r, NS_ESHUTDOWN);
+        return;
+    }
+    if (leader == 0 || leader == ns_node_id(srv->node)) {
+        if (uv_now(srv->loop) >= r->deadline) {
+            relay_fail(r, NS_ETIMEDOUT);
+        } else {
+            ns_cluster_wait_again(srv, &r->wait);
+        }
+        return;
+    }
+    struct ns_cmd fwd;
+    ns_cmd_init(&fwd);
+    fwd.code = NS_CODE_MEMBER_REMOVE;
+    fwd.language = NS_LANG_OTHER;
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)op->id);
+    int rv = ns_cmd_ext_set(&fwd, NS_EXT_ID, id);
+    if (rv == 0) {
+        rv = ns_cluster_leader_request(srv, &fwd, srv->waits.admin_relay_ms,
+                                       relay_reply, r);
+    }
+    ns_cmd_close(&fwd);
+    if (rv == 0) {
+        return; /* in flight */
+    }
+    if (uv_now(srv->loop) >= r->deadline) {
+        relay_fail(r, rv);
+    } else {
+        ns_cluster_wait_again(srv, &r->wait);
+    }
+}
+
+static void self_transfer_cb(void *arg, int status, const char *errmsg)
+{
+    struct ns_pending *p = arg;
+    struct relay *r = status == 0 ? ns_calloc(1, sizeof *r) : NULL;
+    if (r == NULL) {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leadership transfer before removal failed: "
+                         "%s",
+                         errmsg != NULL ? errmsg
+                         : status != 0  ? ns_strerror(status)
+                                        : "out of memory");
+        ns_pending_finish(p, 0, 0, NULL);
+        return;
+    }
+    r->p = p;
+    r->deadline = uv_now(p->srv->loop) + p->srv->waits.admin_leader_ms;
+    r->wait.retry = relay_retry;
+    r->wait.data = r;
+    relay_retry(r);
+}
+
+static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
+                      size_t cap, bool required)
+{
+    const char *v = ns_cmd_ext_find(c, key);
+    if (v == NULL || v[0] == '\0') {
+        out[0] = '\0';
+        return !required;
+    }
+    if (!ns_cluster_addr_is_ipv4(v) || strlen(v) >= cap) {
+        return false;
+    }
+    snprintf(out, cap, "%s", v);
+    return true;
+}
+
+static int handle_change(struct ns_req *req)
+{
+    struct ns_server *srv = req->srv;
+    if (!ns_node_is_leader(srv->node)) {
+        return proxy_to_leader(req);
+    }
+    int32_t code = req->cmd->code;
+    int64_t id = 0;
+    bool has_id = ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &id);
+    if (code != NS_CODE_LEADER_TRANSFER && (!has_id || id <= 0)) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: raftnsId (member id >= 1) required");
+    }
+    struct member_op *op = ns_calloc(1, sizeof *op);
+    if (op == NULL) {
+        return NS_ENOMEM;
+    }
+    op->id = id > 0 ? (uint64_t)id : 0;
+    if (code == NS_CODE_MEMBER_ADD &&
+        (!copy_addr(req->cmd, NS_EXT_RAFT_ADDR, op->raft, sizeof op->raft,
+                    true) ||
+         !copy_addr(req->cmd, NS_EXT_CLIENT_ADDR, op->client, sizeof op->client,
+                    true) ||
+         !copy_addr(req->cmd, NS_EXT_HTTP_ADDR, op->http, sizeof op->http,
+                    false))) {
+        ns_free(op);
+        return ns_reply_simple(
+            &req->to, NS_CODE_SYSTEM_ERROR,
+            "raftns: raftnsRaftAddr and raftnsClientAddr (IPv4 a.b.c.d:port) "
+            "required");
+    }
+    bool self_remove =
+        code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(srv->node);
+    struct ns_pending *p =
+        ns_pending_new(req, self_remove ? nothing_done : change_done);
+    if (p == NULL) {
+        ns_free(op);
+        return NS_ENOMEM;
+    }
+    p->data = op;
+    int rv;
+    if (code == NS_CODE_MEMBER_ADD) {
+        /* addresses first, so the new member's client port is known */
+        rv = ns_cluster_propose_member(srv, op->id, op->raft, op->client,
+                                       op->http[0] ? op->http : NULL,
+                                       add_recorded, p);
+    } else if (self_remove) {
+        /* the leader removes itself: hand leadership over, then relay */
+        rv = ns_node_transfer(srv->node, 0, self_transfer_cb, p);
+    } else if (code == NS_CODE_MEMBER_REMOVE) {
+        rv = ns_node_member_remove(srv->node, op->id, remove_cb, p);
+    } else {
+        if (op->id != 0 && op->id == ns_node_id(srv->node)) {
+            ns_pending_finish(p, 0, 0, NULL); /* already the leader */
+            return 0;
+        }
+        rv = ns_node_transfer(srv->node, op->id, change_cb, p);
+    }
+    if (rv != 0 && self_remove) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: cannot hand over leadership to remove this "
+                         "node: %s",
+                         ns_strerror(rv));
+    }
+    if (rv != 0) {
+        ns_pending_finish(p, rv, 0, NULL);
+    }
+    return 0;
+}
+
+/* --- entry point --- */
+
+/* Cluster administration needs an admin signature with ACL on; member list a
+ * reader's. Node-to-node codes (forwarded writes, read indexes) and requests
+ * a node relays for a client it already checked (they carry raftnsFrom next to
+ * a valid cluster secret) are not checked again. While the account table is
+ * empty, the ACL codes need only the cluster secret: that is how the first
+ * admin account of a cluster without seed accounts is created. */
+static enum ns_acl_role private_role(const struct ns_req *req)
+{
+    const struct ns_cmd *cmd = req->cmd;
+    if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL ||
+        ((cmd->code == NS_CODE_ACL_UPDATE || cmd->code == NS_CODE_ACL_LIST) &&
+         req->srv->state->acl.n == 0)) {
+        return NS_ACL_ROLE_NONE;
+    }
+    switch (cmd->code) {
+    case NS_CODE_MEMBER_LIST:
+        return NS_ACL_ROLE_READER;
+    case NS_CODE_MEMBER_ADD:
+    case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_LEADER_TRANSFER:
+    case NS_CODE_ACL_UPDATE:
+    case NS_CODE_ACL_LIST:
+        return NS_ACL_ROLE_ADMIN;
+    default:
+        return NS_ACL_ROLE_NONE;
+    }
+}
+
+int ns_handle_private(struct ns_req *req)
+{
+    if (!ns_cluster_check_signed(req)) {
+        return 0;
+    }
+    if (!ns_acl_gate_allows(req, private_role(req))) {
+        return 0;
+    }
+    switch (req->cmd->code) {
+    case NS_CODE_FORWARD:
+        return handle_forward(req);
+    case NS_CODE_READ_INDEX:
+        return handle_read_index(req);
+    case NS_CODE_READ_FORWARD:
+        return ns_held_read_serve(req);
+    case NS_CODE_MEMBER_LIST:
+        return handle_member_list(req);
+    case NS_CODE_MEMBER_ADD:
+    case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_LEADER_TRANSFER:
+        return handle_change(req);
+    case NS_CODE_ACL_UPDATE:
+        return ns_handle_acl_update(req);
+    case NS_CODE_ACL_LIST:
+        return ns_handle_acl_list(req);
+    default:
+        return ns_reply_remarkf(&req->to, NS_CODE_REQUEST_CODE_NOT_SUPPORTED,
+                                " request type %d not supported",
+                                (int)req->cmd->code);
+    }
+}

@@ -1,0 +1,510 @@
+/* Broker liveness policy of a node in the cluster (docs/design.md §5): local
+ * registrations and heartbeats go into the table (liveness_table.c); followers
+ * report what they heard and which connections closed to the leader; the
+ * leader merges reports, expires brokers past their timeout with one
+ * EXPIRE_BROKERS per scan, and at once when every holder closed. Heartbeats
+ * never touch the log. The wire handler is handle_liveness.c. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "raftns/alloc.h"
+#include "raftns/codes.h"
+#include "raftns/config.h"
+#include "raftns/err.h"
+#include "raftns/log.h"
+#include "raftns/metrics.h"
+#include "raftns/route.h"
+#include "server/server_int.h"
+
+#define REPORT_VERSION 1
+#define REPORT_MAX_ENTRIES 4096
+#define REPORT_TIMEOUT_MS 3000
+#define NAME_MAX_LEN 255
+
+static uint64_t route_timeout(const struct ns_server *srv, const char *cluster,
+                              const char *addr)
+{
+    int64_t t = ns_route_broker_timeout(srv->state->route, cluster, addr);
+    if (t < 0) {
+        return 0;
+    }
+    return t > 0 ? (uint64_t)t : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+}
+
+static void set_self(struct ns_server *srv)
+{
+    if (srv->live.t.self_id == 0 && srv->node != NULL) {
+        ns_liveness_table_set_self(&srv->live.t, ns_node_id(srv->node));
+    }
+}
+
+int ns_liveness_init(struct ns_liveness *lv)
+{
+    memset(lv, 0, sizeof *lv);
+    return ns_liveness_table_init(&lv->t, 0);
+}
+
+void ns_liveness_close(struct ns_liveness *lv)
+{
+    ns_liveness_table_close(&lv->t);
+}
+
+static void send_reports(struct ns_server *srv);
+
+int ns_liveness_register(struct ns_server *srv, const char *cluster,
+                         const char *addr, uint64_t now, uint64_t timeout_ms,
+                         struct ns_conn *conn)
+{
+    struct ns_liveness *lv = &srv->live;
+    set_self(srv);
+    bool linked = conn != NULL && !ns_conn_is_closing(conn);
+    int rv = ns_liveness_table_register(&lv->t, cluster, addr, now, timeout_ms,
+                                        linked ? &conn->brokers : NULL,
+                                        linked ? conn : NULL);
+    if (rv == 0 && lv->t.urgent && !lv->leading) {
+        send_reports(srv); /* a new holder: tell the leader at once */
+    }
+    return rv;
+}
+
+bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
+                       const char *addr, uint64_t now)
+{
+    return ns_liveness_table_touch(&lv->t, cluster, addr, now);
+}
+
+void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
+                        const char *addr)
+{
+    ns_liveness_table_remove(&lv->t, cluster, addr);
+}
+
+void ns_liveness_reset_all(struct ns_server *srv, uint64_t now)
+{
+    struct ns_liveness *lv = &srv->live;
+    set_self(srv);
+#ifdef RAFTNS_BREAK_NO_GRACE
+    now = 0; /* TEST-ONLY MUTANT: no grace, unheard brokers expire at once */
+#endif
+    /* Every broker of the route, not only those this node heard: an expiry
+     * this node proposed while it wrongly believed itself leader (paused, then
+     * resumed) took brokers out of its table without removing them. */
+    if (ns_liveness_seed(lv, srv->state->route, now) != 0) {
+        NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+        lv->reseed = true;
+    }
+    ns_liveness_table_take_leadership(&lv->t, now);
+    lv->leading = true;
+    NS_LOG(NS_LOG_INFO,
+           "liveness: leader now; %zu brokers get a full timeout before any "
+           "expiry",
+           lv->t.n);
+}
+
+struct seed_ctx {
+    struct ns_liveness *lv;
+    uint64_t now;
+    int rv;
+};
+
+static void seed_one(void *arg, const char *cluster, const char *addr,
+                     int64_t timeout_ms)
+{
+    struct seed_ctx *ctx = arg;
+    if (ctx->rv != 0) {
+        return;
+    }
+    uint64_t t =
+        timeout_ms > 0 ? (uint64_t)timeout_ms : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    ctx->rv = ns_liveness_table_seed(&ctx->lv->t, cluster, addr, t, ctx->now);
+}
+
+int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
+                     uint64_t now)
+{
+    struct seed_ctx ctx = {lv, now, 0};
+    ns_route_foreach_broker(route, seed_one, &ctx);
+    return ctx.rv;
+}
+
+/* --- expiry (leader) --- */
+
+struct expiry {
+    struct ns_server *srv;
+    struct ns_broker_ref *refs;
+    size_t n, cap;
+    size_t n_fast;
+    int rv;
+};
+
+static int add_ref(struct expiry *x, const struct ns_live *e)
+{
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 8;
+        struct ns_broker_ref *r = ns_realloc(x->refs, nc * sizeof *r);
+        if (r == NULL) {
+            return NS_ENOMEM;
+        }
+        x->refs = r;
+        x->cap = nc;
+    }
+    struct ns_broker_ref *r = &x->refs[x->n];
+    memset(r, 0, sizeof *r);
+    r->cluster = ns_strdup(e->cluster);
+    r->broker_addr = ns_strdup(e->addr);
+    if (r->cluster == NULL || r->broker_addr == NULL) {
+        ns_free(r->cluster);
+        ns_free(r->broker_addr);
+        return NS_ENOMEM;
+    }
+    x->n++;
+    return 0;
+}
+
+static void on_expired(void *arg, const struct ns_live *e, bool fast)
+{
+    struct expiry *x = arg;
+    struct ns_conn *conn = e->conn;
+    if (ns_route_broker_timeout(x->srv->state->route, e->cluster, e->addr) >=
+        0) {
+        if (x->rv == 0) {
+            x->rv = add_ref(x, e);
+        }
+        NS_LOG(NS_LOG_INFO, "liveness: expiring broker %s (cluster %s): %s",
+               e->addr, e->cluster,
+               fast ? "every connection that registered it closed"
+                    : "no heartbeat within its timeout");
+        x->n_fast += fast;
+    }
+    if (conn != NULL && conn->brokers == NULL) {
+        ns_conn_close(conn, "broker expired");
+    }
+}
+
+/* Expires every due broker with ONE EXPIRE_BROKERS proposal. */
+static void expire_due(struct ns_server *srv, uint64_t now)
+{
+    struct expiry x = {.srv = srv};
+    srv->live.fast_pending = false;
+    ns_liveness_table_expire(&srv->live.t, now, on_expired, &x);
+    if (x.rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "liveness: out of memory during expiry");
+    }
+    if (x.n == 0) {
+        ns_free(x.refs);
+        return;
+    }
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_EXPIRE_BROKERS);
+    c.leader_time_ms = ns_clock_wall_ms();
+    c.u.brokers.refs = x.refs;
+    c.u.brokers.n = x.n;
+    int rv = ns_propose_internal(srv, &c);
+    if (rv != 0) {
+        srv->live.reseed = true;
+        NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
+               x.n, ns_strerror(rv));
+    } else {
+        ns_metrics_expired(x.n);
+        NS_LOG(NS_LOG_INFO,
+               "liveness: proposed EXPIRE_BROKERS for %zu brokers (%zu closed "
+               "everywhere)",
+               x.n, x.n_fast);
+    }
+    ns_command_close(&c);
+}
+
+static void expire_or_arm(struct ns_server *srv, uint64_t now);
+
+static void fast_timer_cb(uv_timer_t *t)
+{
+    struct ns_server *srv = t->data;
+    if (!srv->stopping && srv->live.leading) {
+        expire_or_arm(srv, uv_now(srv->loop));
+    }
+}
+
+/* Leader: expires what is due now, else wakes up exactly when the next
+ * deadline passes, so a fast-path expiry deferred by the post-takeover settle
+ * does not wait for the next one-second tick as well. Deadlines that are
+ * further away than the settle time are left to the scan timer. */
+static void expire_or_arm(struct ns_server *srv, uint64_t now)
+{
+    uint64_t next = ns_liveness_table_next_deadline(&srv->live.t);
+    if (next <= now) {
+        expire_due(srv, now);
+        next = ns_liveness_table_next_deadline(&srv->live.t);
+    }
+    if (next != UINT64_MAX && next > now &&
+        next - now <= NS_LIVENESS_TABLE_FAST_SETTLE_MS) {
+        uv_timer_start(&srv->fast_timer, fast_timer_cb, next - now, 0);
+    }
+}
+
+/* Follows the node's role; true when this node expires brokers. */
+static bool check_role(struct ns_server *srv)
+{
+    struct ns_liveness *lv = &srv->live;
+    bool leader = !srv->stopping && ns_node_is_leader(srv->node);
+    if (leader && !lv->leading) {
+        ns_liveness_reset_all(srv, uv_now(srv->loop));
+    } else if (!leader && lv->leading) {
+        lv->leading = false;
+        lv->reported_to = 0; /* report everything to the next leader */
+    }
+    return leader;
+}
+
+void ns_liveness_scan(struct ns_server *srv)
+{
+    uint64_t now = uv_now(srv->loop);
+    if (!check_role(srv)) {
+        return; /* followers never expire */
+    }
+    /* Brokers applied through another node's forward and never reported, or
+     * taken out of the table by an expiry whose proposal failed. */
+    if (srv->live.reseed ||
+        ns_route_n_brokers(srv->state->route) > srv->live.t.n) {
+        srv->live.reseed =
+            ns_liveness_seed(&srv->live, srv->state->route, now) != 0;
+        if (srv->live.reseed) {
+            NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
+        }
+    }
+    expire_due(srv, now);
+}
+
+void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
+{
+    if (conn->brokers == NULL) {
+        return;
+    }
+    uint64_t now = uv_now(srv->loop);
+    ns_liveness_table_conn_closed(&srv->live.t, &conn->brokers, now);
+    if (srv->stopping) {
+        return;
+    }
+    if (check_role(srv)) {
+        srv->live.fast_pending = true;
+        expire_or_arm(srv, now);
+    } else {
+        send_reports(srv);
+    }
+}
+
+/* --- reports (follower -> leader) --- */
+
+static int put_name(struct ns_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > NAME_MAX_LEN) {
+        return NS_EINVAL;
+    }
+    ns_buf_put_u16(b, (uint16_t)n);
+    return ns_buf_append(b, s, n);
+}
+
+struct report {
+    struct ns_buf body;
+    uint32_t n;
+};
+
+static int add_entry(void *arg, const char *cluster, const char *addr,
+                     uint32_t ms_since, bool held)
+{
+    struct report *r = arg;
+    size_t mark = r->body.len;
+    if (put_name(&r->body, cluster) != 0 || put_name(&r->body, addr) != 0) {
+        r->body.len = mark; /* not reportable: dropped */
+        return r->body.err;
+    }
+    ns_buf_put_u32(&r->body, ms_since);
+    ns_buf_put_u8(&r->body, held ? 1 : 0);
+    r->n++;
+    return r->body.err;
+}
+
+static void report_done(void *arg, int status, const struct ns_cmd *reply)
+{
+    struct ns_server *srv = arg;
+    struct ns_liveness *lv = &srv->live;
+    lv->in_flight = false;
+    if (status != 0 || reply->code != NS_CODE_SUCCESS) {
+        NS_LOG(NS_LOG_DEBUG, "liveness: report to the leader failed (%s)",
+               status != 0 ? ns_strerror(status) : "refused");
+        lv->resend_all = true;
+        return;
+    }
+    if (lv->t.urgent && !srv->stopping) {
+        send_reports(srv);
+    }
+}
+
+static void send_reports(struct ns_server *srv)
+{
+    struct ns_liveness *lv = &srv->live;
+    if (lv->in_flight || srv->stopping || lv->leading ||
+        ns_node_leader_id(srv->node) == 0) {
+        return;
+    }
+    uint64_t leader = ns_node_leader_id(srv->node);
+    if (leader != lv->reported_to || lv->resend_all) {
+        ns_liveness_table_mark_all_dirty(&lv->t);
+        lv->reported_to = leader;
+        lv->resend_all = false;
+    }
+    if (lv->t.n_dirty == 0) {
+        lv->t.urgent = false;
+        return;
+    }
+    struct report r = {.n = 0};
+    ns_buf_init(&r.body);
+    ns_buf_put_u16(&r.body, REPORT_VERSION);
+    ns_buf_put_u32(&r.body, 0);
+    ns_liveness_table_take_reports(&lv->t, uv_now(srv->loop),
+                                   REPORT_MAX_ENTRIES, add_entry, &r);
+    struct ns_cmd cmd;
+    ns_cmd_init(&cmd);
+    int rv = r.body.err;
+    if (rv == 0 && r.n > 0) {
+        ns_buf_patch_u32(&r.body, 2, r.n);
+        cmd.code = NS_CODE_LIVENESS_REPORT;
+        cmd.has_ext = true;
+        cmd.body = r.body.data;
+        cmd.body_len = r.body.len;
+        rv = ns_cluster_leader_request(srv, &cmd, REPORT_TIMEOUT_MS,
+                                       report_done, srv);
+        if (rv == 0) {
+            lv->in_flight = true;
+        }
+    }
+    if (rv != 0) {
+        lv->resend_all = true; /* taken entries are lost: resend all later */
+    }
+    cmd.body = NULL;
+    cmd.body_len = 0;
+    ns_cmd_close(&cmd);
+    ns_buf_close(&r.body);
+}
+
+static void get_name(struct ns_rd *rd, char *out)
+{
+    uint16_t n = ns_rd_u16(rd);
+    const uint8_t *p = n <= NAME_MAX_LEN ? ns_rd_bytes(rd, n) : NULL;
+    if (p == NULL) {
+        rd->err = NS_EPROTO;
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
+                             const uint8_t *body, size_t len)
+{
+    struct ns_rd rd;
+    char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
+    uint64_t now = uv_now(srv->loop);
+#ifdef RAFTNS_BREAK_IGNORE_REPORTS
+    return 0; /* TEST-ONLY MUTANT: followers' reports are dropped */
+#endif
+    ns_rd_init(&rd, body, len);
+    if (ns_rd_u16(&rd) != REPORT_VERSION) {
+        return NS_EPROTO;
+    }
+    uint32_t n = ns_rd_u32(&rd);
+    if (rd.err != 0 || n > ns_rd_left(&rd) / 9) {
+        return NS_EPROTO;
+    }
+    bool leader = check_role(srv);
+    for (uint32_t i = 0; i < n; i++) {
+        get_name(&rd, cluster);
+        get_name(&rd, addr);
+        uint32_t since = ns_rd_u32(&rd);
+        uint8_t flags = ns_rd_u8(&rd);
+        if (rd.err != 0) {
+            return NS_EPROTO;
+        }
+        uint64_t timeout = route_timeout(srv, cluster, addr);
+        if (timeout == 0) {
+            continue; /* not (or no longer) in the route */
+        }
+        int rv = ns_liveness_table_merge(&srv->live.t, from, cluster, addr,
+                                         since, (flags & 1) != 0, timeout, now);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    if (leader) {
+        srv->live.fast_pending = true;
+        expire_or_arm(srv, now);
+    }
+    return 0;
+}
+
+/* --- the tick --- */
+
+/* Closes connections whose brokers all left the route (expired or removed
+ * elsewhere): what the Java name server does when it drops a broker. */
+static void close_gone(struct ns_server *srv)
+{
+    struct ns_conn *c = srv->conn_head;
+    while (c != NULL) {
+        struct ns_conn *next = c->next;
+        struct ns_live *e = c->brokers;
+        bool had = e != NULL;
+        while (e != NULL) {
+            struct ns_live *enext = e->conn_next;
+            if (ns_route_broker_timeout(srv->state->route, e->cluster,
+                                        e->addr) < 0) {
+                ns_liveness_table_remove(&srv->live.t, e->cluster, e->addr);
+            }
+            e = enext;
+        }
+        if (had && c->brokers == NULL) {
+            ns_conn_close(c, "its brokers were expired");
+        }
+        c = next;
+    }
+}
+
+void ns_liveness_tick(struct ns_server *srv)
+{
+    if (srv->stopping || !ns_node_is_ready(srv->node)) {
+        return;
+    }
+    uint64_t now = uv_now(srv->loop);
+    set_self(srv);
+    close_gone(srv);
+    if (check_role(srv)) {
+        if (srv->live.fast_pending &&
+            ns_liveness_table_next_deadline(&srv->live.t) <= now) {
+            expire_due(srv, now);
+        }
+    } else {
+        send_reports(srv);
+    }
+}
+
+uint64_t ns_liveness_n_expired(const struct ns_server *srv)
+{
+    return srv->live.t.n_expired;
+}
+
+uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv)
+{
+    return srv->live.t.n_fast_expired;
+}
+
+uint64_t ns_liveness_n_merged(const struct ns_server *srv)
+{
+    return srv->live.t.n_merged;
+}
+
+size_t ns_liveness_n_brokers(const struct ns_server *srv)
+{
+    return srv->live.t.n;
+}
