@@ -53,7 +53,7 @@ static int take_mark(struct ns_diverge *d, const struct ns_state *s,
                      uint64_t index)
 {
     uint64_t digest = 0;
-    int rv = ns_state_digest(s, &digest);
+    int rv = ns_snapshot_digest(s, &digest);
     if (rv != 0) {
         return rv;
     }

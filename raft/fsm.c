@@ -1,4 +1,4 @@
-/* The replicated state machine: state life cycle and ns_fsm_apply, a table of
+/* The replicated state machine: ns_fsm_apply, a table of
  * apply_<command>() functions over the route, KV and config modules. It never
  * validates (commands are checked before they are proposed) and never does I/O.
  * Snapshots are in snapshot.c. */
@@ -9,44 +9,7 @@
 #include "raftns/fsm.h"
 #include "raftns/sorted.h"
 
-int ns_state_init(struct ns_state *s)
-{
-    memset(s, 0, sizeof *s);
-    ns_acl_init(&s->acl);
-    s->route = ns_route_create();
-    s->kv = ns_kv_create();
-    s->config = ns_config_create();
-    if (s->route == NULL || s->kv == NULL || s->config == NULL) {
-        ns_state_close(s);
-        return NS_ENOMEM;
-    }
-    return 0;
-}
-
-static void free_member(struct ns_member *m)
-{
-    ns_free(m->raft_addr);
-    ns_free(m->client_addr);
-    ns_free(m->http_addr);
-}
-
-void ns_state_close(struct ns_state *s)
-{
-    if (s->route != NULL) {
-        ns_route_destroy(s->route);
-    }
-    ns_kv_destroy(s->kv);
-    ns_config_destroy(s->config);
-    for (size_t i = 0; i < s->n_members; i++) {
-        free_member(&s->members[i]);
-    }
-    ns_free(s->members);
-    ns_acl_close(&s->acl);
-    ns_reqid_table_close(&s->reqids);
-    memset(s, 0, sizeof *s);
-}
-
-void ns_apply_result_close(struct ns_apply_result *res)
+void ns_fsm_result_close(struct ns_apply_result *res)
 {
     ns_register_result_close(&res->reg);
 }
@@ -167,7 +130,7 @@ static int apply_set_member(struct ns_state *s, const struct ns_command *c,
                   c->u.member.http_addr == NULL;
     if (remove) {
         if (found) {
-            free_member(&s->members[i]);
+            ns_state_member_close(&s->members[i]);
             memmove(&s->members[i], &s->members[i + 1],
                     (s->n_members - i - 1) * sizeof *s->members);
             s->n_members--;
@@ -183,7 +146,7 @@ static int apply_set_member(struct ns_state *s, const struct ns_command *c,
         goto err_after_member;
     }
     if (found) {
-        free_member(&s->members[i]);
+        ns_state_member_close(&s->members[i]);
         s->members[i] = m;
         return 0;
     }
@@ -199,7 +162,7 @@ static int apply_set_member(struct ns_state *s, const struct ns_command *c,
     return 0;
 
 err_after_member:
-    free_member(&m);
+    ns_state_member_close(&m);
     return NS_ENOMEM;
 }
 
@@ -305,7 +268,7 @@ int ns_fsm_apply(struct ns_state *s, const struct ns_command *c,
         }
     }
     if (res == &scratch) {
-        ns_apply_result_close(&scratch);
+        ns_fsm_result_close(&scratch);
     }
     s->n_applied++;
     return rv;

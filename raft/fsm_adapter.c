@@ -145,7 +145,7 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
                buf->len, ns_strerror(rv));
         note_error(a, rv);
         a->diverged = true;
-        ns_apply_result_close(res);
+        ns_fsm_result_close(res);
         return 0;
     }
     if (a->hooks.on_applied != NULL &&
@@ -163,7 +163,7 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     if (slot != NULL) {
         slot->filled = true; /* its owner reads and closes it */
     } else {
-        ns_apply_result_close(&local);
+        ns_fsm_result_close(&local);
     }
     return 0;
 }

@@ -141,7 +141,7 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     return 0;
 }
 
-int ns_state_digest(const struct ns_state *s, uint64_t *out)
+int ns_snapshot_digest(const struct ns_state *s, uint64_t *out)
 {
     struct ns_buf b;
     ns_buf_init(&b);

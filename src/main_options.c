@@ -171,9 +171,9 @@ static int check_settings(struct options *o)
         fprintf(stderr, "raftns: --set %s\n", err);
         return 2;
     }
-    ns_client_limits_init(&o->limits);
-    ns_client_limits_update(&o->limits, &o->cluster.namesrv);
-    ns_client_limits_update(&o->limits, &o->sets);
+    ns_config_client_limits_init(&o->limits);
+    ns_config_client_limits_update(&o->limits, &o->cluster.namesrv);
+    ns_config_client_limits_update(&o->limits, &o->sets);
     return 0;
 }
 

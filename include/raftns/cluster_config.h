@@ -49,6 +49,6 @@ int ns_cluster_config_parse(const char *text, size_t len,
 const struct ns_cluster_node *
 ns_cluster_config_find(const struct ns_cluster_config *c, uint64_t id);
 /* True when text is an IPv4 dotted quad with a port 1..65535. */
-bool ns_cluster_addr_is_ipv4(const char *text);
+bool ns_cluster_config_addr_is_ipv4(const char *text);
 
 #endif

@@ -98,11 +98,11 @@ struct ns_client_limits {
 };
 
 /* The defaults: 10000 connections, 1000 per source address, 256 MiB. */
-void ns_client_limits_init(struct ns_client_limits *l);
+void ns_config_client_limits_init(struct ns_client_limits *l);
 /* Takes the limit keys of props (borrowed; validated before, values outside
  * their range are clamped); other keys are ignored. */
-void ns_client_limits_update(struct ns_client_limits *l,
-                             const struct ns_props *props);
+void ns_config_client_limits_update(struct ns_client_limits *l,
+                                    const struct ns_props *props);
 
 /* 319 body: every setting as key=value\n sorted by key. */
 int ns_config_encode_properties(const struct ns_config *cfg,

@@ -37,6 +37,8 @@ struct ns_state {
 /* 0 or NS_ENOMEM (nothing to close on error). */
 int ns_state_init(struct ns_state *s);
 void ns_state_close(struct ns_state *s);
+/* Frees the strings of one member entry (not the entry). */
+void ns_state_member_close(struct ns_member *m);
 
 struct ns_apply_result {
     enum ns_command_type type;
@@ -48,7 +50,7 @@ struct ns_apply_result {
     int32_t count;                 /* WIPE/ADD_WRITE_PERM: topics touched */
 };
 
-void ns_apply_result_close(struct ns_apply_result *res);
+void ns_fsm_result_close(struct ns_apply_result *res);
 
 /* Applies one command; never fails for semantic reasons (validation happens
  * before a command is proposed). A command with a request id takes effect at
@@ -63,7 +65,7 @@ int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
 
 /* A 64-bit digest of the encoded state (FNV-1a over ns_snapshot_encode's
  * payload). */
-int ns_state_digest(const struct ns_state *s, uint64_t *out);
+int ns_snapshot_digest(const struct ns_state *s, uint64_t *out);
 
 /* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
  * "RNSS", u16 version), golden-byte tests guard it. Version 1 is written while

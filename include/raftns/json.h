@@ -44,28 +44,28 @@ enum ns_json_flavour {
 /* Streaming writer that tracks commas. Errors are sticky in the output buffer.
  * Callers write bean properties in alphabetical order and skip nulls, as
  * fastjson does. */
-struct ns_jw {
+struct ns_json_writer {
     struct ns_buf *out; /* borrowed */
     enum ns_json_flavour flavour;
     int depth;
     bool first[NS_JSON_MAX_DEPTH];
 };
 
-void ns_jw_init(struct ns_jw *w, struct ns_buf *out,
-                enum ns_json_flavour flavour);
-void ns_jw_obj_begin(struct ns_jw *w);
-void ns_jw_obj_end(struct ns_jw *w);
-void ns_jw_arr_begin(struct ns_jw *w);
-void ns_jw_arr_end(struct ns_jw *w);
-void ns_jw_key(struct ns_jw *w, const char *key);
+void ns_json_write_init(struct ns_json_writer *w, struct ns_buf *out,
+                        enum ns_json_flavour flavour);
+void ns_json_write_obj_begin(struct ns_json_writer *w);
+void ns_json_write_obj_end(struct ns_json_writer *w);
+void ns_json_write_arr_begin(struct ns_json_writer *w);
+void ns_json_write_arr_end(struct ns_json_writer *w);
+void ns_json_write_key(struct ns_json_writer *w, const char *key);
 /* A numeric map key: bare in legacy, quoted in standard. */
-void ns_jw_key_int(struct ns_jw *w, int64_t key);
-void ns_jw_str(struct ns_jw *w, const char *s);
+void ns_json_write_key_int(struct ns_json_writer *w, int64_t key);
+void ns_json_write_str(struct ns_json_writer *w, const char *s);
 /* Longs beyond +-9007199254740991 are quoted in the standard flavour. */
-void ns_jw_int(struct ns_jw *w, int64_t v);
-void ns_jw_bool(struct ns_jw *w, bool v);
+void ns_json_write_int(struct ns_json_writer *w, int64_t v);
+void ns_json_write_bool(struct ns_json_writer *w, bool v);
 /* Appends an already-encoded JSON value as the next element. */
-void ns_jw_raw(struct ns_jw *w, const char *json, size_t len);
+void ns_json_write_raw(struct ns_json_writer *w, const char *json, size_t len);
 /* Appends s as a JSON string literal (with quotes) in the given flavour's
  * escaping. */
 void ns_json_write_string(struct ns_buf *out, const char *s,
@@ -112,7 +112,7 @@ int ns_json_string_to_int64(const char *s, int64_t *out);
  * literal) or the buffer's error. */
 int ns_json_number_text(const char *p, size_t len, struct ns_buf *out);
 /* Integer.parseInt / Long.parseLong (ASCII digits, optional sign). */
-bool ns_java_parse_int32(const char *s, int32_t *out);
-bool ns_java_parse_int64(const char *s, int64_t *out);
+bool ns_json_number_parse_int32(const char *s, int32_t *out);
+bool ns_json_number_parse_int64(const char *s, int64_t *out);
 
 #endif

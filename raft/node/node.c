@@ -98,7 +98,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
         p->cb(p->arg, st, res);
     }
     if (p->out.filled) {
-        ns_apply_result_close(&p->out.res);
+        ns_fsm_result_close(&p->out.res);
     }
     ns_free(p);
 }

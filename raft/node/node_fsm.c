@@ -69,7 +69,7 @@ static void break_apply_twice(struct ns_node *n, uint64_t index,
         c.reqid.origin = 0;
         memset(&dup, 0, sizeof dup);
         ns_fsm_apply(n->state, &c, &dup);
-        ns_apply_result_close(&dup);
+        ns_fsm_result_close(&dup);
         ns_command_close(&c);
     }
     if (n_saved > 0) {

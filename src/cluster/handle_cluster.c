@@ -99,13 +99,13 @@ static int answer_applied_registration(struct ns_req *req,
     res.type = NS_CMD_REGISTER_BROKER;
     int rv = ns_route_find_master(srv->state->route, &c->u.reg, &res.reg);
     if (rv != 0) {
-        ns_apply_result_close(&res);
+        ns_fsm_result_close(&res);
         ns_pending_finish(p, rv, 0, NULL);
         return 1;
     }
     NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
     ns_pending_finish(p, 0, ns_node_last_applied(srv->node), &res);
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
     return 1;
 }
 
@@ -226,37 +226,37 @@ static int handle_member_list(struct ns_req *req)
     }
     static const char *const roles[] = {"voter", "standby", "spare"};
     struct ns_buf b;
-    struct ns_jw w;
+    struct ns_json_writer w;
     ns_buf_init(&b);
-    ns_jw_init(&w, &b, NS_JSON_STANDARD);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "appliedIndex");
-    ns_jw_int(&w, (int64_t)ns_node_last_applied(srv->node));
-    ns_jw_key(&w, "commitIndex");
-    ns_jw_int(&w, (int64_t)ns_node_commit_index(srv->node));
-    ns_jw_key(&w, "leader");
-    ns_jw_int(&w, (int64_t)ns_node_leader_id(srv->node));
-    ns_jw_key(&w, "members");
-    ns_jw_arr_begin(&w);
+    ns_json_write_init(&w, &b, NS_JSON_STANDARD);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "appliedIndex");
+    ns_json_write_int(&w, (int64_t)ns_node_last_applied(srv->node));
+    ns_json_write_key(&w, "commitIndex");
+    ns_json_write_int(&w, (int64_t)ns_node_commit_index(srv->node));
+    ns_json_write_key(&w, "leader");
+    ns_json_write_int(&w, (int64_t)ns_node_leader_id(srv->node));
+    ns_json_write_key(&w, "members");
+    ns_json_write_arr_begin(&w);
     for (size_t i = 0; i < n; i++) {
         const struct ns_member *sm = find_member(srv->state, m[i].id);
-        ns_jw_obj_begin(&w);
-        ns_jw_key(&w, "client");
-        ns_jw_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
-        ns_jw_key(&w, "http");
-        ns_jw_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
-        ns_jw_key(&w, "id");
-        ns_jw_int(&w, (int64_t)m[i].id);
-        ns_jw_key(&w, "raft");
-        ns_jw_str(&w, m[i].raft_addr);
-        ns_jw_key(&w, "role");
-        ns_jw_str(&w, roles[m[i].role % 3]);
-        ns_jw_obj_end(&w);
+        ns_json_write_obj_begin(&w);
+        ns_json_write_key(&w, "client");
+        ns_json_write_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
+        ns_json_write_key(&w, "http");
+        ns_json_write_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
+        ns_json_write_key(&w, "id");
+        ns_json_write_int(&w, (int64_t)m[i].id);
+        ns_json_write_key(&w, "raft");
+        ns_json_write_str(&w, m[i].raft_addr);
+        ns_json_write_key(&w, "role");
+        ns_json_write_str(&w, roles[m[i].role % 3]);
+        ns_json_write_obj_end(&w);
     }
-    ns_jw_arr_end(&w);
-    ns_jw_key(&w, "term");
-    ns_jw_int(&w, (int64_t)ns_node_term(srv->node));
-    ns_jw_obj_end(&w);
+    ns_json_write_arr_end(&w);
+    ns_json_write_key(&w, "term");
+    ns_json_write_int(&w, (int64_t)ns_node_term(srv->node));
+    ns_json_write_obj_end(&w);
     ns_free(m);
     int rv = ns_reply_buf(&req->to, b.err, &b);
     ns_buf_close(&b);
@@ -507,7 +507,7 @@ static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
         out[0] = '\0';
         return !required;
     }
-    if (!ns_cluster_addr_is_ipv4(v) || strlen(v) >= cap) {
+    if (!ns_cluster_config_addr_is_ipv4(v) || strlen(v) >= cap) {
         return false;
     }
     snprintf(out, cap, "%s", v);

@@ -91,33 +91,33 @@ int ns_handle_acl_list(struct ns_req *req)
 {
     const struct ns_acl *acl = &req->srv->state->acl;
     struct ns_buf b;
-    struct ns_jw w;
+    struct ns_json_writer w;
     char net[32];
     ns_buf_init(&b);
-    ns_jw_init(&w, &b, NS_JSON_STANDARD);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "accounts");
-    ns_jw_arr_begin(&w);
+    ns_json_write_init(&w, &b, NS_JSON_STANDARD);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "accounts");
+    ns_json_write_arr_begin(&w);
     for (size_t i = 0; i < acl->n; i++) {
         const struct ns_acl_account *a = &acl->items[i];
-        ns_jw_obj_begin(&w);
-        ns_jw_key(&w, "accessKey");
-        ns_jw_str(&w, a->access_key);
-        ns_jw_key(&w, "networks");
-        ns_jw_arr_begin(&w);
+        ns_json_write_obj_begin(&w);
+        ns_json_write_key(&w, "accessKey");
+        ns_json_write_str(&w, a->access_key);
+        ns_json_write_key(&w, "networks");
+        ns_json_write_arr_begin(&w);
         for (size_t j = 0; j < a->n_nets; j++) {
             ns_acl_net_format(&a->nets[j], net, sizeof net);
-            ns_jw_str(&w, net);
+            ns_json_write_str(&w, net);
         }
-        ns_jw_arr_end(&w);
-        ns_jw_key(&w, "role");
-        ns_jw_str(&w, ns_acl_role_name(a->role));
-        ns_jw_obj_end(&w);
+        ns_json_write_arr_end(&w);
+        ns_json_write_key(&w, "role");
+        ns_json_write_str(&w, ns_acl_role_name(a->role));
+        ns_json_write_obj_end(&w);
     }
-    ns_jw_arr_end(&w);
-    ns_jw_key(&w, "seeded");
-    ns_jw_bool(&w, acl->seeded);
-    ns_jw_obj_end(&w);
+    ns_json_write_arr_end(&w);
+    ns_json_write_key(&w, "seeded");
+    ns_json_write_bool(&w, acl->seeded);
+    ns_json_write_obj_end(&w);
     int rv = ns_reply_buf(&req->to, b.err, &b);
     ns_buf_close(&b);
     return rv;

@@ -152,7 +152,7 @@ int ns_handle_broker_check_crc(const struct ns_cmd *cmd)
     const char *text = ns_cmd_ext_find(cmd, "bodyCrc32");
     /* Java leaves an unparsable bodyCrc32 at its default 0 and so skips the
      * check; raftns refuses it instead (docs/compat.md). */
-    if (text != NULL && !ns_java_parse_int32(text, &want)) {
+    if (text != NULL && !ns_json_number_parse_int32(text, &want)) {
         return -1;
     }
     if (want == 0) {

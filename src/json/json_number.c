@@ -259,7 +259,7 @@ static bool parse_java(const char *s, uint64_t limit, uint64_t *out)
     return true;
 }
 
-bool ns_java_parse_int64(const char *s, int64_t *out)
+bool ns_json_number_parse_int64(const char *s, int64_t *out)
 {
     uint64_t v;
     if (s == NULL || !parse_java(s, (uint64_t)INT64_MAX, &v)) {
@@ -269,7 +269,7 @@ bool ns_java_parse_int64(const char *s, int64_t *out)
     return true;
 }
 
-bool ns_java_parse_int32(const char *s, int32_t *out)
+bool ns_json_number_parse_int32(const char *s, int32_t *out)
 {
     uint64_t v;
     if (s == NULL || !parse_java(s, (uint64_t)INT32_MAX, &v)) {

@@ -156,8 +156,8 @@ void ns_json_write_string(struct ns_buf *out, const char *s,
     ns_buf_put_u8(out, '"');
 }
 
-void ns_jw_init(struct ns_jw *w, struct ns_buf *out,
-                enum ns_json_flavour flavour)
+void ns_json_write_init(struct ns_json_writer *w, struct ns_buf *out,
+                        enum ns_json_flavour flavour)
 {
     memset(w, 0, sizeof *w);
     w->out = out;
@@ -167,7 +167,7 @@ void ns_jw_init(struct ns_jw *w, struct ns_buf *out,
 
 /* A comma before every element but the first; a value right after its key gets
  * none (the key leaves first[] set for it). */
-static void before_value(struct ns_jw *w)
+static void before_value(struct ns_json_writer *w)
 {
     if (w->depth < 0 || w->depth >= NS_JSON_MAX_DEPTH) {
         return;
@@ -178,7 +178,7 @@ static void before_value(struct ns_jw *w)
     w->first[w->depth] = false;
 }
 
-static void open_level(struct ns_jw *w, char ch)
+static void open_level(struct ns_json_writer *w, char ch)
 {
     before_value(w);
     ns_buf_put_u8(w->out, (uint8_t)ch);
@@ -192,7 +192,7 @@ static void open_level(struct ns_jw *w, char ch)
     w->first[w->depth] = true;
 }
 
-static void close_level(struct ns_jw *w, char ch)
+static void close_level(struct ns_json_writer *w, char ch)
 {
     ns_buf_put_u8(w->out, (uint8_t)ch);
     if (w->depth > 0) {
@@ -200,27 +200,27 @@ static void close_level(struct ns_jw *w, char ch)
     }
 }
 
-void ns_jw_obj_begin(struct ns_jw *w)
+void ns_json_write_obj_begin(struct ns_json_writer *w)
 {
     open_level(w, '{');
 }
 
-void ns_jw_obj_end(struct ns_jw *w)
+void ns_json_write_obj_end(struct ns_json_writer *w)
 {
     close_level(w, '}');
 }
 
-void ns_jw_arr_begin(struct ns_jw *w)
+void ns_json_write_arr_begin(struct ns_json_writer *w)
 {
     open_level(w, '[');
 }
 
-void ns_jw_arr_end(struct ns_jw *w)
+void ns_json_write_arr_end(struct ns_json_writer *w)
 {
     close_level(w, ']');
 }
 
-static void after_key(struct ns_jw *w)
+static void after_key(struct ns_json_writer *w)
 {
     ns_buf_put_u8(w->out, ':');
     if (w->depth >= 0 && w->depth < NS_JSON_MAX_DEPTH) {
@@ -228,7 +228,7 @@ static void after_key(struct ns_jw *w)
     }
 }
 
-void ns_jw_key(struct ns_jw *w, const char *key)
+void ns_json_write_key(struct ns_json_writer *w, const char *key)
 {
     before_value(w);
     ns_json_write_string(w->out, key, w->flavour);
@@ -257,20 +257,20 @@ static void put_int(struct ns_buf *out, int64_t v, bool quote)
     ns_buf_append(out, tmp + n, sizeof tmp - n);
 }
 
-void ns_jw_key_int(struct ns_jw *w, int64_t key)
+void ns_json_write_key_int(struct ns_json_writer *w, int64_t key)
 {
     before_value(w);
     put_int(w->out, key, w->flavour == NS_JSON_STANDARD);
     after_key(w);
 }
 
-void ns_jw_str(struct ns_jw *w, const char *s)
+void ns_json_write_str(struct ns_json_writer *w, const char *s)
 {
     before_value(w);
     ns_json_write_string(w->out, s, w->flavour);
 }
 
-void ns_jw_int(struct ns_jw *w, int64_t v)
+void ns_json_write_int(struct ns_json_writer *w, int64_t v)
 {
     before_value(w);
     bool quote = w->flavour == NS_JSON_STANDARD &&
@@ -278,13 +278,13 @@ void ns_jw_int(struct ns_jw *w, int64_t v)
     put_int(w->out, v, quote);
 }
 
-void ns_jw_bool(struct ns_jw *w, bool v)
+void ns_json_write_bool(struct ns_json_writer *w, bool v)
 {
     before_value(w);
     ns_buf_append_str(w->out, v ? "true" : "false");
 }
 
-void ns_jw_raw(struct ns_jw *w, const char *json, size_t len)
+void ns_json_write_raw(struct ns_json_writer *w, const char *json, size_t len)
 {
     before_value(w);
     ns_buf_append(w->out, json, len);

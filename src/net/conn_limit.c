@@ -28,7 +28,7 @@ int ns_conn_limits_init(struct ns_conn_limits *l,
                         const struct ns_client_limits *cfg)
 {
     memset(l, 0, sizeof *l);
-    ns_client_limits_init(&l->cfg);
+    ns_config_client_limits_init(&l->cfg);
     if (cfg != NULL && cfg->max_connections > 0) {
         l->cfg.max_connections = cfg->max_connections;
     }

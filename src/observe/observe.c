@@ -190,18 +190,19 @@ static const struct ns_member *find_member(const struct ns_state *s,
     return NULL;
 }
 
-static void put_addr(struct ns_jw *w, const char *key, const char *addr)
+static void put_addr(struct ns_json_writer *w, const char *key,
+                     const char *addr)
 {
-    ns_jw_key(w, key);
-    ns_jw_str(w, addr != NULL ? addr : "");
+    ns_json_write_key(w, key);
+    ns_json_write_str(w, addr != NULL ? addr : "");
 }
 
-static void put_hex(struct ns_jw *w, const char *key, uint64_t v)
+static void put_hex(struct ns_json_writer *w, const char *key, uint64_t v)
 {
     char hex[24];
     snprintf(hex, sizeof hex, "%016" PRIx64, v);
-    ns_jw_key(w, key);
-    ns_jw_str(w, hex);
+    ns_json_write_key(w, key);
+    ns_json_write_str(w, hex);
 }
 
 /* A member's address, falling back to this node's own configured addresses
@@ -215,29 +216,29 @@ static const char *addr_of(const struct ns_observe *o, uint64_t id,
     return which == 0 ? o->srv->client_addr : o->http_addr;
 }
 
-static void put_member(struct ns_jw *w, const struct ns_observe *o, uint64_t id,
-                       const struct ns_member *m, const char *raft_addr,
-                       const char *role, bool leader)
+static void put_member(struct ns_json_writer *w, const struct ns_observe *o,
+                       uint64_t id, const struct ns_member *m,
+                       const char *raft_addr, const char *role, bool leader)
 {
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "id");
-    ns_jw_int(w, (int64_t)id);
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "id");
+    ns_json_write_int(w, (int64_t)id);
     put_addr(w, "raft",
              raft_addr != NULL ? raft_addr : (m ? m->raft_addr : NULL));
     put_addr(w, "client", addr_of(o, id, m ? m->client_addr : NULL, 0));
     put_addr(w, "http", addr_of(o, id, m ? m->http_addr : NULL, 1));
-    ns_jw_key(w, "role");
-    ns_jw_str(w, role);
-    ns_jw_key(w, "voter");
-    ns_jw_bool(w, strcmp(role, "voter") == 0);
-    ns_jw_key(w, "leader");
-    ns_jw_bool(w, leader);
-    ns_jw_obj_end(w);
+    ns_json_write_key(w, "role");
+    ns_json_write_str(w, role);
+    ns_json_write_key(w, "voter");
+    ns_json_write_bool(w, strcmp(role, "voter") == 0);
+    ns_json_write_key(w, "leader");
+    ns_json_write_bool(w, leader);
+    ns_json_write_obj_end(w);
 }
 
 /* The raft configuration joined with the replicated addresses; members only
  * in the replicated table get role "none". */
-static int put_members(struct ns_jw *w, const struct ns_observe *o,
+static int put_members(struct ns_json_writer *w, const struct ns_observe *o,
                        uint64_t leader_id)
 {
     struct ns_node_member *conf = NULL;
@@ -246,8 +247,8 @@ static int put_members(struct ns_jw *w, const struct ns_observe *o,
     if (rv != 0) {
         return rv;
     }
-    ns_jw_key(w, "members");
-    ns_jw_arr_begin(w);
+    ns_json_write_key(w, "members");
+    ns_json_write_arr_begin(w);
     for (size_t i = 0; i < n_conf; i++) {
         put_member(w, o, conf[i].id, find_member(o->state, conf[i].id),
                    conf[i].raft_addr, member_role_text(conf[i].role),
@@ -263,7 +264,7 @@ static int put_members(struct ns_jw *w, const struct ns_observe *o,
             put_member(w, o, m->id, m, NULL, "none", false);
         }
     }
-    ns_jw_arr_end(w);
+    ns_json_write_arr_end(w);
     ns_free(conf);
     return 0;
 }
@@ -283,123 +284,124 @@ static const char *health_text(enum ns_diverge_health h)
     return "unjudged";
 }
 
-static void put_ids(struct ns_jw *w, const char *key, const uint64_t *ids,
-                    size_t n)
+static void put_ids(struct ns_json_writer *w, const char *key,
+                    const uint64_t *ids, size_t n)
 {
-    ns_jw_key(w, key);
-    ns_jw_arr_begin(w);
+    ns_json_write_key(w, key);
+    ns_json_write_arr_begin(w);
     for (size_t i = 0; i < n; i++) {
-        ns_jw_int(w, (int64_t)ids[i]);
+        ns_json_write_int(w, (int64_t)ids[i]);
     }
-    ns_jw_arr_end(w);
+    ns_json_write_arr_end(w);
 }
 
 /* "divergence": the majority verdicts as this node applied them, its own
  * judgement and recovery, and (leader) the tally's open state. */
-static void put_divergence(struct ns_jw *w, const struct ns_observe *o)
+static void put_divergence(struct ns_json_writer *w, const struct ns_observe *o)
 {
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     const struct ns_verdicts *v = &o->verdicts;
     const struct ns_recovery *r = &o->recovery;
-    ns_jw_key(w, "divergence");
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "health");
-    ns_jw_str(w, health_text(dv->health));
-    ns_jw_key(w, "verdict_index");
-    ns_jw_int(w, (int64_t)dv->verdict.index);
+    ns_json_write_key(w, "divergence");
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "health");
+    ns_json_write_str(w, health_text(dv->health));
+    ns_json_write_key(w, "verdict_index");
+    ns_json_write_int(w, (int64_t)dv->verdict.index);
     put_hex(w, "verdict_digest", dv->verdict.digest);
     put_ids(w, "verdict_healthy", dv->healthy, dv->n_healthy);
-    ns_jw_key(w, "verdicts");
-    ns_jw_int(w, (int64_t)dv->n_verdicts);
+    ns_json_write_key(w, "verdicts");
+    ns_json_write_int(w, (int64_t)dv->n_verdicts);
     /* Own digests no verdict judged yet: they stay when no majority agreed. */
     struct ns_diverge_mark marks[NS_DIVERGE_RING];
-    ns_jw_key(w, "unjudged");
-    ns_jw_int(w, (int64_t)ns_diverge_unjudged(dv, marks, NS_DIVERGE_RING));
-    ns_jw_key(w, "times_diverged");
-    ns_jw_int(w, (int64_t)dv->n_diverged);
-    ns_jw_key(w, "times_recovered");
-    ns_jw_int(w, (int64_t)dv->n_recovered);
-    ns_jw_key(w, "installs");
-    ns_jw_int(w, (int64_t)dv->n_installs);
-    ns_jw_key(w, "installed_at");
-    ns_jw_int(w, (int64_t)dv->installed_at);
-    ns_jw_key(w, "fetch_attempts");
-    ns_jw_int(w, (int64_t)r->n_attempts);
-    ns_jw_key(w, "fetching");
-    ns_jw_bool(w, r->fetching);
+    ns_json_write_key(w, "unjudged");
+    ns_json_write_int(w,
+                      (int64_t)ns_diverge_unjudged(dv, marks, NS_DIVERGE_RING));
+    ns_json_write_key(w, "times_diverged");
+    ns_json_write_int(w, (int64_t)dv->n_diverged);
+    ns_json_write_key(w, "times_recovered");
+    ns_json_write_int(w, (int64_t)dv->n_recovered);
+    ns_json_write_key(w, "installs");
+    ns_json_write_int(w, (int64_t)dv->n_installs);
+    ns_json_write_key(w, "installed_at");
+    ns_json_write_int(w, (int64_t)dv->installed_at);
+    ns_json_write_key(w, "fetch_attempts");
+    ns_json_write_int(w, (int64_t)r->n_attempts);
+    ns_json_write_key(w, "fetching");
+    ns_json_write_bool(w, r->fetching);
     /* Meaningful on the leader (leading true): its tally, and the
      * checkpoints it left without a verdict for want of a majority. */
-    ns_jw_key(w, "tally");
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "leading");
-    ns_jw_bool(w, v->leading);
-    ns_jw_key(w, "open_votes");
-    ns_jw_int(w, (int64_t)v->tally.n);
-    ns_jw_key(w, "decided_through");
-    ns_jw_int(w, (int64_t)v->tally.closed_through);
-    ns_jw_key(w, "no_majority_index");
-    ns_jw_int(w, (int64_t)v->tally.no_majority_index);
-    ns_jw_key(w, "no_majority");
-    ns_jw_int(w, (int64_t)v->tally.n_no_majority);
-    ns_jw_key(w, "verdicts_proposed");
-    ns_jw_int(w, (int64_t)v->n_proposed);
-    ns_jw_key(w, "reports_received");
-    ns_jw_int(w, (int64_t)v->n_reports_received);
-    ns_jw_obj_end(w);
-    ns_jw_key(w, "reports_sent");
-    ns_jw_int(w, (int64_t)v->n_reports_sent);
-    ns_jw_obj_end(w);
+    ns_json_write_key(w, "tally");
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "leading");
+    ns_json_write_bool(w, v->leading);
+    ns_json_write_key(w, "open_votes");
+    ns_json_write_int(w, (int64_t)v->tally.n);
+    ns_json_write_key(w, "decided_through");
+    ns_json_write_int(w, (int64_t)v->tally.closed_through);
+    ns_json_write_key(w, "no_majority_index");
+    ns_json_write_int(w, (int64_t)v->tally.no_majority_index);
+    ns_json_write_key(w, "no_majority");
+    ns_json_write_int(w, (int64_t)v->tally.n_no_majority);
+    ns_json_write_key(w, "verdicts_proposed");
+    ns_json_write_int(w, (int64_t)v->n_proposed);
+    ns_json_write_key(w, "reports_received");
+    ns_json_write_int(w, (int64_t)v->n_reports_received);
+    ns_json_write_obj_end(w);
+    ns_json_write_key(w, "reports_sent");
+    ns_json_write_int(w, (int64_t)v->n_reports_sent);
+    ns_json_write_obj_end(w);
 }
 
 int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
 {
-    struct ns_jw w;
+    struct ns_json_writer w;
     uint64_t leader_id = ns_node_leader_id(o->node);
     const struct ns_member *lm = find_member(o->state, leader_id);
-    ns_jw_init(&w, out, NS_JSON_STANDARD);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "id");
-    ns_jw_int(&w, (int64_t)ns_node_id(o->node));
-    ns_jw_key(&w, "role");
-    ns_jw_str(&w, role_text(ns_node_role(o->node)));
-    ns_jw_key(&w, "term");
-    ns_jw_int(&w, (int64_t)ns_node_term(o->node));
-    ns_jw_key(&w, "leader");
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "id");
-    ns_jw_int(&w, (int64_t)leader_id);
+    ns_json_write_init(&w, out, NS_JSON_STANDARD);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "id");
+    ns_json_write_int(&w, (int64_t)ns_node_id(o->node));
+    ns_json_write_key(&w, "role");
+    ns_json_write_str(&w, role_text(ns_node_role(o->node)));
+    ns_json_write_key(&w, "term");
+    ns_json_write_int(&w, (int64_t)ns_node_term(o->node));
+    ns_json_write_key(&w, "leader");
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "id");
+    ns_json_write_int(&w, (int64_t)leader_id);
     put_addr(&w, "client",
              addr_of(o, leader_id, lm ? lm->client_addr : NULL, 0));
     put_addr(&w, "raft", lm ? lm->raft_addr : NULL);
     put_addr(&w, "http", addr_of(o, leader_id, lm ? lm->http_addr : NULL, 1));
-    ns_jw_obj_end(&w);
-    ns_jw_key(&w, "commit_index");
-    ns_jw_int(&w, (int64_t)ns_node_commit_index(o->node));
-    ns_jw_key(&w, "applied_index");
-    ns_jw_int(&w, (int64_t)ns_node_last_applied(o->node));
+    ns_json_write_obj_end(&w);
+    ns_json_write_key(&w, "commit_index");
+    ns_json_write_int(&w, (int64_t)ns_node_commit_index(o->node));
+    ns_json_write_key(&w, "applied_index");
+    ns_json_write_int(&w, (int64_t)ns_node_last_applied(o->node));
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     put_hex(&w, "digest", dv->last.digest);
-    ns_jw_key(&w, "digest_index");
-    ns_jw_int(&w, (int64_t)dv->last.index);
-    ns_jw_key(&w, "ready");
-    ns_jw_bool(&w, ns_node_is_ready(o->node));
-    ns_jw_key(&w, "diverged");
-    ns_jw_bool(&w, ns_observe_is_diverged(o));
+    ns_json_write_key(&w, "digest_index");
+    ns_json_write_int(&w, (int64_t)dv->last.index);
+    ns_json_write_key(&w, "ready");
+    ns_json_write_bool(&w, ns_node_is_ready(o->node));
+    ns_json_write_key(&w, "diverged");
+    ns_json_write_bool(&w, ns_observe_is_diverged(o));
     if (dv->judged.index != 0 && ns_diverge_is_diverged(dv)) {
-        ns_jw_key(&w, "diverged_at");
-        ns_jw_int(&w, (int64_t)dv->judged.index);
+        ns_json_write_key(&w, "diverged_at");
+        ns_json_write_int(&w, (int64_t)dv->judged.index);
         put_hex(&w, "diverged_majority_digest", dv->judged.digest);
         put_hex(&w, "diverged_local_digest", dv->judged_local);
     }
     put_divergence(&w, o);
     int rv = put_members(&w, o, leader_id);
-    ns_jw_key(&w, "brokers");
-    ns_jw_int(&w, (int64_t)ns_route_n_brokers(o->state->route));
-    ns_jw_key(&w, "topics");
-    ns_jw_int(&w, (int64_t)ns_route_n_topics(o->state->route));
-    ns_jw_key(&w, "connections");
-    ns_jw_int(&w, (int64_t)o->srv->n_conns);
-    ns_jw_obj_end(&w);
+    ns_json_write_key(&w, "brokers");
+    ns_json_write_int(&w, (int64_t)ns_route_n_brokers(o->state->route));
+    ns_json_write_key(&w, "topics");
+    ns_json_write_int(&w, (int64_t)ns_route_n_topics(o->state->route));
+    ns_json_write_key(&w, "connections");
+    ns_json_write_int(&w, (int64_t)o->srv->n_conns);
+    ns_json_write_obj_end(&w);
     if (rv == 0 && out->err != 0) {
         rv = out->err;
     }

@@ -277,12 +277,12 @@ int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
 
 bool ns_cmd_ext_int64(const struct ns_cmd *c, const char *key, int64_t *out)
 {
-    return ns_java_parse_int64(ns_cmd_ext_find(c, key), out);
+    return ns_json_number_parse_int64(ns_cmd_ext_find(c, key), out);
 }
 
 bool ns_cmd_ext_int32(const struct ns_cmd *c, const char *key, int32_t *out)
 {
-    return ns_java_parse_int32(ns_cmd_ext_find(c, key), out);
+    return ns_json_number_parse_int32(ns_cmd_ext_find(c, key), out);
 }
 
 bool ns_cmd_ext_bool(const struct ns_cmd *c, const char *key, bool *out)

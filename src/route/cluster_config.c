@@ -38,7 +38,7 @@ void ns_cluster_config_close(struct ns_cluster_config *c)
     ns_cluster_config_init(c);
 }
 
-bool ns_cluster_addr_is_ipv4(const char *text)
+bool ns_cluster_config_addr_is_ipv4(const char *text)
 {
     unsigned a, b, c, d, port;
     char tail;
@@ -87,7 +87,7 @@ static int dup_addr(const cJSON *node, const char *key, bool required,
         ns_errf(err, errlen, "nodes[%zu]: missing string \"%s\"", idx, key);
         return NS_EPROTO;
     }
-    if (!ns_cluster_addr_is_ipv4(v->valuestring)) {
+    if (!ns_cluster_config_addr_is_ipv4(v->valuestring)) {
         ns_errf(err, errlen,
                 "nodes[%zu]: \"%s\" is \"%s\", want an IPv4 a.b.c.d:port", idx,
                 key, v->valuestring);

@@ -410,7 +410,7 @@ int ns_config_update(struct ns_config *cfg, const struct ns_props *props,
         }
         const struct known_setting *rule = find_rule(p->key);
         if (rule != NULL && (rule->flags & F_LOCAL) != 0) {
-            continue; /* never replicated: see ns_client_limits_update */
+            continue; /* never replicated: see ns_config_client_limits_update */
         }
         struct setting *s = find(cfg, p->key);
         if (s == NULL) {
@@ -586,15 +586,15 @@ static int64_t local_default(const char *key)
     return strtoll(find_rule(key)->dflt, NULL, 10);
 }
 
-void ns_client_limits_init(struct ns_client_limits *l)
+void ns_config_client_limits_init(struct ns_client_limits *l)
 {
     l->max_connections = local_default("clientMaxConnections");
     l->max_connections_per_ip = local_default("clientMaxConnectionsPerIp");
     l->buffer_budget_bytes = local_default("clientBufferBudgetBytes");
 }
 
-void ns_client_limits_update(struct ns_client_limits *l,
-                             const struct ns_props *props)
+void ns_config_client_limits_update(struct ns_client_limits *l,
+                                    const struct ns_props *props)
 {
     for (size_t i = 0; i < props->n; i++) {
         const struct ns_prop *p = &props->items[i];

@@ -100,14 +100,21 @@ int ns_data_version_decode(const uint8_t *body, size_t len, int64_t now_ms,
 void ns_data_version_encode(const struct ns_data_version *dv,
                             struct ns_buf *out)
 {
-    struct ns_jw w;
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "counter");
-    ns_jw_int(&w, dv->counter);
-    ns_jw_key(&w, "stateVersion");
-    ns_jw_int(&w, dv->state_version);
-    ns_jw_key(&w, "timestamp");
-    ns_jw_int(&w, dv->timestamp);
-    ns_jw_obj_end(&w);
+    struct ns_json_writer w;
+    ns_json_write_init(&w, out, NS_JSON_LEGACY);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "counter");
+    ns_json_write_int(&w, dv->counter);
+    ns_json_write_key(&w, "stateVersion");
+    ns_json_write_int(&w, dv->state_version);
+    ns_json_write_key(&w, "timestamp");
+    ns_json_write_int(&w, dv->timestamp);
+    ns_json_write_obj_end(&w);
+}
+
+bool ns_data_version_equal(const struct ns_data_version *a,
+                           const struct ns_data_version *b)
+{
+    return a->counter == b->counter && a->state_version == b->state_version &&
+           a->timestamp == b->timestamp;
 }

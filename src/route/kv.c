@@ -200,19 +200,19 @@ int ns_kv_encode_namespace(const struct ns_kv *kv, const char *ns,
     if (n == NULL) {
         return NS_ENOTFOUND;
     }
-    struct ns_jw w;
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "table");
-    ns_jw_obj_begin(&w);
+    struct ns_json_writer w;
+    ns_json_write_init(&w, out, NS_JSON_LEGACY);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "table");
+    ns_json_write_obj_begin(&w);
     for (size_t i = 0; i < n->n; i++) {
         if (n->entries[i].value != NULL) {
-            ns_jw_key(&w, n->entries[i].key);
-            ns_jw_str(&w, n->entries[i].value);
+            ns_json_write_key(&w, n->entries[i].key);
+            ns_json_write_str(&w, n->entries[i].value);
         }
     }
-    ns_jw_obj_end(&w);
-    ns_jw_obj_end(&w);
+    ns_json_write_obj_end(&w);
+    ns_json_write_obj_end(&w);
     return out->err;
 }
 

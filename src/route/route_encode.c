@@ -11,66 +11,67 @@
 
 #define SYNC_MEMBER_PREFIX "rmq_sys_SYNC_BROKER_MEMBER_"
 
-static void write_addrs(struct ns_jw *w, const struct group *g,
+static void write_addrs(struct ns_json_writer *w, const struct group *g,
                         bool acting_rewrite)
 {
-    ns_jw_obj_begin(w);
+    ns_json_write_obj_begin(w);
     if (!acting_rewrite) {
         for (size_t i = 0; i < g->n_addrs; i++) {
-            ns_jw_key_int(w, g->addrs[i].id);
-            ns_jw_str(w, g->addrs[i].addr);
+            ns_json_write_key_int(w, g->addrs[i].id);
+            ns_json_write_str(w, g->addrs[i].addr);
         }
     } else {
         /* The lowest id (addrs[0]) is shown as id 0; the group has no id 0. */
         for (size_t i = 1; i < g->n_addrs && g->addrs[i].id < 0; i++) {
-            ns_jw_key_int(w, g->addrs[i].id);
-            ns_jw_str(w, g->addrs[i].addr);
+            ns_json_write_key_int(w, g->addrs[i].id);
+            ns_json_write_str(w, g->addrs[i].addr);
         }
-        ns_jw_key_int(w, 0);
-        ns_jw_str(w, g->addrs[0].addr);
+        ns_json_write_key_int(w, 0);
+        ns_json_write_str(w, g->addrs[0].addr);
         for (size_t i = 1; i < g->n_addrs; i++) {
             if (g->addrs[i].id > 0) {
-                ns_jw_key_int(w, g->addrs[i].id);
-                ns_jw_str(w, g->addrs[i].addr);
+                ns_json_write_key_int(w, g->addrs[i].id);
+                ns_json_write_str(w, g->addrs[i].addr);
             }
         }
     }
-    ns_jw_obj_end(w);
+    ns_json_write_obj_end(w);
 }
 
-static void write_broker_data(struct ns_jw *w, const struct group *g,
+static void write_broker_data(struct ns_json_writer *w, const struct group *g,
                               bool acting_rewrite)
 {
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "brokerAddrs");
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "brokerAddrs");
     write_addrs(w, g, acting_rewrite);
-    ns_jw_key(w, "brokerName");
-    ns_jw_str(w, g->name);
-    ns_jw_key(w, "cluster");
-    ns_jw_str(w, g->cluster);
-    ns_jw_key(w, "enableActingMaster");
-    ns_jw_bool(w, g->acting_master);
+    ns_json_write_key(w, "brokerName");
+    ns_json_write_str(w, g->name);
+    ns_json_write_key(w, "cluster");
+    ns_json_write_str(w, g->cluster);
+    ns_json_write_key(w, "enableActingMaster");
+    ns_json_write_bool(w, g->acting_master);
     if (g->zone != NULL) {
-        ns_jw_key(w, "zoneName");
-        ns_jw_str(w, g->zone);
+        ns_json_write_key(w, "zoneName");
+        ns_json_write_str(w, g->zone);
     }
-    ns_jw_obj_end(w);
+    ns_json_write_obj_end(w);
 }
 
-static void write_queue_data(struct ns_jw *w, const struct ns_queue_data *qd)
+static void write_queue_data(struct ns_json_writer *w,
+                             const struct ns_queue_data *qd)
 {
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "brokerName");
-    ns_jw_str(w, qd->broker_name);
-    ns_jw_key(w, "perm");
-    ns_jw_int(w, qd->perm);
-    ns_jw_key(w, "readQueueNums");
-    ns_jw_int(w, qd->read_queues);
-    ns_jw_key(w, "topicSysFlag");
-    ns_jw_int(w, qd->sys_flag);
-    ns_jw_key(w, "writeQueueNums");
-    ns_jw_int(w, qd->write_queues);
-    ns_jw_obj_end(w);
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "brokerName");
+    ns_json_write_str(w, qd->broker_name);
+    ns_json_write_key(w, "perm");
+    ns_json_write_int(w, qd->perm);
+    ns_json_write_key(w, "readQueueNums");
+    ns_json_write_int(w, qd->read_queues);
+    ns_json_write_key(w, "topicSysFlag");
+    ns_json_write_int(w, qd->sys_flag);
+    ns_json_write_key(w, "writeQueueNums");
+    ns_json_write_int(w, qd->write_queues);
+    ns_json_write_obj_end(w);
 }
 
 static int cmp_id_pair(const struct ns_id_pair *a, const struct ns_id_pair *b)
@@ -78,15 +79,16 @@ static int cmp_id_pair(const struct ns_id_pair *a, const struct ns_id_pair *b)
     return (a->key > b->key) - (a->key < b->key);
 }
 
-static void write_mapping(struct ns_jw *w, const struct ns_mapping_info *m)
+static void write_mapping(struct ns_json_writer *w,
+                          const struct ns_mapping_info *m)
 {
     int32_t last = 0;
 
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "bname");
-    ns_jw_str(w, m->bname);
-    ns_jw_key(w, "currIdMap");
-    ns_jw_obj_begin(w);
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "bname");
+    ns_json_write_str(w, m->bname);
+    ns_json_write_key(w, "currIdMap");
+    ns_json_write_obj_begin(w);
     /* Ascending keys without sorting the stored array: repeated minimum search.
      */
     for (size_t done = 0; done < m->n_curr_ids; done++) {
@@ -101,24 +103,24 @@ static void write_mapping(struct ns_jw *w, const struct ns_mapping_info *m)
         if (next == NULL) {
             break;
         }
-        ns_jw_key_int(w, next->key);
-        ns_jw_int(w, next->value);
+        ns_json_write_key_int(w, next->key);
+        ns_json_write_int(w, next->value);
         last = next->key;
     }
-    ns_jw_obj_end(w);
-    ns_jw_key(w, "dirty");
-    ns_jw_bool(w, m->dirty);
-    ns_jw_key(w, "epoch");
-    ns_jw_int(w, m->epoch);
+    ns_json_write_obj_end(w);
+    ns_json_write_key(w, "dirty");
+    ns_json_write_bool(w, m->dirty);
+    ns_json_write_key(w, "epoch");
+    ns_json_write_int(w, m->epoch);
     if (m->scope != NULL) {
-        ns_jw_key(w, "scope");
-        ns_jw_str(w, m->scope);
+        ns_json_write_key(w, "scope");
+        ns_json_write_str(w, m->scope);
     }
-    ns_jw_key(w, "topic");
-    ns_jw_str(w, m->topic);
-    ns_jw_key(w, "totalQueues");
-    ns_jw_int(w, m->total_queues);
-    ns_jw_obj_end(w);
+    ns_json_write_key(w, "topic");
+    ns_json_write_str(w, m->topic);
+    ns_json_write_key(w, "totalQueues");
+    ns_json_write_int(w, m->total_queues);
+    ns_json_write_obj_end(w);
 }
 
 static int finish(struct ns_buf *out)
@@ -183,7 +185,8 @@ static int cmp_filter_addr(const void *item, const void *key)
 }
 
 static int write_filter_table(const struct ns_route *r, const struct topic *t,
-                              const struct route_view *views, struct ns_jw *w)
+                              const struct route_view *views,
+                              struct ns_json_writer *w)
 {
     struct svec found = {0}; /* borrowed struct filter *, by address */
     int rv = 0;
@@ -208,17 +211,17 @@ static int write_filter_table(const struct ns_route *r, const struct topic *t,
             }
         }
     }
-    ns_jw_obj_begin(w);
+    ns_json_write_obj_begin(w);
     for (size_t i = 0; i < found.n; i++) {
         const struct filter *f = found.items[i];
-        ns_jw_key(w, f->key.addr);
-        ns_jw_arr_begin(w);
+        ns_json_write_key(w, f->key.addr);
+        ns_json_write_arr_begin(w);
         for (size_t k = 0; k < f->n; k++) {
-            ns_jw_str(w, f->servers[k]);
+            ns_json_write_str(w, f->servers[k]);
         }
-        ns_jw_arr_end(w);
+        ns_json_write_arr_end(w);
     }
-    ns_jw_obj_end(w);
+    ns_json_write_obj_end(w);
 
 out:
     svec_close(&found);
@@ -227,45 +230,45 @@ out:
 
 static void write_route(const struct ns_route *r, const struct topic *t,
                         const struct route_view *views,
-                        const struct ns_route_query *q, struct ns_jw *w,
-                        int *rv)
+                        const struct ns_route_query *q,
+                        struct ns_json_writer *w, int *rv)
 {
     const struct tmap *tm = route_find_tmap(r, t->name);
 
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "brokerDatas");
-    ns_jw_arr_begin(w);
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "brokerDatas");
+    ns_json_write_arr_begin(w);
     for (size_t i = 0; i < t->qds.n; i++) {
         if (views[i].g != NULL && !views[i].dropped) {
             write_broker_data(w, views[i].g, views[i].acting_rewrite);
         }
     }
-    ns_jw_arr_end(w);
-    ns_jw_key(w, "filterServerTable");
+    ns_json_write_arr_end(w);
+    ns_json_write_key(w, "filterServerTable");
     *rv = write_filter_table(r, t, views, w);
     if (q->order_topic_conf != NULL) {
-        ns_jw_key(w, "orderTopicConf");
-        ns_jw_str(w, q->order_topic_conf);
+        ns_json_write_key(w, "orderTopicConf");
+        ns_json_write_str(w, q->order_topic_conf);
     }
-    ns_jw_key(w, "queueDatas");
-    ns_jw_arr_begin(w);
+    ns_json_write_key(w, "queueDatas");
+    ns_json_write_arr_begin(w);
     for (size_t i = 0; i < t->qds.n; i++) {
         if (!views[i].dropped) {
             write_queue_data(w, t->qds.items[i]);
         }
     }
-    ns_jw_arr_end(w);
+    ns_json_write_arr_end(w);
     if (tm != NULL && tm->infos.n > 0) {
-        ns_jw_key(w, "topicQueueMappingByBroker");
-        ns_jw_obj_begin(w);
+        ns_json_write_key(w, "topicQueueMappingByBroker");
+        ns_json_write_obj_begin(w);
         for (size_t i = 0; i < tm->infos.n; i++) {
             const struct ns_mapping_info *m = tm->infos.items[i];
-            ns_jw_key(w, m->bname);
+            ns_json_write_key(w, m->bname);
             write_mapping(w, m);
         }
-        ns_jw_obj_end(w);
+        ns_json_write_obj_end(w);
     }
-    ns_jw_obj_end(w);
+    ns_json_write_obj_end(w);
 }
 
 int ns_route_encode_topic_route(const struct ns_route *r,
@@ -276,7 +279,7 @@ int ns_route_encode_topic_route(const struct ns_route *r,
         q->topic != NULL ? route_find_topic(r, q->topic) : NULL;
     struct route_view *views;
     bool any_group = false;
-    struct ns_jw w;
+    struct ns_json_writer w;
     int rv = 0;
 
     if (t == NULL) {
@@ -301,7 +304,8 @@ int ns_route_encode_topic_route(const struct ns_route *r,
     if (q->zone_name != NULL) {
         apply_zone(t, views, q->zone_name);
     }
-    ns_jw_init(&w, out, q->zone_name != NULL ? NS_JSON_LEGACY : q->flavour);
+    ns_json_write_init(&w, out,
+                       q->zone_name != NULL ? NS_JSON_LEGACY : q->flavour);
     write_route(r, t, views, q, &w, &rv);
     r->stats->n_encodes++;
     if (rv == 0) {
@@ -317,31 +321,31 @@ out:
 
 int ns_route_encode_cluster_info(const struct ns_route *r, struct ns_buf *out)
 {
-    struct ns_jw w;
+    struct ns_json_writer w;
 
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "brokerAddrTable");
-    ns_jw_obj_begin(&w);
+    ns_json_write_init(&w, out, NS_JSON_LEGACY);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "brokerAddrTable");
+    ns_json_write_obj_begin(&w);
     for (size_t i = 0; i < r->groups.n; i++) {
         const struct group *g = r->groups.items[i];
-        ns_jw_key(&w, g->name);
+        ns_json_write_key(&w, g->name);
         write_broker_data(&w, g, false);
     }
-    ns_jw_obj_end(&w);
-    ns_jw_key(&w, "clusterAddrTable");
-    ns_jw_obj_begin(&w);
+    ns_json_write_obj_end(&w);
+    ns_json_write_key(&w, "clusterAddrTable");
+    ns_json_write_obj_begin(&w);
     for (size_t i = 0; i < r->clusters.n; i++) {
         const struct named_set *c = r->clusters.items[i];
-        ns_jw_key(&w, c->name);
-        ns_jw_arr_begin(&w);
+        ns_json_write_key(&w, c->name);
+        ns_json_write_arr_begin(&w);
         for (size_t j = 0; j < c->items.n; j++) {
-            ns_jw_str(&w, c->items.items[j]);
+            ns_json_write_str(&w, c->items.items[j]);
         }
-        ns_jw_arr_end(&w);
+        ns_json_write_arr_end(&w);
     }
-    ns_jw_obj_end(&w);
-    ns_jw_obj_end(&w);
+    ns_json_write_obj_end(&w);
+    ns_json_write_obj_end(&w);
     return finish(out);
 }
 
@@ -349,21 +353,21 @@ int ns_route_encode_cluster_info(const struct ns_route *r, struct ns_buf *out)
 static int write_topic_list(const struct svec *names, const char *broker_addr,
                             struct ns_buf *out)
 {
-    struct ns_jw w;
+    struct ns_json_writer w;
 
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
+    ns_json_write_init(&w, out, NS_JSON_LEGACY);
+    ns_json_write_obj_begin(&w);
     if (broker_addr != NULL) {
-        ns_jw_key(&w, "brokerAddr");
-        ns_jw_str(&w, broker_addr);
+        ns_json_write_key(&w, "brokerAddr");
+        ns_json_write_str(&w, broker_addr);
     }
-    ns_jw_key(&w, "topicList");
-    ns_jw_arr_begin(&w);
+    ns_json_write_key(&w, "topicList");
+    ns_json_write_arr_begin(&w);
     for (size_t i = 0; i < names->n; i++) {
-        ns_jw_str(&w, *(char *const *)names->items[i]);
+        ns_json_write_str(&w, *(char *const *)names->items[i]);
     }
-    ns_jw_arr_end(&w);
-    ns_jw_obj_end(&w);
+    ns_json_write_arr_end(&w);
+    ns_json_write_obj_end(&w);
     return finish(out);
 }
 
@@ -473,28 +477,28 @@ int ns_route_encode_member_group(const struct ns_route *r, const char *cluster,
 {
     const struct group *g =
         broker_name != NULL ? route_find_group(r, broker_name) : NULL;
-    struct ns_jw w;
+    struct ns_json_writer w;
 
-    ns_jw_init(&w, out, NS_JSON_LEGACY);
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "brokerMemberGroup");
-    ns_jw_obj_begin(&w);
-    ns_jw_key(&w, "brokerAddrs");
+    ns_json_write_init(&w, out, NS_JSON_LEGACY);
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "brokerMemberGroup");
+    ns_json_write_obj_begin(&w);
+    ns_json_write_key(&w, "brokerAddrs");
     if (g != NULL) {
         write_addrs(&w, g, false);
     } else {
-        ns_jw_obj_begin(&w);
-        ns_jw_obj_end(&w);
+        ns_json_write_obj_begin(&w);
+        ns_json_write_obj_end(&w);
     }
     if (broker_name != NULL) {
-        ns_jw_key(&w, "brokerName");
-        ns_jw_str(&w, broker_name);
+        ns_json_write_key(&w, "brokerName");
+        ns_json_write_str(&w, broker_name);
     }
     if (cluster != NULL) {
-        ns_jw_key(&w, "cluster");
-        ns_jw_str(&w, cluster);
+        ns_json_write_key(&w, "cluster");
+        ns_json_write_str(&w, cluster);
     }
-    ns_jw_obj_end(&w);
-    ns_jw_obj_end(&w);
+    ns_json_write_obj_end(&w);
+    ns_json_write_obj_end(&w);
     return finish(out);
 }

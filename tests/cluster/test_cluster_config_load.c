@@ -52,8 +52,8 @@ static void every_file_loads(void **state)
         assert_int_equal(rv, 0);
         assert_true(c.n_nodes >= 1);
         for (size_t j = 0; j < c.n_nodes; j++) {
-            assert_true(ns_cluster_addr_is_ipv4(c.nodes[j].raft_addr));
-            assert_true(ns_cluster_addr_is_ipv4(c.nodes[j].client_addr));
+            assert_true(ns_cluster_config_addr_is_ipv4(c.nodes[j].raft_addr));
+            assert_true(ns_cluster_config_addr_is_ipv4(c.nodes[j].client_addr));
         }
         if (strstr(g.gl_pathv[i], "/local-3.json") != NULL) {
             saw_local3 = true;

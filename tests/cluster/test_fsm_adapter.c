@@ -284,7 +284,7 @@ static void test_result_slot_filled_only_when_applied(void **state)
     assert_int_equal(h.n_find, 1);
     assert_int_equal(h.n_applied, 1);
     assert_false(x.s[l].fa.diverged);
-    ns_apply_result_close(&h.slot.res);
+    ns_fsm_result_close(&h.slot.res);
 
     /* A refused entry: found, never filled, no on_applied. */
     memset(&h, 0, sizeof h);
@@ -312,7 +312,7 @@ static void test_on_applied_marks_diverged(void **state)
     ns_buf_close(&b);
     unsigned l = apply_hooked(&h, rb);
     assert_true(h.slot.filled); /* applied: the state has it */
-    ns_apply_result_close(&h.slot.res);
+    ns_fsm_result_close(&h.slot.res);
     assert_int_equal(h.n_applied, 1);
     assert_true(x.s[l].fa.diverged);
     assert_int_equal(x.s[l].fa.first_error, 0);

@@ -278,10 +278,10 @@ static void three_nodes_replicate(const enum tls_id tls[N])
     assert_int_equal(c->failed, 0);
     assert_true(run_until(c, all_applied_equal));
     uint64_t d0 = 0;
-    assert_int_equal(ns_state_digest(&c->state[0], &d0), 0);
+    assert_int_equal(ns_snapshot_digest(&c->state[0], &d0), 0);
     for (int i = 1; i < N; i++) {
         uint64_t d = 0;
-        assert_int_equal(ns_state_digest(&c->state[i], &d), 0);
+        assert_int_equal(ns_snapshot_digest(&c->state[i], &d), 0);
         assert_int_equal(d, d0);
     }
     for (int i = 0; i < N; i++) {
@@ -313,9 +313,9 @@ static bool applied_and_same_digest(struct cluster *c)
         return false;
     }
     uint64_t d0 = 0, d = 0;
-    ns_state_digest(&c->state[0], &d0);
+    ns_snapshot_digest(&c->state[0], &d0);
     for (int i = 1; i < N; i++) {
-        ns_state_digest(&c->state[i], &d);
+        ns_snapshot_digest(&c->state[i], &d);
         if (d != d0) {
             return false;
         }

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ns_fsm_apply(&s, &c, &res) != 0) {
         abort();
     }
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
     ns_command_close(&c);
 
     struct ns_buf a, b;

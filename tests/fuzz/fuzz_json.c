@@ -18,30 +18,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                      \
     } while (0)
 
-static void write_tree(struct ns_jw *w, const cJSON *item)
+static void write_tree(struct ns_json_writer *w, const cJSON *item)
 {
     if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
         bool obj = cJSON_IsObject(item);
-        obj ? ns_jw_obj_begin(w) : ns_jw_arr_begin(w);
+        obj ? ns_json_write_obj_begin(w) : ns_json_write_arr_begin(w);
         for (const cJSON *c = item->child; c != NULL; c = c->next) {
             if (obj) {
-                ns_jw_key(w, c->string);
+                ns_json_write_key(w, c->string);
                 (void)ns_json_get_int64(item, c->string, 0);
                 (void)ns_json_get_bool(item, c->string, false);
                 (void)ns_json_get_string(item, c->string);
             }
             write_tree(w, c);
         }
-        obj ? ns_jw_obj_end(w) : ns_jw_arr_end(w);
+        obj ? ns_json_write_obj_end(w) : ns_json_write_arr_end(w);
     } else if (cJSON_IsString(item)) {
-        ns_jw_str(w, item->valuestring);
+        ns_json_write_str(w, item->valuestring);
     } else if (cJSON_IsBool(item)) {
-        ns_jw_bool(w, cJSON_IsTrue(item));
+        ns_json_write_bool(w, cJSON_IsTrue(item));
     } else if (cJSON_IsNumber(item)) {
         double d = item->valuedouble;
-        ns_jw_int(w, d > -9e18 && d < 9e18 ? (int64_t)d : 0);
+        ns_json_write_int(w, d > -9e18 && d < 9e18 ? (int64_t)d : 0);
     } else {
-        ns_jw_raw(w, "null", 4);
+        ns_json_write_raw(w, "null", 4);
     }
 }
 
@@ -61,9 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(rv == 0);
     for (int f = 0; f < 2; f++) {
         struct ns_buf out;
-        struct ns_jw w;
+        struct ns_json_writer w;
         ns_buf_init(&out);
-        ns_jw_init(&w, &out, f ? NS_JSON_STANDARD : NS_JSON_LEGACY);
+        ns_json_write_init(&w, &out, f ? NS_JSON_STANDARD : NS_JSON_LEGACY);
         write_tree(&w, root);
         CHECK(out.err == 0);
         if (f == 1) {

@@ -271,13 +271,13 @@ static void ipv4_addresses(void **state)
         "001.002.003.004:000080", /* 22 characters */
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
-        if (!ns_cluster_addr_is_ipv4(good[i])) {
+        if (!ns_cluster_config_addr_is_ipv4(good[i])) {
             print_error("refused %s\n", good[i]);
             fail();
         }
     }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        if (ns_cluster_addr_is_ipv4(bad[i])) {
+        if (ns_cluster_config_addr_is_ipv4(bad[i])) {
             print_error("accepted %s\n", bad[i]);
             fail();
         }

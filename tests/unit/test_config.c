@@ -509,7 +509,7 @@ static void test_client_limits(void **state)
 {
     (void)state;
     struct ns_client_limits l;
-    ns_client_limits_init(&l);
+    ns_config_client_limits_init(&l);
     assert_int_equal(l.max_connections, 10000);
     assert_int_equal(l.max_connections_per_ip, 1000);
     assert_int_equal(l.buffer_budget_bytes, 256 * 1024 * 1024);
@@ -517,7 +517,7 @@ static void test_client_limits(void **state)
     props_of(&p, "clientMaxConnections=50\nclientMaxConnectionsPerIp=5\n"
                  "orderMessageEnable=true\n"
                  "clientBufferBudgetBytes=1\n");
-    ns_client_limits_update(&l, &p);
+    ns_config_client_limits_update(&l, &p);
     ns_props_close(&p);
     assert_int_equal(l.max_connections, 50);
     assert_int_equal(l.max_connections_per_ip, 5);

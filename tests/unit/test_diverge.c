@@ -380,7 +380,7 @@ static void test_install_and_skip(void **state)
     /* The next checkpoint's verdict agrees: serving again. */
     checkpoint(&d, &bad, 12);
     uint64_t digest = 0;
-    assert_int_equal(ns_state_digest(&healthy, &digest), 0);
+    assert_int_equal(ns_snapshot_digest(&healthy, &digest), 0);
     assert_int_equal(d.last.digest, digest);
     assert_int_equal(verdict(&d, &bad, 13, 12, digest),
                      NS_DIVERGE_EV_RECOVERED);

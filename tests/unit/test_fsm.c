@@ -103,12 +103,12 @@ static void run_sequence(struct ns_state *s)
     assert_int_equal(res.type, NS_CMD_REGISTER_BROKER);
     assert_int_equal(res.reg.status, NS_REGISTER_OK);
     assert_null(res.reg.master_addr);
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
 
     cmd_register(&c, "broker-a", "127.0.0.1:10921", 1, TOPICS, 2);
     assert_int_equal(apply(s, &c, &res), 0);
     assert_string_equal(res.reg.master_addr, "127.0.0.1:10911");
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
 
     cmd_kv(&c, NS_CMD_KV_PUT, "TopicA", "broker-a:4");
     assert_int_equal(apply(s, &c, NULL), 0);
@@ -120,11 +120,11 @@ static void run_sequence(struct ns_state *s)
     cmd_perm(&c, NS_CMD_WIPE_WRITE_PERM, "broker-a");
     assert_int_equal(apply(s, &c, &res), 0);
     assert_int_equal(res.count, 2);
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
     cmd_perm(&c, NS_CMD_ADD_WRITE_PERM, "broker-a");
     assert_int_equal(apply(s, &c, &res), 0);
     assert_int_equal(res.count, 2);
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
 
     ns_command_init(&c, NS_CMD_REGISTER_TOPIC);
     c.u.topic_register.topic = ns_strdup("TopicC");
@@ -242,10 +242,10 @@ static void test_deterministic(void **state)
     assert_int_equal(ns_state_init(&a), 0);
     assert_int_equal(ns_state_init(&b), 0);
     uint64_t da, db;
-    assert_int_equal(ns_state_digest(&a, &da), 0);
+    assert_int_equal(ns_snapshot_digest(&a, &da), 0);
     run_sequence(&a);
     run_sequence(&b);
-    assert_int_equal(ns_state_digest(&a, &db), 0);
+    assert_int_equal(ns_snapshot_digest(&a, &db), 0);
     assert_int_not_equal(da, db); /* the digest moves with the state */
     struct ns_buf ba, bb;
     ns_buf_init(&ba);
@@ -254,8 +254,8 @@ static void test_deterministic(void **state)
     assert_int_equal(ns_snapshot_encode(&b, &bb), 0);
     assert_int_equal(ba.len, bb.len);
     assert_memory_equal(ba.data, bb.data, ba.len);
-    assert_int_equal(ns_state_digest(&a, &da), 0);
-    assert_int_equal(ns_state_digest(&b, &db), 0);
+    assert_int_equal(ns_snapshot_digest(&a, &da), 0);
+    assert_int_equal(ns_snapshot_digest(&b, &db), 0);
     assert_int_equal(da, db);
     ns_buf_close(&ba);
     ns_buf_close(&bb);
@@ -376,7 +376,7 @@ static void test_exactly_once(void **state)
     c.reqid = rid(7, 3);
     assert_int_equal(apply(&s, &c, &res), 0);
     assert_string_equal(res.reg.master_addr, "127.0.0.1:10911");
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
     cmd_register(&c, "broker-a", "127.0.0.1:10921", 1, TOPICS, 2);
     c.reqid = rid(7, 3);
     assert_int_equal(apply(&s, &c, &res), 0);
@@ -384,7 +384,7 @@ static void test_exactly_once(void **state)
     assert_int_equal(res.reg.status, NS_REGISTER_OK);
     assert_string_equal(res.reg.master_addr, "127.0.0.1:10911");
     assert_string_equal(res.reg.ha_addr, "127.0.0.1:10912");
-    ns_apply_result_close(&res);
+    ns_fsm_result_close(&res);
     /* a duplicate wipe reports the same count and wipes nothing again after
      * the permission was given back */
     cmd_perm(&c, NS_CMD_WIPE_WRITE_PERM, "broker-a");
@@ -413,8 +413,8 @@ static void test_exactly_once(void **state)
     assert_int_equal(ns_state_init(&t), 0);
     assert_int_equal(ns_snapshot_decode(&t, b.data, b.len), 0);
     uint64_t d1, d2;
-    assert_int_equal(ns_state_digest(&s, &d1), 0);
-    assert_int_equal(ns_state_digest(&t, &d2), 0);
+    assert_int_equal(ns_snapshot_digest(&s, &d1), 0);
+    assert_int_equal(ns_snapshot_digest(&t, &d2), 0);
     assert_true(d1 == d2);
     cmd_kv(&c, NS_CMD_KV_PUT, "k0", "28-70");
     c.reqid = rid(7, 1);

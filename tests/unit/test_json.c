@@ -88,51 +88,51 @@ static void escaping_both_flavours(void **state)
     ns_buf_close(&b);
 }
 
-static void write_sample(struct ns_jw *w)
+static void write_sample(struct ns_json_writer *w)
 {
-    ns_jw_obj_begin(w);
-    ns_jw_key(w, "addrs");
-    ns_jw_obj_begin(w);
-    ns_jw_key_int(w, 0);
-    ns_jw_str(w, "127.0.0.1:10911");
-    ns_jw_key_int(w, -1);
-    ns_jw_str(w, "x/y");
-    ns_jw_obj_end(w);
-    ns_jw_key(w, "big");
-    ns_jw_int(w, 9007199254740992LL);
-    ns_jw_key(w, "edge");
-    ns_jw_int(w, -9007199254740991LL);
-    ns_jw_key(w, "empty");
-    ns_jw_arr_begin(w);
-    ns_jw_arr_end(w);
-    ns_jw_key(w, "list");
-    ns_jw_arr_begin(w);
-    ns_jw_int(w, 1);
-    ns_jw_bool(w, true);
-    ns_jw_raw(w, "{\"r\":1}", 7);
-    ns_jw_obj_begin(w);
-    ns_jw_obj_end(w);
-    ns_jw_bool(w, false);
-    ns_jw_arr_end(w);
-    ns_jw_key(w, "min");
-    ns_jw_int(w, INT64_MIN);
-    ns_jw_obj_end(w);
+    ns_json_write_obj_begin(w);
+    ns_json_write_key(w, "addrs");
+    ns_json_write_obj_begin(w);
+    ns_json_write_key_int(w, 0);
+    ns_json_write_str(w, "127.0.0.1:10911");
+    ns_json_write_key_int(w, -1);
+    ns_json_write_str(w, "x/y");
+    ns_json_write_obj_end(w);
+    ns_json_write_key(w, "big");
+    ns_json_write_int(w, 9007199254740992LL);
+    ns_json_write_key(w, "edge");
+    ns_json_write_int(w, -9007199254740991LL);
+    ns_json_write_key(w, "empty");
+    ns_json_write_arr_begin(w);
+    ns_json_write_arr_end(w);
+    ns_json_write_key(w, "list");
+    ns_json_write_arr_begin(w);
+    ns_json_write_int(w, 1);
+    ns_json_write_bool(w, true);
+    ns_json_write_raw(w, "{\"r\":1}", 7);
+    ns_json_write_obj_begin(w);
+    ns_json_write_obj_end(w);
+    ns_json_write_bool(w, false);
+    ns_json_write_arr_end(w);
+    ns_json_write_key(w, "min");
+    ns_json_write_int(w, INT64_MIN);
+    ns_json_write_obj_end(w);
 }
 
 static void writer_flavours(void **state)
 {
     (void)state;
     struct ns_buf b;
-    struct ns_jw w;
+    struct ns_json_writer w;
     ns_buf_init(&b);
-    ns_jw_init(&w, &b, NS_JSON_LEGACY);
+    ns_json_write_init(&w, &b, NS_JSON_LEGACY);
     write_sample(&w);
     assert_buf(&b, "{\"addrs\":{0:\"127.0.0.1:10911\",-1:\"x/y\"},"
                    "\"big\":9007199254740992,\"edge\":-9007199254740991,"
                    "\"empty\":[],\"list\":[1,true,{\"r\":1},{},false],"
                    "\"min\":-9223372036854775808}");
     ns_buf_reset(&b);
-    ns_jw_init(&w, &b, NS_JSON_STANDARD);
+    ns_json_write_init(&w, &b, NS_JSON_STANDARD);
     write_sample(&w);
     assert_buf(&b, "{\"addrs\":{\"0\":\"127.0.0.1:10911\",\"-1\":\"x\\/y\"},"
                    "\"big\":\"9007199254740992\",\"edge\":-9007199254740991,"
@@ -145,17 +145,17 @@ static void writer_depth_bound(void **state)
 {
     (void)state;
     struct ns_buf b;
-    struct ns_jw w;
+    struct ns_json_writer w;
     ns_buf_init(&b);
-    ns_jw_init(&w, &b, NS_JSON_LEGACY);
+    ns_json_write_init(&w, &b, NS_JSON_LEGACY);
     for (int i = 0; i < NS_JSON_MAX_DEPTH - 1; i++) {
-        ns_jw_arr_begin(&w);
+        ns_json_write_arr_begin(&w);
     }
     assert_int_equal(b.err, 0);
-    ns_jw_arr_begin(&w);
+    ns_json_write_arr_begin(&w);
     assert_int_equal(b.err, NS_ETOOBIG);
     for (int i = 0; i < NS_JSON_MAX_DEPTH + 3; i++) {
-        ns_jw_arr_end(&w); /* unbalanced closes must not underflow */
+        ns_json_write_arr_end(&w); /* unbalanced closes must not underflow */
     }
     assert_int_equal(w.depth, 0);
     ns_buf_close(&b);
@@ -293,27 +293,27 @@ static bool is_int_key(const char *k)
     return true;
 }
 
-static void write_tree(struct ns_jw *w, const cJSON *item)
+static void write_tree(struct ns_json_writer *w, const cJSON *item)
 {
     if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
         bool obj = cJSON_IsObject(item);
-        obj ? ns_jw_obj_begin(w) : ns_jw_arr_begin(w);
+        obj ? ns_json_write_obj_begin(w) : ns_json_write_arr_begin(w);
         for (const cJSON *c = item->child; c != NULL; c = c->next) {
             if (obj && is_int_key(c->string)) {
-                ns_jw_key_int(w, strtoll(c->string, NULL, 10));
+                ns_json_write_key_int(w, strtoll(c->string, NULL, 10));
             } else if (obj) {
-                ns_jw_key(w, c->string);
+                ns_json_write_key(w, c->string);
             }
             write_tree(w, c);
         }
-        obj ? ns_jw_obj_end(w) : ns_jw_arr_end(w);
+        obj ? ns_json_write_obj_end(w) : ns_json_write_arr_end(w);
     } else if (cJSON_IsString(item)) {
-        ns_jw_str(w, item->valuestring);
+        ns_json_write_str(w, item->valuestring);
     } else if (cJSON_IsBool(item)) {
-        ns_jw_bool(w, cJSON_IsTrue(item));
+        ns_json_write_bool(w, cJSON_IsTrue(item));
     } else {
         assert_true(cJSON_IsNumber(item));
-        ns_jw_int(w, (int64_t)item->valuedouble);
+        ns_json_write_int(w, (int64_t)item->valuedouble);
     }
 }
 
@@ -336,9 +336,9 @@ static void route_bodies(void **state)
         cJSON *root = ns_json_parse(text, len);
         assert_non_null(root);
         struct ns_buf b;
-        struct ns_jw w;
+        struct ns_json_writer w;
         ns_buf_init(&b);
-        ns_jw_init(&w, &b, bodies[i].flavour);
+        ns_json_write_init(&w, &b, bodies[i].flavour);
         write_tree(&w, root);
         assert_buf(&b, text);
         ns_buf_close(&b);

@@ -144,33 +144,33 @@ static void java_parse(void **state)
     (void)state;
     int64_t l = 0;
     int32_t i = 0;
-    assert_true(ns_java_parse_int64("9223372036854775807", &l));
+    assert_true(ns_json_number_parse_int64("9223372036854775807", &l));
     assert_true(l == INT64_MAX);
-    assert_false(ns_java_parse_int64("9223372036854775808", &l));
-    assert_true(ns_java_parse_int64("-9223372036854775808", &l));
+    assert_false(ns_json_number_parse_int64("9223372036854775808", &l));
+    assert_true(ns_json_number_parse_int64("-9223372036854775808", &l));
     assert_true(l == INT64_MIN);
-    assert_true(ns_java_parse_int64("+7", &l));
+    assert_true(ns_json_number_parse_int64("+7", &l));
     assert_int_equal(l, 7);
-    assert_false(ns_java_parse_int64("", &l));
-    assert_false(ns_java_parse_int64("-", &l));
-    assert_false(ns_java_parse_int64("abc", &l));
-    assert_false(ns_java_parse_int64("1e3", &l));
-    assert_false(ns_java_parse_int64(" 1", &l));
-    assert_false(ns_java_parse_int64("1.0", &l));
-    assert_false(ns_java_parse_int64(NULL, &l));
+    assert_false(ns_json_number_parse_int64("", &l));
+    assert_false(ns_json_number_parse_int64("-", &l));
+    assert_false(ns_json_number_parse_int64("abc", &l));
+    assert_false(ns_json_number_parse_int64("1e3", &l));
+    assert_false(ns_json_number_parse_int64(" 1", &l));
+    assert_false(ns_json_number_parse_int64("1.0", &l));
+    assert_false(ns_json_number_parse_int64(NULL, &l));
     /* Character.digit accepts every script's digits (Java run: "١٢" and
      * fullwidth "１２" are 12); the superscript ² and a digit beyond the BMP
      * are not decimal digits to parseInt. */
-    assert_true(ns_java_parse_int64("\xd9\xa1\xd9\xa2", &l));
+    assert_true(ns_json_number_parse_int64("\xd9\xa1\xd9\xa2", &l));
     assert_int_equal(l, 12);
-    assert_true(ns_java_parse_int32("-\xef\xbc\x91\xef\xbc\x92", &i));
+    assert_true(ns_json_number_parse_int32("-\xef\xbc\x91\xef\xbc\x92", &i));
     assert_int_equal(i, -12);
-    assert_false(ns_java_parse_int64("\xc2\xb2", &l));
-    assert_false(ns_java_parse_int64("\xf0\x9d\x9f\x8e", &l));
-    assert_true(ns_java_parse_int32("2147483647", &i));
+    assert_false(ns_json_number_parse_int64("\xc2\xb2", &l));
+    assert_false(ns_json_number_parse_int64("\xf0\x9d\x9f\x8e", &l));
+    assert_true(ns_json_number_parse_int32("2147483647", &i));
     assert_int_equal(i, INT32_MAX);
-    assert_false(ns_java_parse_int32("2147483648", &i));
-    assert_true(ns_java_parse_int32("-2147483648", &i));
+    assert_false(ns_json_number_parse_int32("2147483648", &i));
+    assert_true(ns_json_number_parse_int32("-2147483648", &i));
     assert_int_equal(i, INT32_MIN);
 }
 

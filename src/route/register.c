@@ -1,5 +1,5 @@
 /* Life cycle of the plain route value types (decoded registrations, register
- * results) and DataVersion equality. Decoding register bodies is not here
+ * results). Decoding register bodies is not here
  * (register_body.c). */
 #include <string.h>
 
@@ -45,11 +45,4 @@ void ns_register_result_close(struct ns_register_result *res)
     res->master_addr = NULL;
     res->ha_addr = NULL;
     res->status = NS_REGISTER_OK;
-}
-
-bool ns_data_version_equal(const struct ns_data_version *a,
-                           const struct ns_data_version *b)
-{
-    return a->counter == b->counter && a->state_version == b->state_version &&
-           a->timestamp == b->timestamp;
 }
