@@ -71,6 +71,10 @@ static const char usage_text[] =
     "                              (ROLE admin|broker|reader)\n"
     "  acl remove AK               remove an account\n"
     "  acl list                    accounts, roles, networks (no secrets)\n"
+    "  snapshot save FILE          copy a ready node's state into a backup\n"
+    "                              file (index, term, CRC32C in its header)\n"
+    "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
+    "                              write to DIR) its tables\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -731,6 +735,8 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_member(&ctl);
     else if (strcmp(cmd, "leader") == 0)
         rv = ns_ctl_cmd_leader(&ctl);
+    else if (strcmp(cmd, "snapshot") == 0)
+        rv = ns_ctl_cmd_snapshot(&ctl);
     else if (strcmp(cmd, "acl") == 0)
         rv = ns_ctl_cmd_acl(&ctl);
     else

@@ -90,6 +90,7 @@ const char *ns_code_response_name(int32_t code);
 #define NS_EXT_ACL_NETWORKS "raftnsAclNetworks" /* CIDRs, ',' separated */
 #define NS_EXT_OFFSET "raftnsOffset" /* byte offset of a chunk (decimal) */
 #define NS_EXT_TOTAL "raftnsTotal"   /* total bytes of a chunked body */
+#define NS_EXT_TERM "raftnsTerm"     /* a raft term (decimal) */
 /* On a reply to a stock read that another node answered (docs/readiness.md):
  * the id of the node whose state the answer comes from (decimal). */
 #define NS_EXT_SERVED_BY "raftnsServedBy"
@@ -174,9 +175,13 @@ const char *ns_code_response_name(int32_t code);
  * Request: ext from, index (0 for the first chunk, else the index the first
  * reply named), offset. Reply 0: body = bytes [offset, offset + chunk) of
  * ns_snapshot_encode of the leader's state at its applied index; ext index =
- * that applied index, total = the encoding's size, offset. Reply 1 with a
- * remark when this node is not the leader, is itself diverged, or no longer
- * holds the encoding of that index (start again at offset 0). */
+ * that applied index, total = the encoding's size, offset, term = the node's
+ * term when it encoded the state. Reply 1 with a remark when this node is not
+ * the leader, is itself diverged, or no longer holds the encoding of that
+ * index (start again at offset 0).
+ * Without ext from it is an operator's backup (raftnsctl snapshot save): any
+ * ready, healthy node answers with its own state the same way; with ACL on it
+ * needs an admin signature. */
 #define NS_CODE_STATE_FETCH 9013
 /* READ_FORWARD: a node that cannot answer a stock read from its own state (not
  * ready, diverged; src/cluster/held_read.c) hands the whole request to the

@@ -215,4 +215,16 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg);
  * libraft 0.15 still calls into the node's io while its last handles close. */
 void ns_node_destroy(struct ns_node *n);
 
+/* Builds dir (missing or empty; created) as the data dir of node id (raft
+ * address raft_addr) of a new cluster whose voters are voters[0, n_voters):
+ * state[0, len) (ns_snapshot_encode bytes, borrowed) becomes its raft
+ * snapshot at index, term 1, so the node starts from it. Runs and closes its
+ * own loop; call it before any node of this process starts. Returns 0,
+ * NS_EINVAL (dir not empty), NS_EIO or NS_ENOMEM; on error err (errlen bytes)
+ * names the path and the reason, and dir may hold a partial snapshot. */
+int ns_node_restore_dir(const char *dir, uint64_t id, const char *raft_addr,
+                        const struct ns_node_member *voters, size_t n_voters,
+                        const uint8_t *state, size_t len, uint64_t index,
+                        char *err, size_t errlen);
+
 #endif

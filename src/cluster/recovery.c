@@ -3,7 +3,9 @@
  * leader's applied index (ns_node_install_state), so the entries that state
  * already holds are skipped and every later one is applied once. The leader
  * side answers the chunks from one cached encoding. Deciding who diverged is
- * verdict.c; libraft 0.15 cannot be asked to send an InstallSnapshot. */
+ * verdict.c; libraft 0.15 cannot be asked to send an InstallSnapshot. The same
+ * code, sent by an operator instead of a node (raftnsctl snapshot save), copies
+ * any ready node's state into a backup file (include/raftns/backup.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -252,6 +254,7 @@ static int refresh_cache(struct ns_observe *o, uint64_t applied)
     ns_free(r->cache);
     r->cache = ns_buf_take(&b, &r->cache_len);
     r->cache_at = applied;
+    r->cache_term = ns_node_term(o->node);
     ns_buf_close(&b);
     return 0;
 }
@@ -261,9 +264,23 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
     if (!ns_cluster_check_signed(req)) {
         return 0;
     }
+    /* Without raftnsFrom it is an operator's backup: the state holds every
+     * account, so with ACL on it needs an admin account, like the other
+     * cluster administration. Any ready node serves it, at its own applied
+     * index; a diverged node copies from the leader only. */
+    bool backup = ns_cmd_ext_find(req->cmd, NS_EXT_FROM) == NULL;
+    if (backup && !ns_acl_gate_allows(req, NS_ACL_ROLE_ADMIN)) {
+        return 0;
+    }
     struct ns_observe *o = req->srv->observe;
-    if (o == NULL || !ns_node_is_leader(o->node) ||
-        ns_node_is_diverged(o->node)) {
+    if (backup && (o == NULL || !ns_node_is_ready(o->node) ||
+                   ns_node_is_diverged(o->node))) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: this node is not ready or diverged; "
+                               "take the snapshot from another node");
+    }
+    if (!backup && (o == NULL || !ns_node_is_leader(o->node) ||
+                    ns_node_is_diverged(o->node))) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: not a healthy leader");
     }
@@ -288,10 +305,17 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
                                     ns_strerror(rv));
         }
         r->n_served++;
-        NS_LOG(NS_LOG_WARN,
-               "recover: a diverged node copies this leader's state (%zu "
-               "bytes at index %" PRIu64 ")",
-               r->cache_len, r->cache_at);
+        if (backup) {
+            NS_LOG(NS_LOG_INFO,
+                   "backup: a snapshot of %zu bytes at index %" PRIu64
+                   " is being saved by %s",
+                   r->cache_len, r->cache_at, req->conn->peer);
+        } else {
+            NS_LOG(NS_LOG_WARN,
+                   "recover: a diverged node copies this leader's state (%zu "
+                   "bytes at index %" PRIu64 ")",
+                   r->cache_len, r->cache_at);
+        }
     } else if (r->cache == NULL || r->cache_at != index ||
                offset > r->cache_len) {
         return ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
@@ -311,6 +335,7 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
     int rv = set_ext_u64(&reply, NS_EXT_INDEX, r->cache_at);
     rv |= set_ext_u64(&reply, NS_EXT_TOTAL, r->cache_len);
     rv |= set_ext_u64(&reply, NS_EXT_OFFSET, offset);
+    rv |= set_ext_u64(&reply, NS_EXT_TERM, r->cache_term);
     if (rv != 0) {
         ns_cmd_close(&reply);
         return NS_ENOMEM;

@@ -62,6 +62,7 @@ struct ns_recovery {
     uint8_t *cache; /* owned: the encoding served, at cache_at */
     size_t cache_len;
     uint64_t cache_at, cache_used_ms;
+    uint64_t cache_term; /* the node's term when the cache was encoded */
     uint64_t n_served;
     size_t chunk; /* test hook RAFTNS_TEST_FETCH_CHUNK; 0 = a frame's worth */
 };
