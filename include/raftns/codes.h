@@ -80,6 +80,7 @@ const char *ns_code_response_name(int32_t code);
 #define NS_EXT_REQID "raftnsReqid"            /* ns_apply_result.reqid */
 #define NS_EXT_RESEND "raftnsResend"          /* on FORWARD: "true" */
 #define NS_EXT_ID "raftnsId"                  /* a member id (decimal) */
+#define NS_EXT_ROLE "raftnsRole"              /* "voter" | "standby" */
 #define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
 #define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */
 #define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
@@ -122,10 +123,13 @@ const char *ns_code_response_name(int32_t code);
 #define NS_CODE_MEMBER_LIST 9003
 
 /* MEMBER_ADD: leader only (a follower forwards it to the leader).
- * Request: id, raftAddr, clientAddr, httpAddr (optional). The
- * leader records the addresses (SET_MEMBER), raft_add, then raft_assign VOTER
- * (one change at a time; on RAFT_NOCONNECTION the spare is removed again).
- * Reply 0 when the new member is a voter; 1 with remark otherwise. */
+ * Request: id, raftAddr, clientAddr, httpAddr (optional), role (optional:
+ * "voter", the default, or "standby"). The leader records the addresses
+ * (SET_MEMBER), raft_add, then raft_assign VOTER or STANDBY (one change at a
+ * time; on RAFT_NOCONNECTION the spare is removed again). A standby receives
+ * the log and serves reads and liveness reports, but neither votes nor counts
+ * for commits. Reply 0 when the new member has its role; 1 with remark
+ * otherwise. */
 #define NS_CODE_MEMBER_ADD 9004
 
 /* MEMBER_REMOVE: Request: id. raft_remove, then SET_MEMBER with no
@@ -193,7 +197,15 @@ const char *ns_code_response_name(int32_t code);
  * diverged itself answers 1 without it (the sender tries again). */
 #define NS_CODE_READ_FORWARD 9016
 
+/* MEMBER_ASSIGN: promote a standby to voter or demote a voter to standby
+ * (raftnsctl member promote|demote). Request: id, role ("voter" | "standby").
+ * Leader only (a follower relays it); the leader does not demote itself
+ * (transfer leadership first). Promotion lets the member catch up first.
+ * Reply 0 once the new configuration is committed; 1 with a remark (unknown
+ * member, already that role, could not catch up). Admin, like MEMBER_ADD. */
+#define NS_CODE_MEMBER_ASSIGN 9017
+
 #define NS_CODE_PRIVATE_MIN 9001
-#define NS_CODE_PRIVATE_MAX 9016
+#define NS_CODE_PRIVATE_MAX 9017
 
 #endif

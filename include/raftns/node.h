@@ -147,11 +147,19 @@ void ns_node_set_ready_index(struct ns_node *n, uint64_t index);
 
 /* --- membership (leader only; one change at a time) --- */
 typedef void (*ns_node_change_cb)(void *arg, int status, const char *errmsg);
-/* raft_add then raft_assign VOTER; on failure to catch up the spare is removed.
- * 0 (cb exactly once, later), NS_ENOTLEADER, NS_EAGAIN (a change is already
- * running), NS_EINVAL (bad id/address, duplicate id) or NS_ENOMEM. */
+/* raft_add then raft_assign role (NS_MEMBER_VOTER, or NS_MEMBER_STANDBY: a
+ * member that receives the log but neither votes nor counts for commits); on
+ * failure to catch up the spare is removed. 0 (cb exactly once, later),
+ * NS_ENOTLEADER, NS_EAGAIN (a change is already running), NS_EINVAL (bad
+ * id/address/role, duplicate id) or NS_ENOMEM. */
 int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
-                       ns_node_change_cb cb, void *arg);
+                       int role, ns_node_change_cb cb, void *arg);
+/* raft_assign of an existing member to role (NS_MEMBER_VOTER: promote, which
+ * first lets it catch up; NS_MEMBER_STANDBY: demote). A member that cannot
+ * catch up keeps its role. Same codes as ns_node_member_add, plus NS_EINVAL
+ * for an unknown id or the role it already has (errmsg of cb says which). */
+int ns_node_member_assign(struct ns_node *n, uint64_t id, int role,
+                          ns_node_change_cb cb, void *arg);
 int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
                           void *arg);
 /* Leadership transfer to id (0 = raft picks). cb status 0 when this node is no

@@ -70,7 +70,9 @@ struct change {
     struct raft_transfer transfer;
     struct ns_node *node;
     uint64_t id;
-    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
+    int step; /* 1 add, 2 assign after add, 3 remove spare after failure,
+                 4 remove, 5 assign (promote/demote) */
+    int role; /* RAFT_VOTER or RAFT_STANDBY for steps 1, 2 and 5 */
     int status;
     ns_node_change_cb cb;
     void *arg;

@@ -79,7 +79,7 @@ static bool is_private_admin_code(int32_t code)
 {
     return (code >= NS_CODE_FORWARD && code <= NS_CODE_LEADER_TRANSFER) ||
            code == NS_CODE_ACL_UPDATE || code == NS_CODE_ACL_LIST ||
-           code == NS_CODE_READ_FORWARD;
+           code == NS_CODE_READ_FORWARD || code == NS_CODE_MEMBER_ASSIGN;
 }
 
 static const struct handler *find_handler(int32_t code)

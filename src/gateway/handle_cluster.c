@@ -19,6 +19,7 @@
 
 struct member_op {
     uint64_t id;
+    int role; /* enum ns_node_member_role: MEMBER_ADD's and MEMBER_ASSIGN's */
     char raft[64];
     char client[64];
     char http[64];
@@ -378,8 +379,8 @@ static void add_recorded(void *arg, int status, uint64_t index,
     struct ns_pending *p = arg;
     struct member_op *op = p->data;
     if (status == 0) {
-        status =
-            ns_node_member_add(p->srv->node, op->id, op->raft, change_cb, p);
+        status = ns_node_member_add(p->srv->node, op->id, op->raft, op->role,
+                                    change_cb, p);
         if (status == 0) {
             return;
         }
@@ -514,6 +515,56 @@ static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
     return true;
 }
 
+/* raftnsRole: absent (MEMBER_ADD: voter), "voter" or "standby". */
+static bool parse_role(const struct ns_cmd *c, bool required, int *role)
+{
+    const char *v = ns_cmd_ext_find(c, NS_EXT_ROLE);
+    if (v == NULL || v[0] == '\0') {
+        *role = NS_MEMBER_VOTER;
+        return !required;
+    }
+    *role = strcmp(v, "voter") == 0     ? NS_MEMBER_VOTER
+            : strcmp(v, "standby") == 0 ? NS_MEMBER_STANDBY
+                                        : -1;
+    return *role >= 0;
+}
+
+/* MEMBER_ASSIGN's checks with the current configuration, so the answer names
+ * the member: NULL when the change may go on, else the refusal's remark
+ * (static or in buf). */
+static const char *assign_refusal(struct ns_server *srv, uint64_t id, int role,
+                                  char *buf, size_t len)
+{
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    if (ns_node_members(srv->node, &m, &n) != 0) {
+        return "raftns: out of memory";
+    }
+    int have = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id == id) {
+            have = m[i].role;
+        }
+    }
+    ns_free(m);
+    static const char *const names[] = {"voter", "standby", "spare"};
+    if (have < 0) {
+        snprintf(buf, len, "raftns: no member %llu (raftnsctl member list)",
+                 (unsigned long long)id);
+    } else if (have == role) {
+        snprintf(buf, len, "raftns: member %llu is already a %s",
+                 (unsigned long long)id, names[role % 3]);
+    } else if (id == ns_node_id(srv->node) && role != NS_MEMBER_VOTER) {
+        snprintf(buf, len,
+                 "raftns: member %llu is the leader; transfer leadership "
+                 "first (raftnsctl leader transfer)",
+                 (unsigned long long)id);
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
 static int handle_change(struct ns_req *req)
 {
     struct ns_server *srv = req->srv;
@@ -532,6 +583,21 @@ static int handle_change(struct ns_req *req)
         return NS_ENOMEM;
     }
     op->id = id > 0 ? (uint64_t)id : 0;
+    if ((code == NS_CODE_MEMBER_ADD || code == NS_CODE_MEMBER_ASSIGN) &&
+        !parse_role(req->cmd, code == NS_CODE_MEMBER_ASSIGN, &op->role)) {
+        ns_free(op);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: raftnsRole must be voter or standby");
+    }
+    if (code == NS_CODE_MEMBER_ASSIGN) {
+        char why[160];
+        const char *refused =
+            assign_refusal(srv, op->id, op->role, why, sizeof why);
+        if (refused != NULL) {
+            ns_free(op);
+            return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refused);
+        }
+    }
     if (code == NS_CODE_MEMBER_ADD &&
         (!copy_addr(req->cmd, NS_EXT_RAFT_ADDR, op->raft, sizeof op->raft,
                     true) ||
@@ -565,6 +631,8 @@ static int handle_change(struct ns_req *req)
         rv = ns_node_transfer(srv->node, 0, self_transfer_cb, p);
     } else if (code == NS_CODE_MEMBER_REMOVE) {
         rv = ns_node_member_remove(srv->node, op->id, remove_cb, p);
+    } else if (code == NS_CODE_MEMBER_ASSIGN) {
+        rv = ns_node_member_assign(srv->node, op->id, op->role, change_cb, p);
     } else {
         if (op->id != 0 && op->id == ns_node_id(srv->node)) {
             ns_pending_finish(p, 0, 0, NULL); /* already the leader */
@@ -605,6 +673,7 @@ static enum ns_acl_role private_role(const struct ns_req *req)
         return NS_ACL_ROLE_READER;
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
     case NS_CODE_ACL_UPDATE:
     case NS_CODE_ACL_LIST:
@@ -633,6 +702,7 @@ int ns_handle_private(struct ns_req *req)
         return handle_member_list(req);
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
         return handle_change(req);
     case NS_CODE_ACL_UPDATE:
