@@ -59,6 +59,13 @@ static const char usage_text[] =
     "  kv put NS KEY VALUE         write a KV entry\n"
     "  kv delete NS KEY            delete a KV entry\n"
     "  kv list NS                  all entries of a namespace\n"
+    "  brokers                     every broker with its cluster, address,\n"
+    "                              timeout and last heartbeat on each node\n"
+    "  wipe-write-perm BROKER      remove write permission of a broker's\n"
+    "                              topics (mqadmin wipeWritePerm)\n"
+    "  add-write-perm BROKER       give it back (mqadmin addWritePerm)\n"
+    "  delete-topic TOPIC [--cluster C]  delete a topic's route from the\n"
+    "                              name server (mqadmin deleteTopic)\n"
     "  config get                  the server's settings\n"
     "  config set KEY=VALUE...     change settings\n"
     "  status                      every member's state as a table (asks the\n"
@@ -66,7 +73,8 @@ static const char usage_text[] =
     "  member list                 raft members and their addresses\n"
     "  member add ID RAFT CLIENT [HTTP] [--role voter|standby]\n"
     "                              add a voter, or a standby (a read replica\n"
-    "                              that does not vote; addresses IPv4 ip:port)\n"
+    "                              that does not vote; addresses IPv4 "
+    "ip:port)\n"
     "  member promote ID           make a standby a voter\n"
     "  member demote ID            make a voter a standby\n"
     "  member remove ID            remove a member\n"
@@ -739,6 +747,13 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_member(&ctl);
     else if (strcmp(cmd, "leader") == 0)
         rv = ns_ctl_cmd_leader(&ctl);
+    else if (strcmp(cmd, "wipe-write-perm") == 0 ||
+             strcmp(cmd, "add-write-perm") == 0)
+        rv = ns_ctl_cmd_write_perm(&ctl);
+    else if (strcmp(cmd, "delete-topic") == 0)
+        rv = ns_ctl_cmd_delete_topic(&ctl);
+    else if (strcmp(cmd, "brokers") == 0)
+        rv = ns_ctl_cmd_brokers(&ctl);
     else if (strcmp(cmd, "snapshot") == 0)
         rv = ns_ctl_cmd_snapshot(&ctl);
     else if (strcmp(cmd, "acl") == 0)

@@ -205,7 +205,16 @@ const char *ns_code_response_name(int32_t code);
  * member, already that role, could not catch up). Admin, like MEMBER_ADD. */
 #define NS_CODE_MEMBER_ASSIGN 9017
 
+/* BROKER_LIVENESS: this node's broker liveness table (raftnsctl brokers).
+ * Read-only like STATUS: no secret needed; with ACL on, a reader's. Request:
+ * no ext. Reply 0: body = JSON {"node":N,"leader":bool,"brokers":[
+ *   {"cluster":"..","brokerAddr":"ip:port","timeoutMs":N,"heardHere":bool,
+ *    "lastHeartbeatAgoMs":N (-1: this node never heard it),
+ *    "seenAgoMs":N (any node, as this one knows; the leader's is merged),
+ *    "holders":[node ids holding its connection]}...]} in no order. */
+#define NS_CODE_BROKER_LIVENESS 9018
+
 #define NS_CODE_PRIVATE_MIN 9001
-#define NS_CODE_PRIVATE_MAX 9017
+#define NS_CODE_PRIVATE_MAX 9018
 
 #endif

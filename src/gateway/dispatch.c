@@ -65,6 +65,7 @@ static const struct handler handlers[] = {
      B},
     {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0, N},
     {NS_CODE_STATUS, ns_handle_status, F_ALWAYS, R},
+    {NS_CODE_BROKER_LIVENESS, ns_handle_broker_liveness, F_ALWAYS, R},
     /* signed by the cluster secret; they check it and divergence themselves */
     {NS_CODE_DIGEST_REPORT, ns_verdict_handle_digest_report, F_ALWAYS, N},
     {NS_CODE_STATE_FETCH, ns_recovery_handle_state_fetch, F_ALWAYS, N},

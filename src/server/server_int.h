@@ -418,6 +418,7 @@ uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
 size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
+int ns_handle_broker_liveness(struct ns_req *req);
 
 /* --- register_async.c --- */
 /* True when a REGISTER_BROKER body may take long to decode: it is then
