@@ -3,15 +3,15 @@
  * Stock RocketMQ codes come from one table, NS_CODE_TABLE, with the names the
  * Java RequestCode / ResponseCode classes give them (docs/protocol.md §3); each
  * row yields the constant NS_CODE_<NAME>. The private node-to-node and
- * cluster-admin request codes (9001-9010, 9012-9013, 9016) that raftns nodes
- * accept on their CLIENT port follow, with the ext fields of each request and
- * reply; nothing in that part is Java.
+ * cluster-admin request codes (9001-9010, 9012-9013, 9016-9018) that raftns
+ * nodes accept on their CLIENT port follow, with the ext fields of each request
+ * and reply; nothing in that part is Java.
  *
- * Every private request but STATUS is signed with the cluster secret
- * (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the secret itself never
- * travels). A missing, wrong, expired or replayed signature is answered with
- * NO_PERMISSION and a remark saying why, and logged at WARN. Replies use
- * SUCCESS (0), or SYSTEM_ERROR (1) with a remark. */
+ * Every private request but STATUS and BROKER_LIVENESS is signed with the
+ * cluster secret (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the
+ * secret itself never travels). A missing, wrong, expired or replayed signature
+ * is answered with NO_PERMISSION and a remark saying why, and logged at WARN.
+ * Replies use SUCCESS (0), or SYSTEM_ERROR (1) with a remark. */
 #ifndef RAFTNS_CODES_H
 #define RAFTNS_CODES_H
 
