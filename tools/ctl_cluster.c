@@ -108,7 +108,19 @@ static void row_of(const struct node_status *ns, char cells[N_COLS][64])
     const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
     const char *digest = ns_json_get_string(d, "digest");
     num_text(cells[0], 64, d, "id");
-    snprintf(cells[1], 64, "%s", ns_json_get_string(d, "role") ?: "?");
+    /* a standby is a follower that does not vote: say so */
+    const char *member_role = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(d, "members"))
+    {
+        if (ns_json_get_int64(m, "id", 0) == ns_json_get_int64(d, "id", -1)) {
+            member_role = ns_json_get_string(m, "role");
+        }
+    }
+    snprintf(cells[1], 64, "%s%s%s", ns_json_get_string(d, "role") ?: "?",
+             member_role && strcmp(member_role, "voter") != 0 ? "/" : "",
+             member_role && strcmp(member_role, "voter") != 0 ? member_role
+                                                              : "");
     num_text(cells[2], 64, d, "term");
     num_text(cells[3], 64, leader, "id");
     num_text(cells[4], 64, d, "commit_index");

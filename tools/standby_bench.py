@@ -6,7 +6,7 @@ drives real raftns processes through tests/process/clusterh.py and tools/raftns-
 only; it judges nothing.
 
   RAFTNS_BIN=build/raftns RAFTNSCTL_BIN=build/raftnsctl python3 tools/standby_bench.py \\
-      --bench build/raftns-bench --repeats 3 --duration 4
+      --bench build/raftns-bench --repeats 3 --duration 4 [--no-reads]
 """
 
 import argparse
@@ -34,21 +34,21 @@ def ctl(nodes, *args):
     return r.stdout
 
 
-def make_cluster(standbys):
-    c = clusterh.Cluster(3 + standbys, log_level="warn")
-    for i in range(3, 3 + standbys):
+def make_cluster(standbys, voters=3):
+    c = clusterh.Cluster(voters + standbys, log_level="warn")
+    for i in range(voters, voters + standbys):
         c.config["nodes"][i]["bootstrap"] = False
     with open(c.config_path, "w") as f:
         json.dump(c.config, f, indent=2)
-    voters = [c[i] for i in (1, 2, 3)]
-    for nd in voters:
+    first = [c[i] for i in range(1, voters + 1)]
+    for nd in first:
         nd.start(wait=False)
-    c.wait_ready(nodes=voters)
-    c.leader(nodes=voters)
-    for i in range(4, 4 + standbys):
+    c.wait_ready(nodes=first)
+    c.leader(nodes=first)
+    for i in range(voters + 1, voters + 1 + standbys):
         nd = c[i]
         nd.start(wait=False)
-        ctl(voters, "member", "add", str(i), "127.0.0.1:%d" % nd.raft_port,
+        ctl(first, "member", "add", str(i), "127.0.0.1:%d" % nd.raft_port,
             "127.0.0.1:%d" % nd.client_port, nd.http_addr, "--role", "standby")
     c.wait_ready()
     return c
@@ -117,27 +117,9 @@ def redis_get(conns, duration):
         srv.wait()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", default="build/raftns-bench")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--duration", type=float, default=4)
-    ap.add_argument("--conns", type=int, default=16)
-    a = ap.parse_args()
-    res = {"commit_p50_us": {"3 voters": [], "3 voters + 2 standbys": []},
-           "commit_rps": {"3 voters": [], "3 voters + 2 standbys": []},
-           "reads_rps": {"leader only": [], "all 5 nodes": []}, "redis_get_rps": []}
-    # commit latency: the two shapes alternate, each a fresh cluster alone on the machine (the
-    # other's processes stopped), so both see the same background load
-    for _ in range(a.repeats):
-        for key, standbys in (("3 voters", 0), ("3 voters + 2 standbys", 2)):
-            c = make_cluster(standbys)
-            try:
-                p50, rps = commit_latency(a.bench, c, a.duration)
-            finally:
-                c.cleanup(check=False)
-            res["commit_p50_us"][key].append(p50)
-            res["commit_rps"][key].append(rps)
+def measure_reads(a, res):
+    """Route reads on a 3 + 2 cluster: against the leader alone, then against all 5 nodes at
+    once; redis-benchmark GET after each pair, as the same run's baseline."""
     withsb = make_cluster(2)
     try:
         holder = hold_brokers(a.bench, withsb, 3 * a.repeats * (a.duration + 10) + 60)
@@ -155,16 +137,44 @@ def main():
     finally:
         withsb.cleanup(check=False)
 
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default="build/raftns-bench")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=4)
+    ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--no-reads", action="store_true", help="commit latency only")
+    a = ap.parse_args()
+    shapes = (("3 voters", 0, 3), ("3 voters + 2 standbys", 2, 3), ("5 voters", 0, 5))
+    res = {"commit_p50_us": {k: [] for k, _, _ in shapes},
+           "commit_rps": {k: [] for k, _, _ in shapes},
+           "reads_rps": {"leader only": [], "all 5 nodes": []}, "redis_get_rps": []}
+    # commit latency: the shapes alternate, each a fresh cluster alone on the machine (the
+    # others stopped), so every shape sees the same background load
+    for _ in range(a.repeats):
+        for key, standbys, voters in shapes:
+            c = make_cluster(standbys, voters)
+            try:
+                p50, rps = commit_latency(a.bench, c, a.duration)
+            finally:
+                c.cleanup(check=False)
+            res["commit_p50_us"][key].append(p50)
+            res["commit_rps"][key].append(rps)
+    if not a.no_reads:
+        measure_reads(a, res)
+
     def med(v):
         return statistics.median(v)
     for k, v in res["commit_p50_us"].items():
         print("commit p50 %-22s median %8.0f us  runs %s  (req/s median %.0f)" %
               (k, med(v), ["%.0f" % x for x in v], med(res["commit_rps"][k])))
-    for k, v in res["reads_rps"].items():
+    for k, v in res["reads_rps"].items() if res["redis_get_rps"] else ():
         print("route reads %-20s median %8.0f req/s  runs %s" % (k, med(v),
                                                                 ["%.0f" % x for x in v]))
-    print("redis GET (-c %d)                 median %8.0f req/s  runs %s" %
-          (a.conns, med(res["redis_get_rps"]), ["%.0f" % x for x in res["redis_get_rps"]]))
+    if res["redis_get_rps"]:
+        print("redis GET (-c %d)                 median %8.0f req/s  runs %s" %
+              (a.conns, med(res["redis_get_rps"]), ["%.0f" % x for x in res["redis_get_rps"]]))
     print(json.dumps(res))
 
 

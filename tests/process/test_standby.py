@@ -77,6 +77,11 @@ class Standby(unittest.TestCase):
         self.assertEqual(roles(self.voters()), VOTERS_AND_STANDBYS)
         st = c[4].status()
         self.assertEqual({m["id"]: m["role"] for m in st["members"]}, VOTERS_AND_STANDBYS)
+        r = ctl([c[4]], "status")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = {ln.split()[0]: ln.split()[1] for ln in r.stdout.splitlines()[1:]}
+        self.assertEqual(rows["4"], "follower/standby", r.stdout)
+        self.assertIn(rows["1"], ("leader", "follower"), r.stdout)
 
         # writes through a standby, reads and heartbeats served by the standby itself
         b = clusterh.Broker(name="broker-s", addr="127.0.0.1:45931", topics=["TopicS1", "TopicS2"])
