@@ -247,3 +247,30 @@ int ns_server_reload_tls(struct ns_server *s)
 {
     return ns_conn_tls_reload(&s->net);
 }
+
+void ns_server_set_status(struct ns_server *s, ns_server_status_fn fn,
+                          void *ctx)
+{
+    s->status_fn = fn;
+    s->status_ctx = ctx;
+}
+
+const char *ns_server_client_addr(const struct ns_server *s)
+{
+    return s->net.client_addr;
+}
+
+size_t ns_server_n_conns(const struct ns_server *s)
+{
+    return s->net.n_conns;
+}
+
+struct ns_tls_ctx *ns_server_https_ctx(const struct ns_server *s)
+{
+    return s->net.tls.http ? s->net.tls.ctx : NULL;
+}
+
+struct ns_cluster *ns_server_cluster(struct ns_server *s)
+{
+    return s->cluster;
+}

@@ -92,7 +92,9 @@ struct ns_server {
     uint64_t start_ms;
     struct ns_liveness live;
     struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
-    struct ns_observe *observe;         /* borrowed, may be NULL (observe.c) */
+    /* NS_CODE_STATUS answers this (ns_server_set_status; the observer's) */
+    ns_server_status_fn status_fn;
+    void *status_ctx;
     struct ns_cluster *cluster; /* owned: forwarding and peers (cluster.c) */
     struct ns_acl_gate acl;
     struct ns_net net; /* the client listener and connections (net.h) */
@@ -265,10 +267,10 @@ int ns_handle_delete_topic(struct ns_req *req);
 int ns_handle_register_topic(struct ns_req *req);
 int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
-int ns_handle_status(struct ns_req *req); /* observe.c */
-/* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
-int ns_verdict_handle_digest_report(struct ns_req *req);
-int ns_recovery_handle_state_fetch(struct ns_req *req);
+int ns_handle_status(struct ns_req *req);
+/* --- handle_integrity.c: NS_CODE_DIGEST_REPORT, NS_CODE_STATE_FETCH --- */
+int ns_handle_digest_report(struct ns_req *req);
+int ns_handle_state_fetch(struct ns_req *req);
 
 /* --- pending.c: reply targets that survive a connection close --- */
 
