@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/replay.h"
 
 struct fwd;
@@ -16,7 +17,12 @@ struct shared;
 struct echo;
 
 struct ns_cluster {
-    struct ns_server *srv;
+    uv_loop_t *loop;
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    const struct ns_waits *waits; /* borrowed: the server's */
+    void (*tick_hook)(void *ctx); /* ns_cluster_set_tick_hook */
+    void *tick_ctx;
     uint64_t id;
     char *secret;
     const struct ns_cluster_config *file; /* borrowed, may be NULL */
@@ -46,6 +52,7 @@ struct ns_cluster {
      * first send, as a connection that delivers late would. 0 = off. */
     uint64_t test_echo_ms;
     struct echo *echoes;
+    struct ns_integrity integrity; /* divergence work (integrity.h) */
 };
 
 /* Aims the leader connection at the current leader: 0, or NS_ENOTLEADER when

@@ -10,11 +10,11 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 int ns_handle_liveness_report(struct ns_req *req)
 {
-    if (!ns_cluster_check_signed(req)) {
+    if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
     int64_t from = 0;
@@ -22,8 +22,8 @@ int ns_handle_liveness_report(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "liveness report without a sender id");
     }
-    int rv = ns_liveness_merge_report(req->srv, (uint64_t)from, req->cmd->body,
-                                      req->cmd->body_len);
+    int rv = ns_liveness_merge_report(req->gw->live, (uint64_t)from,
+                                      req->cmd->body, req->cmd->body_len);
     if (rv == NS_EPROTO) {
         NS_LOG(NS_LOG_WARN, "liveness: malformed report from node %lld",
                (long long)from);
@@ -36,11 +36,6 @@ int ns_handle_liveness_report(struct ns_req *req)
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }
 
-struct list_ctx {
-    struct ns_json_writer *w;
-    uint64_t now;
-};
-
 static void put_age(struct ns_json_writer *w, const char *key, uint64_t now,
                     uint64_t then, bool known)
 {
@@ -48,10 +43,9 @@ static void put_age(struct ns_json_writer *w, const char *key, uint64_t now,
     ns_json_write_int(w, known ? (int64_t)(now >= then ? now - then : 0) : -1);
 }
 
-static void list_one(void *arg, const struct ns_live *e)
+static void list_one(void *arg, const struct ns_live *e, uint64_t now)
 {
-    struct list_ctx *x = arg;
-    struct ns_json_writer *w = x->w;
+    struct ns_json_writer *w = arg;
     ns_json_write_obj_begin(w);
     ns_json_write_key(w, "brokerAddr");
     ns_json_write_str(w, e->addr);
@@ -67,8 +61,8 @@ static void list_one(void *arg, const struct ns_live *e)
     ns_json_write_arr_end(w);
     /* ms since this node itself heard the broker (-1: never), and since any
      * node did as far as this one knows (the leader's merged view) */
-    put_age(w, "lastHeartbeatAgoMs", x->now, e->local_seen_ms, e->heard);
-    put_age(w, "seenAgoMs", x->now, e->seen_ms, true);
+    put_age(w, "lastHeartbeatAgoMs", now, e->local_seen_ms, e->heard);
+    put_age(w, "seenAgoMs", now, e->seen_ms, true);
     ns_json_write_key(w, "timeoutMs");
     ns_json_write_int(w, (int64_t)e->timeout_ms);
     ns_json_write_obj_end(w);
@@ -76,7 +70,7 @@ static void list_one(void *arg, const struct ns_live *e)
 
 int ns_handle_broker_liveness(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     struct ns_buf b;
     struct ns_json_writer w;
     ns_buf_init(&b);
@@ -84,13 +78,12 @@ int ns_handle_broker_liveness(struct ns_req *req)
     ns_json_write_obj_begin(&w);
     ns_json_write_key(&w, "brokers");
     ns_json_write_arr_begin(&w);
-    struct list_ctx x = {&w, uv_now(srv->loop)};
-    ns_liveness_table_each(&srv->live.t, list_one, &x);
+    ns_liveness_each(gw->live, list_one, &w);
     ns_json_write_arr_end(&w);
     ns_json_write_key(&w, "leader");
-    ns_json_write_bool(&w, ns_node_is_leader(srv->node));
+    ns_json_write_bool(&w, ns_node_is_leader(gw->node));
     ns_json_write_key(&w, "node");
-    ns_json_write_int(&w, (int64_t)ns_node_id(srv->node));
+    ns_json_write_int(&w, (int64_t)ns_node_id(gw->node));
     ns_json_write_obj_end(&w);
     int rv = ns_reply_buf(&req->to, b.err, &b);
     ns_buf_close(&b);
