@@ -92,8 +92,14 @@ class BackupRestoreTest(unittest.TestCase):
             c.cleanup(check=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def cluster(self):
-        c = clusterh.Cluster(3)
+    def cluster(self, n=3, joins=()):
+        """n nodes; the ids in joins are not bootstrap members (they join with member add)."""
+        c = clusterh.Cluster(n)
+        for i in joins:
+            c.config["nodes"][i - 1]["bootstrap"] = False
+        if joins:
+            with open(c.config_path, "w") as f:
+                json.dump(c.config, f, indent=2)
         self.clusters.append(c)
         return c
 
@@ -190,6 +196,35 @@ class BackupRestoreTest(unittest.TestCase):
         r = bl.request(ns.PUT_KV_CONFIG, {"namespace": "ns1", "key": "new", "value": "x"})
         self.assertEqual(r.code, 0, r.remark)
         b.wait_converged()
+
+    def test_member_added_after_restore_receives_the_state(self):
+        a = self.cluster().start()
+        self.fill(a)
+        path, saved = self.save([a.leader()], "a.snap")
+        b = self.cluster(4, joins=(4,))
+        n4 = b[4]
+        rc, out, err = restore(path, b, n4)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("node 4 is not a bootstrap member", err)
+        self.assertEqual(os.listdir(n4.data_dir), [])
+        first = [b[1], b[2], b[3]]
+        for nd in first:
+            rc, out, err = restore(path, b, nd)
+            self.assertEqual(rc, 0, out + err)
+            nd.start(wait=False)
+        b.wait_ready(nodes=first)
+        n4.start(wait=False)
+        rc, out, err = ctl(first, "member", "add", "4", "127.0.0.1:%d" % n4.raft_port,
+                           "127.0.0.1:%d" % n4.client_port, n4.http_addr)
+        self.assertEqual(rc, 0, out + err)
+        b.wait_ready()
+        b.wait_converged()
+        # the log of the new cluster starts after the restored snapshot: node 4 can only have
+        # the state from an InstallSnapshot
+        self.assertIn("restored a snapshot", n4.log_text())
+        r = n4.request(ns.GET_KV_CONFIG, {"namespace": "ns2", "key": "key2"})
+        self.assertEqual((r.code, (r.ext or {}).get("value")), (0, "value2"))
+        self.assertEqual(clusterh.route(n4, "TopicA").code, 0)
 
     def test_damaged_and_truncated_files_refused(self):
         a = self.cluster().start()
