@@ -12,7 +12,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "observe/observe.h"
+#include "observe/observe_int.h"
 
 static const char *role_text(int role)
 {
