@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "raftns/alloc.h"
 #include "raftns/backup.h"
 #include "raftns/codes.h"
@@ -19,6 +21,20 @@
 #include "raftns/fsm.h"
 
 #include "ctl.h"
+
+/* Prints and frees doc (NULL: out of memory). 0 or EXIT_SERVER. */
+static int print_doc(cJSON *doc)
+{
+    char *text = doc != NULL ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (text == NULL) {
+        fprintf(stderr, "raftnsctl: out of memory\n");
+        return EXIT_SERVER;
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    return 0;
+}
 
 static bool ext_u64(const struct ns_cmd *c, const char *key, uint64_t *out)
 {
@@ -177,10 +193,17 @@ static int cmd_save(const struct ctl *ctl, const char *path)
     if (rv == 0) {
         uint32_t crc = ns_backup_crc32c(0, f.got.data, f.got.len);
         if (ctl->json) {
-            printf("{\"file\": \"%s\", \"from\": \"%s\", \"index\": %" PRIu64
-                   ", \"term\": %" PRIu64 ", \"bytes\": %zu, \"crc32c\": "
-                   "\"%08" PRIx32 "\", \"chunks\": %u}\n",
-                   path, from, f.index, f.term, f.got.len, crc, f.n_chunks);
+            char crc_hex[16];
+            snprintf(crc_hex, sizeof crc_hex, "%08" PRIx32, crc);
+            cJSON *doc = cJSON_CreateObject();
+            cJSON_AddStringToObject(doc, "file", path);
+            cJSON_AddStringToObject(doc, "from", from);
+            cJSON_AddNumberToObject(doc, "index", (double)f.index);
+            cJSON_AddNumberToObject(doc, "term", (double)f.term);
+            cJSON_AddNumberToObject(doc, "bytes", (double)f.got.len);
+            cJSON_AddStringToObject(doc, "crc32c", crc_hex);
+            cJSON_AddNumberToObject(doc, "chunks", f.n_chunks);
+            rv = print_doc(doc);
         } else {
             printf("saved %s: index %" PRIu64 ", term %" PRIu64
                    ", %zu bytes, crc32c %08" PRIx32 " (from %s, %u chunks)\n",
@@ -266,13 +289,20 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
     if (rv == 0) {
         rv = ns_snapshot_digest(&s, &digest);
     }
+    cJSON *doc = NULL, *tables = NULL;
+    char hex[24];
     if (rv == 0 && ctl->json) {
-        printf("{\"file\": \"%s\", \"version\": %u, \"index\": %" PRIu64
-               ", \"term\": %" PRIu64
-               ", \"bytes\": %zu, \"crc32c\": \"%08" PRIx32
-               "\", \"digest\": \"%016" PRIx64 "\", \"tables\": {",
-               path, (unsigned)h.version, h.index, h.term, body_len, h.body_crc,
-               digest);
+        doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "file", path);
+        cJSON_AddNumberToObject(doc, "version", h.version);
+        cJSON_AddNumberToObject(doc, "index", (double)h.index);
+        cJSON_AddNumberToObject(doc, "term", (double)h.term);
+        cJSON_AddNumberToObject(doc, "bytes", (double)body_len);
+        snprintf(hex, sizeof hex, "%08" PRIx32, h.body_crc);
+        cJSON_AddStringToObject(doc, "crc32c", hex);
+        snprintf(hex, sizeof hex, "%016" PRIx64, digest);
+        cJSON_AddStringToObject(doc, "digest", hex);
+        tables = cJSON_AddObjectToObject(doc, "tables");
     } else if (rv == 0) {
         printf("%s: format %u, index %" PRIu64 ", term %" PRIu64
                ", %zu bytes, crc32c %08" PRIx32 ", digest %016" PRIx64 "\n",
@@ -286,8 +316,11 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
         rv = ns_backup_table_encode(&s, (enum ns_backup_table)t, &b);
         uint32_t crc = ns_backup_crc32c(0, b.data, b.len);
         if (rv == 0 && ctl->json) {
-            printf("%s\"%s\": {\"bytes\": %zu, \"crc32c\": \"%08" PRIx32 "\"}",
-                   t ? ", " : "", ns_backup_table_name(t), b.len, crc);
+            cJSON *one = cJSON_AddObjectToObject(
+                tables, ns_backup_table_name((enum ns_backup_table)t));
+            snprintf(hex, sizeof hex, "%08" PRIx32, crc);
+            cJSON_AddNumberToObject(one, "bytes", (double)b.len);
+            cJSON_AddStringToObject(one, "crc32c", hex);
         } else if (rv == 0) {
             printf("%-12s %10zu %08" PRIx32 "\n", ns_backup_table_name(t),
                    b.len, crc);
@@ -298,8 +331,10 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
         ns_buf_close(&b);
     }
     if (rv == 0 && ctl->json) {
-        printf("}}\n");
+        rv = print_doc(doc) != 0 ? NS_ENOMEM : 0;
+        doc = NULL;
     }
+    cJSON_Delete(doc);
     ns_state_close(&s);
     ns_free(file);
     if (rv != 0) {
