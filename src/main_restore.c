@@ -32,7 +32,7 @@ struct restore_args {
 
 static int parse_args(int argc, char **argv, struct restore_args *a)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* options and their values */
         const char *k = argv[i];
         if (strcmp(k, "-h") == 0 || strcmp(k, "--help") == 0) {
             fputs(usage, stdout);
@@ -64,7 +64,6 @@ static int parse_args(int argc, char **argv, struct restore_args *a)
             }
             a->id = id;
         }
-        i++;
     }
     if (a->from == NULL || a->config == NULL || a->data_dir == NULL ||
         a->id == 0) {
