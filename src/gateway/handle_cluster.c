@@ -531,16 +531,14 @@ static bool parse_role(const struct ns_cmd *c, bool required, int *role)
     return *role >= 0;
 }
 
-/* MEMBER_ASSIGN's checks with the current configuration, so the answer names
- * the member: NULL when the change may go on, else the refusal's remark
- * (static or in buf). */
-static const char *assign_refusal(struct ns_gateway *gw, uint64_t id, int role,
-                                  char *buf, size_t len)
+/* The role of member id in the current configuration (enum
+ * ns_node_member_role), -1 when it is not a member, or -2 without memory. */
+static int member_role(struct ns_gateway *gw, uint64_t id)
 {
     struct ns_node_member *m = NULL;
     size_t n = 0;
     if (ns_node_members(gw->node, &m, &n) != 0) {
-        return "raftns: out of memory";
+        return -2;
     }
     int have = -1;
     for (size_t i = 0; i < n; i++) {
@@ -549,8 +547,30 @@ static const char *assign_refusal(struct ns_gateway *gw, uint64_t id, int role,
         }
     }
     ns_free(m);
+    return have;
+}
+
+/* MEMBER_ASSIGN's and LEADER_TRANSFER's checks with the current
+ * configuration, so the answer names the member: NULL when the change may go
+ * on, else the refusal's remark (static or in buf). */
+static const char *role_refusal(struct ns_gateway *gw, int32_t code,
+                                uint64_t id, int role, char *buf, size_t len)
+{
     static const char *const names[] = {"voter", "standby", "spare"};
-    if (have < 0) {
+    int have = member_role(gw, id);
+    if (have == -2) {
+        return "raftns: out of memory";
+    }
+    if (code == NS_CODE_LEADER_TRANSFER) {
+        if (have < 0 || have == NS_MEMBER_VOTER) {
+            return NULL; /* raft's own answer names an unknown id */
+        }
+        snprintf(buf, len,
+                 "raftns: member %llu is a %s and cannot lead; promote it "
+                 "first (raftnsctl member promote %llu)",
+                 (unsigned long long)id, names[have % 3],
+                 (unsigned long long)id);
+    } else if (have < 0) {
         snprintf(buf, len, "raftns: no member %llu (raftnsctl member list)",
                  (unsigned long long)id);
     } else if (have == role) {
@@ -591,10 +611,11 @@ static int handle_change(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: raftnsRole must be voter or standby");
     }
-    if (code == NS_CODE_MEMBER_ASSIGN) {
+    if (code == NS_CODE_MEMBER_ASSIGN ||
+        (code == NS_CODE_LEADER_TRANSFER && op->id != 0)) {
         char why[160];
         const char *refused =
-            assign_refusal(gw, op->id, op->role, why, sizeof why);
+            role_refusal(gw, code, op->id, op->role, why, sizeof why);
         if (refused != NULL) {
             ns_free(op);
             return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refused);

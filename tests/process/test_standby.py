@@ -129,6 +129,9 @@ class Standby(unittest.TestCase):
         r = ctl(self.voters(), "member", "demote", "9")
         self.assertEqual(r.returncode, 1)
         self.assertIn("no member 9", r.stderr)
+        r = ctl(self.voters(), "leader", "transfer", "4")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("member 4 is a standby and cannot lead", r.stderr)
         # a standby asked directly relays the change to the leader
         r = ctl([c[5]], "member", "promote", "5")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
