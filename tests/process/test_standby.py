@@ -94,8 +94,21 @@ class Standby(unittest.TestCase):
             self.assertNotIn("raftnsServedBy", r.ext or {}, "standby %d forwarded a read" % i)
             self.assertEqual(b.heartbeat(c[i]).code, 0)
 
-        # both standbys and one voter down: 2 of 3 voters still commit
+        # the standbys' liveness reports reach the leader: only they heard broker-s
         leader = c.leader()
+
+        def leader_merged():
+            r = ctl([leader], "--json", "brokers")
+            if r.returncode != 0:
+                return observed(False, r.stderr)
+            rows = {d["brokerName"]: d for d in json.loads(r.stdout)["brokers"]}
+            seen = {e["node"]: e for e in rows["broker-s"]["lastHeartbeat"]}
+            return observed(seen[leader.id].get("agoMs", 0) is None and
+                            "seenAgoMs" in seen[leader.id] and
+                            seen[4].get("agoMs") is not None, seen)
+        wait_until(leader_merged, T(15.0), "the leader merged the standbys' reports")
+
+        # both standbys and one voter down: 2 of 3 voters still commit
         other = [nd for nd in self.voters() if nd.id != leader.id][0]
         for nd in (c[4], c[5], other):
             nd.stop()
