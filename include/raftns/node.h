@@ -229,7 +229,7 @@ void ns_node_destroy(struct ns_node *n);
  * snapshot at index, term 1, so the node starts from it. Runs and closes its
  * own loop; call it before any node of this process starts. Returns 0,
  * NS_EINVAL (dir not empty), NS_EIO or NS_ENOMEM; on error err (errlen bytes)
- * names the path and the reason, and dir may hold a partial snapshot. */
+ * names the path and the reason, and what was written into dir is removed. */
 int ns_node_restore_dir(const char *dir, uint64_t id, const char *raft_addr,
                         const struct ns_node_member *voters, size_t n_voters,
                         const uint8_t *state, size_t len, uint64_t index,

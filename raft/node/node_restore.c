@@ -7,7 +7,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <raft.h>
 #include <raft/uv.h>
@@ -76,6 +78,26 @@ static int prepare_dir(const char *dir, char *err, size_t errlen)
     }
     ns_free(tmp);
     return rv;
+}
+
+/* After a failed restore: removes the files written into dir, which
+ * prepare_dir found empty, so a retry finds it empty again. */
+static void remove_written(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+                (int)sizeof path) {
+            unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 static void put_cb(struct raft_io_snapshot_put *req, int status)
@@ -210,6 +232,9 @@ err_after_loop:
     if (uv_loop_close(&r->loop) != 0 && rv == 0) {
         ns_errf(err, errlen, "the restore loop did not close cleanly");
         rv = NS_EIO;
+    }
+    if (rv != 0) {
+        remove_written(dir);
     }
     ns_free(r);
     return rv;
