@@ -7,6 +7,7 @@ data dir empty, and a save without the cluster secret is refused."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,16 @@ from harness import T, wait_until  # noqa: E402
 CTL_BIN = os.environ.get("RAFTNSCTL_BIN", "/work/main/build/raftnsctl")
 SECRET = "raftns-test-secret"
 TABLES = ("route", "kv", "config", "acl", "requestIds")  # members: the new cluster's
+CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+
+
+def keys_of(doc):
+    """Every key of a JSON document, recursively."""
+    if isinstance(doc, dict):
+        return [k for k in doc] + [x for v in doc.values() for x in keys_of(v)]
+    if isinstance(doc, list):
+        return [x for v in doc for x in keys_of(v)]
+    return []
 
 
 def run(argv, timeout=None):
@@ -124,6 +135,7 @@ class BackupRestoreTest(unittest.TestCase):
         rc, out, err = ctl([], "--json", "snapshot", "inspect", path, "--dump", dump)
         self.assertEqual(rc, 0, out + err)
         doc = json.loads(out)
+        self.assertEqual([k for k in keys_of(doc) if not CAMEL.match(k)], [], out)
         tables = {}
         for name in doc["tables"]:
             with open(os.path.join(dump, name + ".bin"), "rb") as f:
@@ -134,7 +146,9 @@ class BackupRestoreTest(unittest.TestCase):
         path = os.path.join(self.tmp, name)
         rc, out, err = ctl(nodes, "--json", "snapshot", "save", path)
         self.assertEqual(rc, 0, out + err)
-        return path, json.loads(out)
+        doc = json.loads(out)
+        self.assertEqual([k for k in keys_of(doc) if not CAMEL.match(k)], [], out)
+        return path, doc
 
     def test_save_under_load_restore_into_new_cluster(self):
         a = self.cluster().start()
