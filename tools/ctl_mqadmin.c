@@ -284,7 +284,8 @@ static cJSON *brokers_json(const struct broker_row *rows, size_t n_rows,
 static void print_brokers(const cJSON *doc)
 {
     printf("%-12s %-16s %-3s %-21s %-10s %s\n", "CLUSTER", "BROKER", "ID",
-           "ADDRESS", "TIMEOUT_MS", "LAST HEARTBEAT (ms ago, per node)");
+           "ADDRESS", "TIMEOUT_MS",
+           "LAST HEARTBEAT (ms ago, heard by each node; - never)");
     const cJSON *o;
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "brokers"))
     {
@@ -299,9 +300,15 @@ static void print_brokers(const cJSON *doc)
                ns_json_get_int64(o, "brokerId", 0),
                ns_json_get_string(o, "brokerAddr"), timeout);
         const cJSON *h;
+        double merged = -1;
         cJSON_ArrayForEach(h,
                            cJSON_GetObjectItemCaseSensitive(o, "lastHeartbeat"))
         {
+            const cJSON *seen =
+                cJSON_GetObjectItemCaseSensitive(h, "seenAgoMs");
+            if (ns_json_get_bool(h, "leader", false) && cJSON_IsNumber(seen)) {
+                merged = seen->valuedouble;
+            }
             const cJSON *ago = cJSON_GetObjectItemCaseSensitive(h, "agoMs");
             if (cJSON_IsNumber(ago)) {
                 printf(" n%" PRId64 "=%.0f", ns_json_get_int64(h, "node", 0),
@@ -311,6 +318,10 @@ static void print_brokers(const cJSON *doc)
                        cJSON_GetObjectItemCaseSensitive(h, "error") ? "?"
                                                                     : "-");
             }
+        }
+        if (merged >= 0) {
+            /* the leader's view merges every member's reports */
+            printf("  (leader: any node %.0f)", merged);
         }
         printf("\n");
     }
