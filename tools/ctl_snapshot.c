@@ -93,7 +93,9 @@ static int fetch_chunk(const struct ctl *one, struct fetch *f)
     return 0;
 }
 
-/* The whole state from the first address that serves it. */
+/* The whole state from the first address that serves it. A node holds one
+ * encoding at a time: when another copy replaced it mid-transfer (a second
+ * save, a diverged node's fetch), the save starts again from offset 0. */
 static int fetch_state(const struct ctl *ctl, struct fetch *f,
                        const char **from)
 {
@@ -102,17 +104,25 @@ static int fetch_state(const struct ctl *ctl, struct fetch *f,
         struct ctl one = *ctl;
         one.addrs[0] = ctl->addrs[i];
         one.n_addrs = 1;
-        memset(f, 0, sizeof *f);
-        ns_buf_init(&f->got);
-        rv = fetch_chunk(&one, f);
-        while (rv == 0 && f->got.len < f->total) {
+        for (int attempt = 0; attempt < 5; attempt++) {
+            memset(f, 0, sizeof *f);
+            ns_buf_init(&f->got);
             rv = fetch_chunk(&one, f);
+            while (rv == 0 && f->got.len < f->total) {
+                rv = fetch_chunk(&one, f);
+            }
+            if (rv == 0) {
+                *from = ctl->addrs[i];
+                return 0;
+            }
+            bool started = f->n_chunks > 0;
+            ns_buf_close(&f->got);
+            if (!started) {
+                break; /* this node does not serve it: the next address */
+            }
+            fprintf(stderr, "raftnsctl: %s: starting the copy again\n",
+                    ctl->addrs[i]);
         }
-        if (rv == 0) {
-            *from = ctl->addrs[i];
-            return 0;
-        }
-        ns_buf_close(&f->got);
     }
     return rv;
 }

@@ -147,8 +147,9 @@ struct ns_recovery_chunk {
 /* The leader serves the chunk at offset of the copy at index (0 = a new copy
  * at the applied index, offset 0). With backup (an operator's snapshot save,
  * docs/backup-and-replicas.md) any ready, healthy node serves its own state
- * the same way. 0 with *out; NS_ENOMEM; or another NS_E* with the remark to
- * answer written to remark (NUL-terminated, cap bytes). */
+ * the same way; a new backup shares a copy still being transferred. 0 with
+ * *out; NS_ENOMEM; or another NS_E* with the remark to answer written to remark
+ * (NUL-terminated, cap bytes). */
 int ns_recovery_serve(struct ns_integrity *ig, bool backup, uint64_t index,
                       uint64_t offset, struct ns_recovery_chunk *out,
                       char *remark, size_t cap);

@@ -28,6 +28,10 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
 #define CACHE_IDLE_MS 30000
+/* A backup that starts while another copy is being transferred shares its
+ * encoding (a consistent state, a little older than the applied index)
+ * instead of replacing it under the other transfer. */
+#define BACKUP_SHARE_MS 2000
 
 void ns_recovery_close(struct ns_recovery *r)
 {
@@ -281,8 +285,11 @@ int ns_recovery_serve(struct ns_integrity *ig, bool backup, uint64_t index,
     if (index == 0) {
         /* The state is exactly the applied index's: handlers run between
          * raft's apply callbacks. */
-        int rv = offset == 0 ? refresh_cache(ig, ns_node_last_applied(ig->node))
-                             : NS_EINVAL;
+        bool share = backup && r->cache != NULL &&
+                     uv_now(ig->loop) - r->cache_used_ms < BACKUP_SHARE_MS;
+        int rv = offset != 0 ? NS_EINVAL
+                 : share     ? 0
+                         : refresh_cache(ig, ns_node_last_applied(ig->node));
         if (rv == NS_ENOMEM) {
             return rv;
         }

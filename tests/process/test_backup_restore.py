@@ -240,6 +240,34 @@ class BackupRestoreTest(unittest.TestCase):
         self.assertEqual((r.code, (r.ext or {}).get("value")), (0, "value2"))
         self.assertEqual(clusterh.route(n4, "TopicA").code, 0)
 
+    def test_concurrent_saves_under_load(self):
+        """A node holds one encoding: a second save at a newer index replaces it, and the
+        first save starts again instead of failing."""
+        a = self.cluster().start()
+        self.fill(a)
+        leader = a.leader()
+        follower = a.followers(leader)[0]
+        writer = Writer(leader)
+        writer.start()
+        wait_until(lambda: len(writer.acked) >= 20 or writer.error, T(30.0), "writes under way")
+        results = {}
+
+        def save(name):
+            results[name] = ctl([follower], "--json", "snapshot", "save",
+                                os.path.join(self.tmp, name))
+        threads = [threading.Thread(target=save, args=("s%d.snap" % i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(T(60.0))
+        writer.finish()
+        self.assertIsNone(writer.error)
+        for name, (rc, out, err) in sorted(results.items()):
+            self.assertEqual(rc, 0, "%s: %s %s" % (name, out, err))
+            doc, _ = self.inspect(os.path.join(self.tmp, name),
+                                  os.path.join(self.tmp, "dump-" + name))
+            self.assertEqual(doc["index"], json.loads(out)["index"])
+
     def test_damaged_and_truncated_files_refused(self):
         a = self.cluster().start()
         self.fill(a)
