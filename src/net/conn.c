@@ -4,6 +4,7 @@
  * One allocation per connection (the uv_tcp_t is embedded), freed only in the
  * close callback. Request meaning lives in dispatch.c. */
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -49,7 +50,7 @@ static void list_append(struct ns_server *srv, struct ns_conn *c)
  * head only. */
 static void mark_active(struct ns_conn *c)
 {
-    c->last_active = uv_now(c->srv->loop);
+    c->last_active = ns_server_now(c->srv);
     if (!ns_conn_is_closing(c) && c->srv->conn_tail != c) {
         list_unlink(c->srv, c);
         list_append(c->srv, c);
@@ -113,7 +114,17 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
         *pp = c->dirty_next;
         c->dirty = false;
     }
+    if (c->sink != NULL) {
+        c->sink->closed(c->sink->arg, c);
+        return;
+    }
     uv_close((uv_handle_t *)&c->tcp, closed_cb);
+}
+
+void ns_conn_free_sink(struct ns_conn *c)
+{
+    assert(c->sink != NULL && c->state == NS_CONN_CLOSING);
+    closed_cb((uv_handle_t *)&c->tcp);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -283,6 +294,12 @@ static void flush_one(struct ns_conn *c)
     }
     c->wlen = len;
     account(c);
+    if (c->sink != NULL) {
+        /* Written at once: what write_cb does after a socket write. */
+        c->sink->write(c->sink->arg, c->wdata, len);
+        write_cb(&(uv_write_t){.data = c}, 0);
+        return;
+    }
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
     c->wreq.data = c;
     int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
@@ -297,7 +314,7 @@ static void resume(struct ns_conn *c)
 {
     ns_conn_set_state(c, NS_CONN_OPEN);
     drain_rbuf(c);
-    if (c->state == NS_CONN_OPEN) {
+    if (c->state == NS_CONN_OPEN && c->sink == NULL) {
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
 }
@@ -348,7 +365,9 @@ void ns_conn_update_flow(struct ns_conn *c)
                 c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
     if (over && c->state == NS_CONN_OPEN) {
         ns_conn_set_state(c, NS_CONN_PAUSED);
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        if (c->sink == NULL) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+        }
     } else if (!over && c->state == NS_CONN_PAUSED &&
                c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
                c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
@@ -416,7 +435,7 @@ void ns_conn_accept(struct ns_server *srv)
         const char *over =
             ns_conn_limits_admit(&srv->limits, srv->n_conns, c->ip);
         if (over != NULL) {
-            ns_conn_limits_log(&srv->limits, uv_now(srv->loop), c->peer, over);
+            ns_conn_limits_log(&srv->limits, ns_server_now(srv), c->peer, over);
             ns_conn_close(c, NULL);
             return;
         }
@@ -427,14 +446,37 @@ void ns_conn_accept(struct ns_server *srv)
         ns_conn_close(c, uv_strerror(rv));
         return;
     }
-    c->last_active = uv_now(srv->loop);
+    c->last_active = ns_server_now(srv);
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: accepted", (unsigned long long)c->id,
            c->peer);
 }
 
+int ns_conn_open_sink(struct ns_server *srv, const char *peer,
+                      const struct ns_conn_sink *sink, struct ns_conn **out)
+{
+    struct ns_conn *c = ns_calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NS_ENOMEM;
+    }
+    c->srv = srv;
+    c->sink = sink;
+    c->state = NS_CONN_NEW;
+    c->id = ++srv->next_conn_id;
+    ns_buf_init(&c->rbuf);
+    ns_buf_init(&c->out);
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    snprintf(c->ip, sizeof c->ip, "%s", peer);
+    list_append(srv, c);
+    srv->n_conns++;
+    ns_conn_set_state(c, NS_CONN_OPEN); /* plaintext: no first byte to read */
+    c->last_active = ns_server_now(srv);
+    *out = c;
+    return 0;
+}
+
 void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms)
 {
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     while (srv->conn_head != NULL &&
            srv->conn_head->last_active + idle_ms <= now) {
         ns_conn_close(srv->conn_head, "idle");
