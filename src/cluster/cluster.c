@@ -19,8 +19,6 @@
 #include "raftns/metrics.h"
 #include "raftns/sign.h"
 
-#define TICK_MS 50
-
 int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
 {
     struct ns_cluster *cl = ns_calloc(1, sizeof *cl);
@@ -79,7 +77,7 @@ const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id)
 static void refuse_private(struct ns_req *req, const char *why)
 {
     struct ns_cluster *cl = req->srv->cluster;
-    uint64_t now = uv_now(req->srv->loop);
+    uint64_t now = ns_server_now(req->srv);
     cl->n_refused++;
     ns_metrics_private_refused();
     if (now >= cl->next_refusal_log_ms) {
@@ -209,7 +207,8 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
                (long long)index);
         if (cl->test_ready_delay_ms > 0) {
             cl->delayed_index = (uint64_t)index;
-            cl->delayed_until = uv_now(cl->srv->loop) + cl->test_ready_delay_ms;
+            cl->delayed_until =
+                ns_server_now(cl->srv) + cl->test_ready_delay_ms;
             cl->test_ready_delay_ms = 0; /* once, at the first join */
             return;
         }
@@ -219,7 +218,7 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
 
 static void release_delayed_index(struct ns_cluster *cl)
 {
-    if (cl->delayed_until != 0 && uv_now(cl->srv->loop) >= cl->delayed_until) {
+    if (cl->delayed_until != 0 && ns_server_now(cl->srv) >= cl->delayed_until) {
         cl->delayed_until = 0;
         ns_node_set_ready_index(cl->srv->node, cl->delayed_index);
     }
@@ -355,7 +354,7 @@ void ns_cluster_on_change(struct ns_server *srv)
     if (leader != 0) {
         cl->leaderless_since = 0;
     } else if (cl->leaderless_since == 0) {
-        cl->leaderless_since = uv_now(srv->loop);
+        cl->leaderless_since = ns_server_now(srv);
     }
     if (leader != cl->peer_leader_id) {
         ns_cluster_aim_leader(cl);
@@ -385,14 +384,21 @@ static void tick_cb(uv_timer_t *t)
 void ns_cluster_start(struct ns_server *srv)
 {
     struct ns_cluster *cl = srv->cluster;
-    if (ns_peer_create(srv->loop, &cl->leader_peer) != 0) {
+    int rv = srv->peers != NULL
+                 ? srv->peers->create(srv->peers->arg, &cl->leader_peer)
+                 : ns_peer_create(srv->loop, &cl->leader_peer);
+    if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "cluster: out of memory for the leader peer");
-    } else {
+        cl->leader_peer = NULL;
+    } else if (srv->peers == NULL) {
         ns_peer_use_tls(cl->leader_peer, &srv->tls.peer_ctx);
     }
     uv_timer_init(srv->loop, &cl->timer);
     cl->timer.data = srv;
-    uv_timer_start(&cl->timer, tick_cb, TICK_MS, TICK_MS);
+    if (!srv->driven) { /* a driven server ticks from ns_server_tick */
+        uv_timer_start(&cl->timer, tick_cb, NS_CLUSTER_TICK_MS,
+                       NS_CLUSTER_TICK_MS);
+    }
     cl->started = true;
 }
 

@@ -13,6 +13,10 @@
 #include "raftns/server.h"
 #include "server/server_int.h"
 
+/* How often the cluster ticks: waiting requests retry, the leader connection
+ * is re-aimed, readiness is asked for. */
+#define NS_CLUSTER_TICK_MS 50
+
 /* --- waiting for the cluster (docs/waits.md) --- */
 
 /* A request that waits for a leader to be known or to answer: a write with no

@@ -218,7 +218,7 @@ static void schedule_echo(struct ns_cluster *cl, const struct fwd *f)
     if (e == NULL) {
         return;
     }
-    e->due = uv_now(cl->srv->loop) + cl->test_echo_ms;
+    e->due = ns_server_now(cl->srv) + cl->test_echo_ms;
     e->len = f->len;
     memcpy(e->bytes, f->bytes, f->len);
     e->next = cl->echoes;
@@ -239,7 +239,7 @@ static void echo_answered(void *arg, int status, const struct ns_cmd *reply)
 
 static void fire_echoes(struct ns_cluster *cl)
 {
-    uint64_t now = uv_now(cl->srv->loop);
+    uint64_t now = ns_server_now(cl->srv);
     struct echo **pp = &cl->echoes;
     while (*pp != NULL) {
         struct echo *e = *pp;
@@ -281,7 +281,7 @@ static void park(struct fwd *f)
         finish(f, NS_ESHUTDOWN, 0, NULL);
         return;
     }
-    if (uv_now(cl->srv->loop) >= f->deadline) {
+    if (ns_server_now(cl->srv) >= f->deadline) {
         finish(f, NS_ETIMEDOUT, 0, NULL);
         return;
     }
@@ -334,7 +334,7 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     f->res.reg.master_addr = dup_ext(reply, NS_EXT_REG_MASTER);
     f->res.reg.ha_addr = dup_ext(reply, NS_EXT_REG_HA);
     f->res.count = (int32_t)count;
-    uint64_t now = uv_now(cl->srv->loop);
+    uint64_t now = ns_server_now(cl->srv);
     uint64_t wait = f->deadline > now ? f->deadline - now : 0;
     if (wait < cl->srv->waits.apply_min_ms) {
         wait = cl->srv->waits.apply_min_ms;
@@ -353,7 +353,7 @@ static void route(struct fwd *f)
 {
     struct ns_cluster *cl = f->cl;
     struct ns_server *srv = cl->srv;
-    if (cl->stopping || uv_now(srv->loop) >= f->deadline) {
+    if (cl->stopping || ns_server_now(srv) >= f->deadline) {
         park(f); /* finishes it */
         return;
     }
@@ -364,14 +364,14 @@ static void route(struct fwd *f)
         }
         return;
     }
-    if (uv_now(srv->loop) < f->not_before) {
+    if (ns_server_now(srv) < f->not_before) {
         park(f);
         return;
     }
     if (f->len >= BIG_COMMAND) {
         uint64_t pause = (uint64_t)BIG_RETRY_MS
                          << (f->n_sends < 4 ? f->n_sends : 4);
-        f->not_before = uv_now(srv->loop) +
+        f->not_before = ns_server_now(srv) +
                         (pause < BIG_RETRY_MAX_MS ? pause : BIG_RETRY_MAX_MS);
     }
     f->n_sends++;
@@ -384,7 +384,7 @@ static void route(struct fwd *f)
         park(f);
         return;
     }
-    uint64_t left = f->deadline - uv_now(srv->loop);
+    uint64_t left = f->deadline - ns_server_now(srv);
     int rv = ns_cluster_leader_request(srv, &req, left, forward_reply, f);
     ns_cmd_close(&req);
     if (rv != 0) {
@@ -484,7 +484,7 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     f->arg = arg;
     f->wait.retry = parked_retry;
     f->wait.data = f;
-    f->deadline = uv_now(srv->loop) + srv->waits.write_ms;
+    f->deadline = ns_server_now(srv) + srv->waits.write_ms;
     /* Never call back before returning: start on the next tick when no
      * leader is known, else now (callbacks of raft/peer are always later). */
     if (ns_node_is_leader(srv->node) || ns_cluster_aim_leader(cl) == 0) {

@@ -429,7 +429,7 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_server *srv = p->srv;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
     if (ok || srv->stopping || ns_cluster_is_stopping(srv) ||
-        uv_now(srv->loop) >= r->deadline) {
+        ns_server_now(srv) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
@@ -449,7 +449,7 @@ static void relay_retry(void *data)
         return;
     }
     if (leader == 0 || leader == ns_node_id(srv->node)) {
-        if (uv_now(srv->loop) >= r->deadline) {
+        if (ns_server_now(srv) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
             ns_cluster_wait_again(srv, &r->wait);
@@ -471,7 +471,7 @@ static void relay_retry(void *data)
     if (rv == 0) {
         return; /* in flight */
     }
-    if (uv_now(srv->loop) >= r->deadline) {
+    if (ns_server_now(srv) >= r->deadline) {
         relay_fail(r, rv);
     } else {
         ns_cluster_wait_again(srv, &r->wait);
@@ -493,7 +493,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->srv->loop) + p->srv->waits.admin_leader_ms;
+    r->deadline = ns_server_now(p->srv) + p->srv->waits.admin_leader_ms;
     r->wait.retry = relay_retry;
     r->wait.data = r;
     relay_retry(r);

@@ -239,7 +239,7 @@ static void wait_for_leader(struct ns_held_read *h)
 {
     struct ns_server *srv = h->p->srv;
     if (stopping(srv) || h->p->to.conn == NULL ||
-        uv_now(srv->loop) >= h->deadline) {
+        ns_server_now(srv) >= h->deadline) {
         ns_pending_finish(h->p, stopping(srv) ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
                           NULL);
         return;
@@ -272,7 +272,7 @@ static void forward_send(struct ns_held_read *h)
         ns_pending_finish(p, 0, 0, NULL);
         return;
     }
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     uint64_t leader = ns_node_leader_id(node);
     if (!h->local_when_ready && leader == ns_node_id(node)) {
         ns_pending_finish(p, NS_ENOTLEADER, 0, NULL); /* nobody to ask */
@@ -312,7 +312,7 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refusal);
     }
     struct ns_server *srv = req->srv;
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     uint64_t since = now;
     uint64_t lost = ns_cluster_leaderless_since(srv);
     if (ns_node_leader_id(srv->node) == 0 && lost != 0) {

@@ -140,7 +140,7 @@ static void register_done(struct ns_pending *p, int status,
         return;
     }
     if (r->status == NS_REGISTER_OK && k != NULL) {
-        ns_liveness_register(p->srv, k->cluster, k->addr, uv_now(p->srv->loop),
+        ns_liveness_register(p->srv, k->cluster, k->addr, ns_server_now(p->srv),
                              k->timeout_ms, p->to.conn);
     }
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
@@ -224,7 +224,7 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
     int rv = ns_route_find_master(srv->state->route, reg, &master);
     if (rv == 0) {
         rv = ns_liveness_register(
-            srv, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+            srv, reg->cluster, reg->broker_addr, ns_server_now(srv),
             (uint64_t)reg->heartbeat_timeout_ms, req->conn);
     }
     if (rv == 0) {
@@ -419,7 +419,7 @@ int ns_handle_query_data_version(struct ns_req *req)
     if (!changed) {
         /* As Java: only an unchanged version refreshes the broker; a changed
          * one is followed by a registration. */
-        ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+        ns_liveness_touch(&srv->live, cluster, addr, ns_server_now(srv));
     }
 
     struct ns_cmd reply;
@@ -451,6 +451,6 @@ int ns_handle_broker_heartbeat(struct ns_req *req)
 {
     ns_liveness_touch(&req->srv->live, ext_or_empty(req->cmd, "clusterName"),
                       ext_or_empty(req->cmd, "brokerAddr"),
-                      uv_now(req->srv->loop));
+                      ns_server_now(req->srv));
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }

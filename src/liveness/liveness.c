@@ -218,12 +218,16 @@ static void expire_due(struct ns_server *srv, uint64_t now)
 
 static void expire_or_arm(struct ns_server *srv, uint64_t now);
 
+void ns_liveness_fast_check(struct ns_server *srv)
+{
+    if (!srv->stopping && srv->live.leading) {
+        expire_or_arm(srv, ns_server_now(srv));
+    }
+}
+
 static void fast_timer_cb(uv_timer_t *t)
 {
-    struct ns_server *srv = t->data;
-    if (!srv->stopping && srv->live.leading) {
-        expire_or_arm(srv, uv_now(srv->loop));
-    }
+    ns_liveness_fast_check(t->data);
 }
 
 /* Leader: expires what is due now, else wakes up exactly when the next
@@ -249,7 +253,7 @@ static bool check_role(struct ns_server *srv)
     struct ns_liveness *lv = &srv->live;
     bool leader = !srv->stopping && ns_node_is_leader(srv->node);
     if (leader && !lv->leading) {
-        ns_liveness_reset_all(srv, uv_now(srv->loop));
+        ns_liveness_reset_all(srv, ns_server_now(srv));
     } else if (!leader && lv->leading) {
         lv->leading = false;
         lv->reported_to = 0; /* report everything to the next leader */
@@ -259,7 +263,7 @@ static bool check_role(struct ns_server *srv)
 
 void ns_liveness_scan(struct ns_server *srv)
 {
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     if (!check_role(srv)) {
         return; /* followers never expire */
     }
@@ -281,7 +285,7 @@ void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
     if (conn->brokers == NULL) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     ns_liveness_table_conn_closed(&srv->live.t, &conn->brokers, now);
     if (srv->stopping) {
         return;
@@ -363,7 +367,7 @@ static void send_reports(struct ns_server *srv)
     ns_buf_init(&r.body);
     ns_buf_put_u16(&r.body, REPORT_VERSION);
     ns_buf_put_u32(&r.body, 0);
-    ns_liveness_table_take_reports(&lv->t, uv_now(srv->loop),
+    ns_liveness_table_take_reports(&lv->t, ns_server_now(srv),
                                    REPORT_MAX_ENTRIES, add_entry, &r);
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
@@ -407,7 +411,7 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
 {
     struct ns_rd rd;
     char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
 #ifdef RAFTNS_BREAK_IGNORE_REPORTS
     return 0; /* TEST-ONLY MUTANT: followers' reports are dropped */
 #endif
@@ -476,7 +480,7 @@ void ns_liveness_tick(struct ns_server *srv)
     if (srv->stopping || !ns_node_is_ready(srv->node)) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     set_self(srv);
     close_gone(srv);
     if (check_role(srv)) {

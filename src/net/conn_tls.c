@@ -129,7 +129,7 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
         return -1;
     }
     if (hello) {
-        c->tls_deadline = uv_now(c->srv->loop) + NS_TLS_HANDSHAKE_MS;
+        c->tls_deadline = ns_server_now(c->srv) + NS_TLS_HANDSHAKE_MS;
     }
     ns_conn_set_state(c, hello ? NS_CONN_HANDSHAKING : NS_CONN_OPEN);
     return 0;
@@ -140,7 +140,7 @@ void ns_conn_tls_sweep_handshakes(struct ns_server *srv)
     if (srv->tls.mode == NS_TLS_MODE_DISABLED) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = ns_server_now(srv);
     struct ns_conn *c = srv->conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next; /* closing unlinks c */

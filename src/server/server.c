@@ -37,6 +37,11 @@ static void conn_closed(struct ns_server *srv, struct ns_conn *c)
     ns_liveness_conn_closed(srv, c);
 }
 
+static uint64_t loop_now(void *arg)
+{
+    return uv_now(arg);
+}
+
 int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
                      struct ns_state *state, struct ns_node *node,
                      struct ns_server **out)
@@ -46,6 +51,12 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         return NS_ENOMEM;
     }
     s->loop = loop;
+    if (cfg->clock != NULL) {
+        s->clock = *cfg->clock;
+    } else {
+        s->clock.now_ms = loop_now;
+        s->clock.arg = loop;
+    }
     s->state = state;
     s->node = node;
     s->on_request = ns_dispatch;
@@ -133,7 +144,7 @@ static void idle_cb(uv_timer_t *t)
 static void watch_cb(void *arg)
 {
     struct ns_server *s = arg;
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = ns_server_now(s);
     if (!s->seeded && ns_node_is_ready(s->node)) {
         s->seeded = true;
         if (ns_liveness_seed(&s->live, s->state->route, now) != 0) {
@@ -151,15 +162,10 @@ static void watch_cb(void *arg)
     ns_cluster_on_change(s);
 }
 
-int ns_server_start(struct ns_server *s)
+/* The handles of a started server (listening or driven), so that stopping
+ * closes the same five either way. */
+static void init_handles(struct ns_server *s)
 {
-    struct sockaddr_in sa;
-    if (ns_addr_parse_ipv4(s->client_addr, &sa) != 0) {
-        NS_LOG(NS_LOG_ERROR,
-               "server: bad client address %s (want IPv4 a.b.c.d:port)",
-               s->client_addr);
-        return NS_EINVAL;
-    }
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
     uv_check_init(s->loop, &s->flush_check);
@@ -172,7 +178,62 @@ int ns_server_start(struct ns_server *s)
     s->fast_timer.data = s;
     s->n_open_handles = 5;
     s->started = true;
-    s->start_ms = uv_now(s->loop);
+    s->start_ms = ns_server_now(s);
+}
+
+int ns_server_start_driven(struct ns_server *s,
+                           const struct ns_peer_factory *peers)
+{
+    init_handles(s);
+    s->driven = true;
+    s->peers = peers;
+    uint64_t now = ns_server_now(s);
+    s->next_cluster_ms = now + NS_CLUSTER_TICK_MS;
+    s->next_second_ms = now + IDLE_SWEEP_MS;
+    s->next_scan_ms = now + scan_interval(s);
+    ns_node_set_watch(s->node, watch_cb, s);
+    ns_cluster_start(s);
+    watch_cb(s);
+    return 0;
+}
+
+void ns_server_tick(struct ns_server *s)
+{
+    if (!s->driven || s->stopping) {
+        return;
+    }
+    uint64_t now = ns_server_now(s);
+    if (now >= s->next_cluster_ms) {
+        s->next_cluster_ms = now + NS_CLUSTER_TICK_MS;
+        ns_cluster_on_change(s);
+    }
+    if (now >= s->next_second_ms) {
+        s->next_second_ms = now + IDLE_SWEEP_MS;
+        idle_cb(&s->idle_timer);
+    }
+    if (now >= s->next_scan_ms) {
+        s->next_scan_ms = now + scan_interval(s);
+        ns_liveness_scan(s);
+    }
+    /* The fast-path timer is armed but never runs on a driven loop: checking
+     * early is harmless (it re-arms for the next deadline). */
+    if (uv_is_active((uv_handle_t *)&s->fast_timer)) {
+        uv_timer_stop(&s->fast_timer);
+        ns_liveness_fast_check(s);
+    }
+    ns_conn_flush_all(s);
+}
+
+int ns_server_start(struct ns_server *s)
+{
+    struct sockaddr_in sa;
+    if (ns_addr_parse_ipv4(s->client_addr, &sa) != 0) {
+        NS_LOG(NS_LOG_ERROR,
+               "server: bad client address %s (want IPv4 a.b.c.d:port)",
+               s->client_addr);
+        return NS_EINVAL;
+    }
+    init_handles(s);
 
     int rv = uv_tcp_bind(&s->listener, (const struct sockaddr *)&sa, 0);
     if (rv == 0) {

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "raftns/buf.h"
+#include "raftns/clock.h"
 #include "raftns/command.h"
 #include "raftns/config.h"
 #include "raftns/fsm.h"
@@ -95,8 +96,21 @@ struct ns_pending {
     void *data; /* owned: the handler's, one block freed with ns_free */
 };
 
+/* Where a connection without a socket sends its bytes (ns_conn_open_sink):
+ * the simulated cluster's clients and node-to-node links. */
+struct ns_conn_sink {
+    /* The connection's encoded replies, once per flush (bytes borrowed for
+     * the call). It must not call into the server. */
+    void (*write)(void *arg, const uint8_t *p, size_t n);
+    /* The connection closed (ns_conn_close): nothing more is written. Its
+     * owner frees it later with ns_conn_free_sink, outside this call. */
+    void (*closed)(void *arg, struct ns_conn *c);
+    void *arg;
+};
+
 struct ns_conn {
-    uv_tcp_t tcp; /* first: the handle is the allocation */
+    uv_tcp_t tcp; /* first: the handle is the allocation (unused by a sink) */
+    const struct ns_conn_sink *sink; /* borrowed; NULL for a socket */
     struct ns_server *srv;
     struct ns_conn *prev, *next; /* server list, least recently active first */
     struct ns_conn *dirty_next;
@@ -150,8 +164,18 @@ struct ns_acl_gate {
     uint64_t log_suppressed;
 };
 
+struct ns_peer_factory;
+
 struct ns_server {
     uv_loop_t *loop;
+    /* The time every room reads (ns_server_now): the loop's uv_now, or a
+     * driver's virtual time (ns_server_config.clock). */
+    struct ns_clock clock;
+    /* Started by ns_server_start_driven: no listener and no running timer;
+     * ns_server_tick does their work when it is due by the clock. */
+    bool driven;
+    const struct ns_peer_factory *peers; /* borrowed; NULL = TCP (peer.c) */
+    uint64_t next_cluster_ms, next_second_ms, next_scan_ms; /* driven */
     /* What the transport reports upward (set by server.c, so that conn.c
      * knows no handler): one decoded request (non-zero: close the
      * connection), and a connection that is closing (before it is freed). */
@@ -195,6 +219,12 @@ struct ns_server {
     uint8_t scratch[NS_READ_CHUNK];
 };
 
+/* Milliseconds of the server's clock (monotonic). */
+static inline uint64_t ns_server_now(const struct ns_server *srv)
+{
+    return ns_clock_now(&srv->clock);
+}
+
 /* A decoded request being dispatched. */
 struct ns_req;
 typedef int (*ns_handler_fn)(struct ns_req *req);
@@ -211,6 +241,15 @@ struct ns_req {
 
 /* --- conn.c --- */
 void ns_conn_accept(struct ns_server *srv);
+/* A connection with no socket: its bytes come in through ns_conn_input and
+ * its replies go to sink (borrowed, must outlive the connection); peer names
+ * it in logs and is its source address for the limits (copied). It is open
+ * at once; everything else is as for an accepted connection. 0 (*out
+ * borrowed until sink->closed; then ns_conn_free_sink) or NS_ENOMEM. */
+int ns_conn_open_sink(struct ns_server *srv, const char *peer,
+                      const struct ns_conn_sink *sink, struct ns_conn **out);
+/* Frees a sink connection whose closed callback ran. */
+void ns_conn_free_sink(struct ns_conn *c);
 /* Closes (idempotent); freed in the close callback. reason is logged when
  * non-NULL. */
 void ns_conn_close(struct ns_conn *c, const char *reason);
@@ -404,6 +443,8 @@ int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
 /* Expiry scan (leader only, every scanNotActiveBrokerInterval) and the close
  * of a connection that registered brokers (report or fast-path expiry). */
 void ns_liveness_scan(struct ns_server *srv);
+/* The leader's fast-path expiry timer fired (or, driven, may be due). */
+void ns_liveness_fast_check(struct ns_server *srv);
 void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn);
 /* Once a second: reports to the leader, fast-path expiry, closing connections
  * of brokers gone from the route. */
