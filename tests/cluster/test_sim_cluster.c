@@ -1,0 +1,261 @@
+/* Cluster behaviour over the simulated cluster (sim.h), 3 and 5 full nodes
+ * on virtual time: consistent reads on a follower, a member added and
+ * removed with MEMBER_ADD / MEMBER_REMOVE, and a broker's expiry after a
+ * failover. The write path itself is test_sim_write.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sim.h"
+
+static int setup(void **state, unsigned n, unsigned n_file)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    sim_setup(s, n, n_file);
+    *state = s;
+    return 0;
+}
+
+static int setup3(void **state)
+{
+    return setup(state, 3, 3);
+}
+
+static int setup5(void **state)
+{
+    return setup(state, 5, 5);
+}
+
+/* One member more in the cluster file, not bootstrapped. */
+static int setup3_plus1(void **state)
+{
+    return setup(state, 3, 4);
+}
+
+static int setup5_plus1(void **state)
+{
+    return setup(state, 5, 6);
+}
+
+static int teardown(void **state)
+{
+    struct sim *s = *state;
+    sim_teardown(s);
+    free(s);
+    return 0;
+}
+
+static void expect_code(struct sim_client *c, int32_t op, int32_t code)
+{
+    struct ns_cmd reply;
+    struct sim_reply *r = sim_wait_reply(c, op, 30000, &reply);
+    assert_non_null(r);
+    if (reply.code != code) {
+        fail_msg("reply %d: code %d (%s), want %d", op, (int)reply.code,
+                 reply.remark != NULL ? reply.remark : "", (int)code);
+    }
+    ns_cmd_close(&reply);
+}
+
+/* --- consistent reads --- */
+
+/* Right after the leader answered a write, a follower has not applied it
+ * yet: a plain read there misses it, a consistent one (raftnsConsistent)
+ * waits for the leader's read index and returns it. */
+static void test_consistent_read_on_a_follower(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *cl = sim_client(s, l);
+    struct sim_client *cf = sim_client(s, fo);
+    int32_t put = sim_send_kv_put(cl, "k", "v1");
+    expect_code(cl, put, NS_CODE_SUCCESS);
+    assert_null(sim_kv(s, fo, "k")); /* the follower lags */
+    int32_t plain = sim_send_kv_get(cf, "k", false);
+    int32_t consistent = sim_send_kv_get(cf, "k", true);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(cf, consistent, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    assert_non_null(ns_cmd_ext_find(&reply, "value"));
+    assert_string_equal(ns_cmd_ext_find(&reply, "value"), "v1");
+    ns_cmd_close(&reply);
+    assert_non_null(sim_wait_reply(cf, plain, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_QUERY_NOT_FOUND);
+    ns_cmd_close(&reply);
+}
+
+/* A consistent read on a follower cut off from the leader is refused (no
+ * leader confirms it) rather than answered from its own state. */
+static void test_consistent_read_without_a_leader(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *cl = sim_client(s, l);
+    struct sim_client *cf = sim_client(s, fo);
+    sim_cut(s, fo);
+    int32_t put = sim_send_kv_put(cl, "k", "v1");
+    expect_code(cl, put, NS_CODE_SUCCESS);
+    int32_t get = sim_send_kv_get(cf, "k", true);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(cf, get, 10000, &reply));
+    assert_int_not_equal(reply.code, NS_CODE_SUCCESS);
+    assert_int_not_equal(reply.code, NS_CODE_QUERY_NOT_FOUND);
+    ns_cmd_close(&reply);
+    sim_heal(s, fo);
+}
+
+/* --- membership --- */
+
+static int32_t send_member(struct sim_client *c, int32_t code, uint64_t id,
+                           const struct sim_node *nd)
+{
+    struct ns_cmd req;
+    sim_request(&req, code);
+    req.language = NS_LANG_OTHER;
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)id);
+    assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, v), 0);
+    if (nd != NULL) {
+        assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_RAFT_ADDR, nd->raft_addr),
+                         0);
+        assert_int_equal(
+            ns_cmd_ext_set(&req, NS_EXT_CLIENT_ADDR, nd->client_addr), 0);
+    }
+    sim_sign(&req);
+    int32_t op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    return op;
+}
+
+static unsigned n_voters(struct sim *s, unsigned i)
+{
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    assert_int_equal(ns_node_members(s->nodes[i].node, &m, &n), 0);
+    unsigned voters = 0;
+    for (size_t k = 0; k < n; k++) {
+        voters += m[k].role == NS_MEMBER_VOTER;
+    }
+    ns_free(m);
+    return voters;
+}
+
+/* A new node joins with MEMBER_ADD (sent to the leader), catches up, takes
+ * writes as a follower; then MEMBER_REMOVE sent to a follower (relayed to
+ * the leader) takes it out of the configuration and the member table. */
+static void test_member_add_and_remove(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned voters = s->n;
+    unsigned added = sim_grow(s);
+    struct sim_client *cl = sim_client(s, l);
+    int32_t op = send_member(cl, NS_CODE_MEMBER_ADD, s->nodes[added].id,
+                             &s->nodes[added]);
+    expect_code(cl, op, NS_CODE_SUCCESS);
+    s->n_members = voters + 1;
+    l = sim_settle(s);
+    assert_int_equal(n_voters(s, l), voters + 1);
+    assert_int_equal(n_voters(s, added), voters + 1);
+    struct sim_client *cn = sim_client(s, added);
+    op = sim_send_kv_put(cn, "joined", "yes");
+    expect_code(cn, op, NS_CODE_SUCCESS);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_string_equal(sim_kv(s, i, "joined"), "yes");
+    }
+
+    struct sim_client *cf = sim_client(s, sim_follower(s, l, 0));
+    op = send_member(cf, NS_CODE_MEMBER_REMOVE, s->nodes[added].id, NULL);
+    expect_code(cf, op, NS_CODE_SUCCESS);
+    sim_kill(s, added); /* out of the cluster: it hears nothing more */
+    s->n_members = voters;
+    l = sim_settle(s);
+    assert_int_equal(n_voters(s, l), voters);
+    struct sim_client *c2 = sim_client(s, sim_follower(s, l, 0));
+    op = sim_send_kv_put(c2, "after", "removed");
+    expect_code(c2, op, NS_CODE_SUCCESS);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        if (i != added) {
+            assert_string_equal(sim_kv(s, i, "after"), "removed");
+            assert_int_equal(s->nodes[i].state.n_members, voters);
+        }
+    }
+}
+
+/* --- expiry after a failover --- */
+
+struct broker_gone {
+    unsigned except;
+};
+
+static bool brokers_gone(struct sim *s, void *arg)
+{
+    struct broker_gone *g = arg;
+    for (unsigned i = 0; i < s->n; i++) {
+        if (i != g->except &&
+            ns_route_n_brokers(s->nodes[i].state.route) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+#define BROKER_TIMEOUT_MS 10000
+
+/* A broker registered through a follower stops sending heartbeats and the
+ * leader dies. The new leader grants every broker a full timeout from its
+ * takeover (docs/design.md §5), so the broker is still routed until then,
+ * and expired by one EXPIRE_BROKERS entry on every node after it. */
+static void test_expiry_after_failover(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *c = sim_client(s, fo);
+    int32_t op =
+        sim_send_register(c, "broker-a", "10.1.0.1:10911", BROKER_TIMEOUT_MS);
+    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_run_for(s, 2000); /* the follower reported it to the leader */
+    sim_kill(s, l);
+    unsigned nl = sim_settle(s);
+    assert_int_not_equal(nl, l);
+    uint64_t takeover = sim_now(s);
+    sim_run_for(s, BROKER_TIMEOUT_MS - 2000);
+    for (unsigned i = 0; i < s->n; i++) {
+        if (i != l) {
+            assert_int_equal(ns_route_n_brokers(s->nodes[i].state.route), 1);
+        }
+    }
+    struct broker_gone g = {l};
+    assert_true(sim_run_until(s, brokers_gone, &g, 3 * BROKER_TIMEOUT_MS));
+    assert_true(sim_now(s) - takeover >= BROKER_TIMEOUT_MS - 2000);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        if (i != l) {
+            assert_int_equal(sim_n_applied(s, i, NS_CMD_EXPIRE_BROKERS, true),
+                             1);
+        }
+    }
+}
+
+#define BOTH(test, s3, s5)                                                     \
+    cmocka_unit_test_setup_teardown(test, s3, teardown),                       \
+        cmocka_unit_test_setup_teardown(test, s5, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        BOTH(test_consistent_read_on_a_follower, setup3, setup5),
+        BOTH(test_consistent_read_without_a_leader, setup3, setup5),
+        BOTH(test_member_add_and_remove, setup3_plus1, setup5_plus1),
+        BOTH(test_expiry_after_failover, setup3, setup5),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
