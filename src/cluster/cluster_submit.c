@@ -135,6 +135,9 @@ static bool same_command(const struct shared *sh, const uint8_t *bytes,
     if (any_id && len > 0 && bytes[0] == NS_COMMAND_VERSION) {
         skip += ID_LEN;
     }
+#ifdef RAFTNS_BREAK_NO_DEDUP
+    return false; /* TEST-ONLY MUTANT: identical commands never share */
+#endif
     if (sh->len != len || len < TIME_OFF + skip) {
         return false;
     }
@@ -318,6 +321,11 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
                    (int)reply->code,
                    reply->remark != NULL ? reply->remark : "");
         }
+#ifdef RAFTNS_BREAK_FORWARD_ONCE
+        /* TEST-ONLY MUTANT: a forward that failed is not sent again */
+        finish(f, status != 0 ? status : NS_EIO, 0, NULL);
+        return;
+#endif
         park(f);
         return;
     }
@@ -357,7 +365,11 @@ static void route(struct fwd *f)
         park(f); /* finishes it */
         return;
     }
-    if (ns_node_is_leader(srv->node)) {
+    bool here = ns_node_is_leader(srv->node);
+#ifdef RAFTNS_BREAK_FORWARD_LOCAL
+    here = true; /* TEST-ONLY MUTANT: a follower proposes to its own node */
+#endif
+    if (here) {
         int rv = propose_shared(srv, f->bytes, f->len, true, local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);

@@ -133,6 +133,9 @@ static void consistent_applied(void *arg, int status)
 static void consistent_index(void *arg, int status, uint64_t index)
 {
     struct ns_pending *p = arg;
+#ifdef RAFTNS_BREAK_READ_NO_WAIT
+    index = 0; /* TEST-ONLY MUTANT: a consistent read does not wait */
+#endif
     if (status == 0) {
         status = ns_node_wait_applied(p->srv->node, index,
                                       p->srv->waits.consistent_read_ms,
