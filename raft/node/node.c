@@ -465,6 +465,20 @@ static void node_init(struct ns_node *n, const struct ns_node_config *cfg,
     n->remote_ready = cfg->remote_ready;
 }
 
+/* The raft settings of every node, whoever runs its raft. */
+static void configure_raft(struct ns_node *n, const struct ns_node_config *cfg)
+{
+    raft_set_election_timeout(
+        n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
+    raft_set_heartbeat_timeout(n->raft,
+                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
+    raft_set_snapshot_threshold(
+        n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
+    raft_set_snapshot_trailing(
+        n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
+    raft_set_pre_vote(n->raft, true);
+}
+
 int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
                         const struct ns_clock *clock, struct ns_state *state,
                         struct ns_node **out)
@@ -483,6 +497,7 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
      * yet (the contract), so the node's adapter takes its place. */
     r->fsm = &n->fsm.fsm;
     n->raft_inited = true;
+    configure_raft(n, cfg);
     *out = n;
     return 0;
 }
@@ -544,15 +559,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
         goto err_after_io;
     }
     n->raft_inited = true;
-    raft_set_election_timeout(
-        n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
-    raft_set_heartbeat_timeout(n->raft,
-                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
-    raft_set_snapshot_threshold(
-        n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
-    raft_set_snapshot_trailing(
-        n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
-    raft_set_pre_vote(n->raft, true);
+    configure_raft(n, cfg);
     rv = bootstrap(n, cfg);
     if (rv != 0) {
         goto err_after_io; /* raft_close is asynchronous; the caller stops the
