@@ -103,13 +103,15 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
 /* A node over a raft that its caller owns and runs (a raft_fixture server in
  * tests/cluster/sim.h), reading time from clock (copied; its arg borrowed).
  * r (borrowed; must outlive the node) is raft_init'ed and has applied
- * nothing: the node installs its FSM adapter as r->fsm. cfg gives the write
- * wait and remote_ready; its id, data dir, addresses, timeouts, secret and TLS
- * are not read (r has its own). The node opens no file, socket or handle:
- * ns_node_start marks it started (start r yourself), ns_node_tick does what
- * the loop's handles do for ns_node_create's node, ns_node_stop fails what
- * waits and calls cb at once (close r after it: entries in flight call back
- * then, so destroy the node only after r is closed). 0 or NS_ENOMEM. */
+ * nothing: the node installs its FSM adapter as r->fsm and sets r's timeouts,
+ * snapshot settings and pre-vote from cfg as ns_node_create does; cfg's
+ * write wait and remote_ready count too, its id, data dir, addresses, secret
+ * and TLS are not read (r has its own). The node opens no file, socket or
+ * handle: ns_node_start marks it started (start r yourself), ns_node_tick
+ * does what the loop's handles do for ns_node_create's node, ns_node_stop
+ * fails what waits and calls cb at once (close r after it: entries in flight
+ * call back then, so destroy the node only after r is closed). 0 or
+ * NS_ENOMEM. */
 struct raft;
 struct ns_clock;
 int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
