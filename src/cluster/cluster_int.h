@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "cluster/cluster.h"
+#include "raftns/clock.h"
 #include "raftns/replay.h"
 
 struct fwd;
@@ -16,7 +17,15 @@ struct shared;
 struct echo;
 
 struct ns_cluster {
-    struct ns_server *srv;
+    uv_loop_t *loop;
+    const struct ns_clock *clock; /* borrowed (ns_cluster_set_clock); NULL =
+                                     the loop's uv_now */
+    bool driven; /* ns_cluster_start_driven: ticked by the server, no timer */
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    const struct ns_waits *waits; /* borrowed: the server's */
+    void (*tick_hook)(void *ctx); /* ns_cluster_set_tick_hook */
+    void *tick_ctx;
     uint64_t id;
     char *secret;
     const struct ns_cluster_config *file; /* borrowed, may be NULL */
@@ -47,6 +56,12 @@ struct ns_cluster {
     uint64_t test_echo_ms;
     struct echo *echoes;
 };
+
+/* Milliseconds of the cluster's clock. */
+static inline uint64_t ns_cluster_now(const struct ns_cluster *cl)
+{
+    return cl->clock != NULL ? ns_clock_now(cl->clock) : uv_now(cl->loop);
+}
 
 /* Aims the leader connection at the current leader: 0, or NS_ENOTLEADER when
  * none is known (or it is this node) (cluster.c). */

@@ -24,6 +24,7 @@
 #include <raft/fixture.h>
 #include <uv.h>
 
+#include "net/net.h"
 #include "net/peer.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
@@ -255,7 +256,8 @@ static inline void sim_deliver(struct sim *s, struct sim_msg *m)
             char peer[32];
             snprintf(peer, sizeof peer, "10.0.0.%u", l->from + 1);
             assert_int_equal(
-                ns_conn_open_sink(to->server, peer, &l->sink, &l->conn), 0);
+                ns_conn_open_sink(&to->server->net, peer, &l->sink, &l->conn),
+                0);
         }
         ns_conn_input(l->conn, m->bytes, m->len);
         return;
@@ -751,8 +753,8 @@ static inline struct sim_client *sim_client(struct sim *s, unsigned node)
     c->sink.closed = sim_client_closed;
     c->sink.arg = c;
     ns_buf_init(&c->in);
-    assert_int_equal(ns_conn_open_sink(s->nodes[node].server, "192.168.0.1",
-                                       &c->sink, &c->conn),
+    assert_int_equal(ns_conn_open_sink(&s->nodes[node].server->net,
+                                       "192.168.0.1", &c->sink, &c->conn),
                      0);
     return c;
 }
