@@ -72,7 +72,7 @@ static void fetch_failed(struct ns_observe *o, const char *why)
     if (r->backoff_ms > BACKOFF_MAX_MS) {
         r->backoff_ms = BACKOFF_MAX_MS;
     }
-    r->next_ms = uv_now(o->loop) + r->backoff_ms;
+    r->next_ms = ns_server_now(o->srv) + r->backoff_ms;
     NS_LOG(NS_LOG_WARN,
            "recover: fetching the leader's state failed: %s; retrying in "
            "%" PRIu64 " ms",
@@ -127,7 +127,7 @@ static void install(struct ns_observe *o)
                "recover: applied past the leader's copy at %" PRIu64
                "; fetching a newer one",
                at);
-        r->next_ms = uv_now(o->loop) + RETRY_SOON_MS;
+        r->next_ms = ns_server_now(o->srv) + RETRY_SOON_MS;
         return;
     }
     if (rv != 0) {
@@ -218,7 +218,7 @@ static void follower_tick(struct ns_observe *o, uint64_t now)
 void ns_recovery_tick(struct ns_observe *o)
 {
     struct ns_recovery *r = &o->recovery;
-    uint64_t now = uv_now(o->loop);
+    uint64_t now = ns_server_now(o->srv);
     if (r->cache != NULL && now - r->cache_used_ms > CACHE_IDLE_MS) {
         ns_free(r->cache);
         r->cache = NULL;
@@ -305,7 +305,7 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
     if (chunk > max) {
         chunk = max;
     }
-    r->cache_used_ms = uv_now(o->loop);
+    r->cache_used_ms = ns_server_now(o->srv);
     struct ns_cmd reply;
     ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     int rv = set_ext_u64(&reply, NS_EXT_INDEX, r->cache_at);

@@ -299,7 +299,7 @@ static void follow_role(struct ns_observe *o)
 
 void ns_verdict_tick(struct ns_observe *o)
 {
-    uint64_t now = uv_now(o->loop);
+    uint64_t now = ns_server_now(o->srv);
     follow_role(o);
     const struct ns_diverge *d = ns_node_diverge(o->node);
     if (!o->verdicts.leading) {

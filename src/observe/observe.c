@@ -90,15 +90,19 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     return 0;
 }
 
-static void timer_cb(uv_timer_t *t)
+void ns_observe_tick(struct ns_observe *o)
 {
-    struct ns_observe *o = t->data;
     if (o->stopping) {
         return;
     }
     ns_checkpoint_tick(o);
     ns_verdict_tick(o);
     ns_recovery_tick(o);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    ns_observe_tick(t->data);
 }
 
 int ns_observe_start(struct ns_observe *o)

@@ -3,12 +3,12 @@
  * server, cluster, gateway and liveness rooms, on virtual time. The fixture's
  * clock is the only clock; every step runs one raft event and then what the
  * nodes' handles and the servers' timers would have run by then
- * (ns_node_tick, ns_server_tick). Node-to-node requests go through an
- * in-memory network (struct ns_peer over sink connections) that delays by a
- * fixed latency and can cut a node off; clients are sink connections that
- * keep every reply with the replying node's applied index at that moment.
- * Deterministic: no socket, no thread, no sleep, no wall clock in any
- * decision of the harness. Header-only (each test is its own executable);
+ * (ns_node_tick, ns_server_tick, ns_observe_tick). Node-to-node requests go
+ * through an in-memory network (struct ns_peer over sink connections) that
+ * delays by a fixed latency and can cut a node off; clients are sink
+ * connections that keep every reply with the replying node's applied index at
+ * that moment. Deterministic: no socket, no thread, no sleep, no wall clock in
+ * any decision of the harness. Header-only (each test is its own executable);
  * include after cmocka.h. Not a model of TCP: a lost message is never
  * reported, the call times out (as a silent partition does). */
 #ifndef RAFTNS_TEST_SIM_H
@@ -26,6 +26,8 @@
 
 #include "net/net.h"
 #include "net/peer.h"
+#include "observe/observe.h"
+#include "raftns/metrics.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/clock.h"
@@ -133,6 +135,7 @@ struct sim_node {
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
+    struct ns_observe *observe; /* checkpoints, verdicts, state copies */
     struct ns_peer_factory peers;
     bool up;      /* created and not killed */
     bool started; /* has a node and server */
@@ -155,7 +158,9 @@ struct sim {
     struct ns_conn *closed[64]; /* sink connections to free after the step */
     unsigned n_closed;
     unsigned n_dropped;
-    size_t n_members; /* member records sim_settle waits for */
+    uint64_t next_observe_ms;
+    unsigned checkpoint_entries; /* the observers': a CHECKPOINT every N */
+    size_t n_members;            /* member records sim_settle waits for */
     struct sim_client clients[SIM_MAX_CLIENTS];
     unsigned n_clients;
     /* Test hook: drop the next n replies to a FORWARD (0 = none) */
@@ -425,6 +430,7 @@ static inline bool sim_on_applied(void *arg, uint64_t index, const uint8_t *cmd,
                                   size_t len, const struct ns_apply_result *res)
 {
     struct sim_node *nd = arg;
+    ns_checkpoint_on_apply(nd->observe, index, cmd, len, res);
     assert_true(nd->n_applied < SIM_MAX_APPLIED);
     struct sim_applied *a = &nd->applied[nd->n_applied++];
     a->index = index;
@@ -441,7 +447,6 @@ static inline void sim_node_start(struct sim *s, unsigned i)
     assert_int_equal(ns_node_create_over(raft_fixture_get(&s->f, i), &ncfg,
                                          &s->clock, &nd->state, &nd->node),
                      0);
-    ns_node_set_apply_hook(nd->node, sim_on_applied, nd);
     struct ns_server_config scfg = {
         .client_addr = nd->client_addr,
         .id = nd->id,
@@ -452,6 +457,16 @@ static inline void sim_node_start(struct sim *s, unsigned i)
     assert_int_equal(
         ns_server_create(&s->loop, &scfg, &nd->state, nd->node, &nd->server),
         0);
+    struct ns_observe_config ocfg = {
+        .checkpoint_entries =
+            s->checkpoint_entries ? s->checkpoint_entries : 20,
+    };
+    assert_int_equal(ns_observe_create(&s->loop, &ocfg, &nd->state, nd->node,
+                                       nd->server, &nd->observe),
+                     0);
+    assert_int_equal(ns_observe_start(nd->observe), 0);
+    /* after the observer's: the sim's hook calls it first */
+    ns_node_set_apply_hook(nd->node, sim_on_applied, nd);
     nd->peers.create = sim_peer_create;
     nd->peers.arg = nd;
     assert_int_equal(ns_node_start(nd->node), 0);
@@ -483,11 +498,21 @@ static inline void sim_node_init(struct sim *s, unsigned i)
 /* The fixture's FSM slot until the node installs its adapter. */
 static struct raft_fsm sim_placeholder_fsm = {.version = 1};
 
+/* Settings of a simulated cluster (all zero: the defaults). */
+struct sim_opts {
+    unsigned checkpoint_entries; /* 0 = a CHECKPOINT every 20 commands */
+};
+
 /* n voters (node ids 1..n) out of n_file members of the cluster file (the
- * rest join with MEMBER_ADD, sim_grow); servers started, no leader yet. */
-static inline void sim_setup(struct sim *s, unsigned n, unsigned n_file)
+ * rest join with MEMBER_ADD, sim_grow); servers started, no leader yet.
+ * opts may be NULL. */
+static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
+                                  const struct sim_opts *opts)
 {
     memset(s, 0, sizeof *s);
+    if (opts != NULL) {
+        s->checkpoint_entries = opts->checkpoint_entries;
+    }
     ns_log_threshold = NS_LOG_ERROR;
     ns_json_use_ns_alloc();
     assert_true(n_file <= SIM_MAX && n <= n_file);
@@ -528,6 +553,11 @@ static inline void sim_setup(struct sim *s, unsigned n, unsigned n_file)
     assert_int_equal(raft_fixture_start(&s->f), 0);
 }
 
+static inline void sim_setup(struct sim *s, unsigned n, unsigned n_file)
+{
+    sim_setup_with(s, n, n_file, NULL);
+}
+
 /* --- stepping --- */
 
 /* What runs between two raft events: the nodes' handles, the messages that
@@ -560,6 +590,14 @@ static inline void sim_after(struct sim *s)
     for (unsigned i = 0; i < s->n; i++) {
         if (s->nodes[i].up) {
             ns_server_tick(s->nodes[i].server);
+        }
+    }
+    if (now >= s->next_observe_ms) {
+        s->next_observe_ms = now + NS_CKPT_TICK_MS;
+        for (unsigned i = 0; i < s->n; i++) {
+            if (s->nodes[i].up) {
+                ns_observe_tick(s->nodes[i].observe);
+            }
         }
     }
     for (struct sim_peer *p = s->peers; p != NULL; p = p->next) {
@@ -916,6 +954,14 @@ static inline const char *sim_kv(struct sim *s, unsigned i, const char *key)
     return ns_kv_find(s->nodes[i].state.kv, "sim", key);
 }
 
+/* Node i's value of key is want (a missing key fails, it does not crash). */
+#define sim_assert_kv(s, i, key, want)                                         \
+    do {                                                                       \
+        const char *got_ = sim_kv((s), (i), (key));                            \
+        assert_non_null(got_);                                                 \
+        assert_string_equal(got_, (want));                                     \
+    } while (0)
+
 /* How many entries of type node i applied (since its start), and how many
  * of them the request-id check let through (NS_REQID_NEW). */
 static inline unsigned sim_n_applied(struct sim *s, unsigned i, int type,
@@ -935,6 +981,7 @@ static inline void sim_teardown(struct sim *s)
 {
     for (unsigned i = 0; i < s->n; i++) {
         if (s->nodes[i].started) {
+            ns_observe_stop(s->nodes[i].observe, NULL, NULL);
             ns_server_stop(s->nodes[i].server, NULL, NULL);
             ns_node_stop(s->nodes[i].node, NULL, NULL);
         }
@@ -955,6 +1002,7 @@ static inline void sim_teardown(struct sim *s)
     uv_run(&s->loop, UV_RUN_DEFAULT); /* the servers' handles close */
     for (unsigned i = 0; i < s->n; i++) {
         if (s->nodes[i].started) {
+            ns_observe_destroy(s->nodes[i].observe);
             ns_server_destroy(s->nodes[i].server);
             ns_node_destroy(s->nodes[i].node);
         }

@@ -69,11 +69,11 @@ static void test_write_through_a_follower(void **state)
         struct sim_reply *r = sim_find_reply(c, op);
         uint64_t entry = ns_node_last_applied(s->nodes[l].node);
         assert_true(r->applied >= entry);
-        assert_string_equal(sim_kv(s, fo, "k"), v);
+        sim_assert_kv(s, fo, "k", v);
     }
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
-        assert_string_equal(sim_kv(s, i, "k"), "v3");
+        sim_assert_kv(s, i, "k", "v3");
         assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true), 3);
     }
 }
@@ -136,7 +136,7 @@ static void test_leader_lost_mid_forward(void **state)
         if (i == l) {
             continue;
         }
-        assert_string_equal(sim_kv(s, i, "k"), "v1");
+        sim_assert_kv(s, i, "k", "v1");
         assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true), 1);
     }
 }
@@ -176,7 +176,7 @@ static void test_lost_answer_is_applied_once(void **state)
         if (i == l) {
             continue;
         }
-        assert_string_equal(sim_kv(s, i, "k"), "v1");
+        sim_assert_kv(s, i, "k", "v1");
         /* two entries (the first and the resend), one applied */
         assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, false), 2);
         assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true), 1);
@@ -216,10 +216,10 @@ static void test_partitioned_follower(void **state)
     }
     sim_heal(s, fo);
     expect_code(c, op, NS_CODE_SUCCESS);
-    assert_string_equal(sim_kv(s, fo, "majority"), "v2");
+    sim_assert_kv(s, fo, "majority", "v2");
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
-        assert_string_equal(sim_kv(s, i, "cut"), "v1");
+        sim_assert_kv(s, i, "cut", "v1");
         assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true), 2);
     }
 }
