@@ -55,7 +55,7 @@
 #define SIM_LATENCY_MS 5
 #define SIM_MAX_REPLIES 64
 #define SIM_MAX_APPLIED 512
-#define SIM_MAX_CLIENTS 16
+#define SIM_MAX_CLIENTS 48
 
 struct sim;
 
@@ -160,6 +160,7 @@ struct sim {
     unsigned n_dropped;
     uint64_t next_observe_ms;
     unsigned checkpoint_entries; /* the observers': a CHECKPOINT every N */
+    struct ns_acl_settings acl;  /* every server's */
     size_t n_members;            /* member records sim_settle waits for */
     struct sim_client clients[SIM_MAX_CLIENTS];
     unsigned n_clients;
@@ -259,7 +260,7 @@ static inline void sim_deliver(struct sim *s, struct sim_msg *m)
         struct sim_node *to = &s->nodes[l->to];
         if (l->conn == NULL) {
             char peer[32];
-            snprintf(peer, sizeof peer, "10.0.0.%u", l->from + 1);
+            snprintf(peer, sizeof peer, "10.0.0.%u:7000", l->from + 1);
             assert_int_equal(
                 ns_conn_open_sink(&to->server->net, peer, &l->sink, &l->conn),
                 0);
@@ -453,6 +454,7 @@ static inline void sim_node_start(struct sim *s, unsigned i)
         .secret = SIM_SECRET,
         .cluster = &s->file,
         .clock = &s->clock,
+        .acl = &s->acl,
     };
     assert_int_equal(
         ns_server_create(&s->loop, &scfg, &nd->state, nd->node, &nd->server),
@@ -501,6 +503,7 @@ static struct raft_fsm sim_placeholder_fsm = {.version = 1};
 /* Settings of a simulated cluster (all zero: the defaults). */
 struct sim_opts {
     unsigned checkpoint_entries; /* 0 = a CHECKPOINT every 20 commands */
+    bool acl; /* aclEnable on every node (anonymous reads allowed) */
 };
 
 /* n voters (node ids 1..n) out of n_file members of the cluster file (the
@@ -512,6 +515,8 @@ static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
     memset(s, 0, sizeof *s);
     if (opts != NULL) {
         s->checkpoint_entries = opts->checkpoint_entries;
+        s->acl.enable = opts->acl;
+        s->acl.anonymous_read = true;
     }
     ns_log_threshold = NS_LOG_ERROR;
     ns_json_use_ns_alloc();
@@ -792,7 +797,7 @@ static inline struct sim_client *sim_client(struct sim *s, unsigned node)
     c->sink.arg = c;
     ns_buf_init(&c->in);
     assert_int_equal(ns_conn_open_sink(&s->nodes[node].server->net,
-                                       "192.168.0.1", &c->sink, &c->conn),
+                                       "192.168.0.1:40000", &c->sink, &c->conn),
                      0);
     return c;
 }

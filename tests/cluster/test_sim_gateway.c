@@ -1,0 +1,360 @@
+/* The gateway's handlers over the simulated cluster (sim.h), 3 and 5 full
+ * nodes: every request code a client sends, through a follower. A write is
+ * seen on every node once the reply came; a read answers from the node's own
+ * state; a refusal is a reply, not a closed connection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "raftns/acl.h"
+#include "sim.h"
+
+static int setup3(void **state)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    sim_setup(s, 3, 3);
+    *state = s;
+    return 0;
+}
+
+static int setup5(void **state)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    sim_setup(s, 5, 5);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct sim *s = *state;
+    sim_teardown(s);
+    free(s);
+    return 0;
+}
+
+/* Sends req on c, waits for the reply and checks its code; returns a copy of
+ * its body as a string (ns_free it). */
+static char *call(struct sim_client *c, struct ns_cmd *req, int32_t code)
+{
+    int32_t op = sim_client_send(c, req);
+    ns_cmd_close(req);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 30000, &reply));
+    if (reply.code != code) {
+        fail_msg("request %d: code %d (%s), want %d", (int)req->code,
+                 (int)reply.code, reply.remark != NULL ? reply.remark : "",
+                 (int)code);
+    }
+    char *body = ns_strndup(reply.body_len > 0 ? (const char *)reply.body : "",
+                            reply.body_len);
+    assert_non_null(body);
+    ns_cmd_close(&reply);
+    return body;
+}
+
+static void call_expect(struct sim_client *c, struct ns_cmd *req, int32_t code,
+                        const char *in_body)
+{
+    char *body = call(c, req, code);
+    if (in_body != NULL && strstr(body, in_body) == NULL) {
+        fail_msg("request %d: body lacks %s: %s", (int)req->code, in_body,
+                 body);
+    }
+    ns_free(body);
+}
+
+static void with(struct ns_cmd *req, const char *key, const char *value)
+{
+    assert_int_equal(ns_cmd_ext_set(req, key, value), 0);
+}
+
+static void route_on_every_node(struct sim *s, const char *topic, int32_t code,
+                                const char *in_body)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct sim_client *c = sim_client(s, i);
+        struct ns_cmd req;
+        sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+        with(&req, "topic", topic);
+        call_expect(c, &req, code, in_body);
+    }
+}
+
+static const char TOPIC_C_ROUTE[] =
+    "{\"queueDatas\":[{\"brokerName\":\"broker-a\",\"perm\":6,"
+    "\"readQueueNums\":2,\"writeQueueNums\":2,\"topicSysFlag\":0}]}";
+
+/* Registration, the route reads, write permissions, topics, the namesrv
+ * config, KV, data versions and heartbeats, and unregistration, through a
+ * follower. */
+static void test_every_request_through_a_follower(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+
+    sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicA", NS_CODE_SUCCESS, "broker-a");
+
+    sim_request(&req, NS_CODE_GET_BROKER_CLUSTER_INFO);
+    call_expect(c, &req, NS_CODE_SUCCESS, "c1");
+    sim_request(&req, NS_CODE_GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+    call_expect(c, &req, NS_CODE_SUCCESS, "TopicA");
+    sim_request(&req, NS_CODE_GET_TOPICS_BY_CLUSTER);
+    with(&req, "cluster", "c1");
+    call_expect(c, &req, NS_CODE_SUCCESS, "TopicB");
+    sim_request(&req, NS_CODE_GET_SYSTEM_TOPIC_LIST_FROM_NS);
+    call_expect(c, &req, NS_CODE_SUCCESS, "c1");
+    sim_request(&req, NS_CODE_GET_UNIT_TOPIC_LIST);
+    call_expect(c, &req, NS_CODE_SUCCESS, "topicList");
+    sim_request(&req, NS_CODE_GET_HAS_UNIT_SUB_TOPIC_LIST);
+    call_expect(c, &req, NS_CODE_SUCCESS, "topicList");
+    sim_request(&req, NS_CODE_GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST);
+    call_expect(c, &req, NS_CODE_SUCCESS, "topicList");
+    sim_request(&req, NS_CODE_GET_BROKER_MEMBER_GROUP);
+    with(&req, "clusterName", "c1");
+    with(&req, "brokerName", "broker-a");
+    call_expect(c, &req, NS_CODE_SUCCESS, "10.1.0.1:10911");
+
+    sim_request(&req, NS_CODE_WIPE_WRITE_PERM_OF_BROKER);
+    with(&req, "brokerName", "broker-a");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicA", NS_CODE_SUCCESS, "\"perm\":4");
+    sim_request(&req, NS_CODE_ADD_WRITE_PERM_OF_BROKER);
+    with(&req, "brokerName", "broker-a");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicA", NS_CODE_SUCCESS, "\"perm\":6");
+
+    sim_request(&req, NS_CODE_REGISTER_TOPIC_IN_NAMESRV);
+    with(&req, "topic", "TopicC");
+    req.body = (const uint8_t *)TOPIC_C_ROUTE;
+    req.body_len = strlen(TOPIC_C_ROUTE);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicC", NS_CODE_SUCCESS, "broker-a");
+    sim_request(&req, NS_CODE_DELETE_TOPIC_IN_NAMESRV);
+    with(&req, "topic", "TopicC");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicC", NS_CODE_TOPIC_NOT_EXIST, NULL);
+
+    static const char props[] = "orderMessageEnable=true\n";
+    sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
+    req.body = (const uint8_t *)props;
+    req.body_len = strlen(props);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_request(&req, NS_CODE_GET_NAMESRV_CONFIG);
+        call_expect(sim_client(s, i), &req, NS_CODE_SUCCESS,
+                    "orderMessageEnable=true");
+    }
+
+    int32_t op = sim_send_kv_put(c, "k", "v");
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 30000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    ns_cmd_close(&reply);
+    sim_request(&req, NS_CODE_GET_KVLIST_BY_NAMESPACE);
+    with(&req, "namespace", "sim");
+    call_expect(c, &req, NS_CODE_SUCCESS, "\"k\"");
+    sim_request(&req, NS_CODE_DELETE_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_null(sim_kv(s, i, "k"));
+    }
+
+    static const char dv[] =
+        "{\"counter\":1,\"stateVersion\":0,\"timestamp\":1700000000000}";
+    sim_request(&req, NS_CODE_QUERY_DATA_VERSION);
+    with(&req, "brokerName", "broker-a");
+    with(&req, "brokerAddr", "10.1.0.1:10911");
+    with(&req, "clusterName", "c1");
+    with(&req, "brokerId", "0");
+    req.body = (const uint8_t *)dv;
+    req.body_len = strlen(dv);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_BROKER_HEARTBEAT);
+    with(&req, "clusterName", "c1");
+    with(&req, "brokerAddr", "10.1.0.1:10911");
+    with(&req, "brokerName", "broker-a");
+    req.flag = NS_FLAG_ONEWAY;
+    sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    sim_request(&req, NS_CODE_STATUS);
+    call_expect(c, &req, NS_CODE_SUCCESS, "\"leader\"");
+
+    sim_request(&req, NS_CODE_UNREGISTER_BROKER);
+    with(&req, "brokerName", "broker-a");
+    with(&req, "brokerAddr", "10.1.0.1:10911");
+    with(&req, "clusterName", "c1");
+    with(&req, "brokerId", "0");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_int_equal(ns_route_n_brokers(s->nodes[i].state.route), 0);
+    }
+    route_on_every_node(s, "TopicA", NS_CODE_TOPIC_NOT_EXIST, NULL);
+}
+
+/* Requests that are wrong get a reply that says so; the connection stays
+ * open and serves the next request. */
+static void test_refusals_are_replies(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+    with(&req, "topic", "NoSuchTopic");
+    call_expect(c, &req, NS_CODE_TOPIC_NOT_EXIST, NULL);
+    sim_request(&req, 4242);
+    call_expect(c, &req, NS_CODE_REQUEST_CODE_NOT_SUPPORTED, NULL);
+    static const char start_up[] = "listenPort=1\n";
+    sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
+    req.body = (const uint8_t *)start_up;
+    req.body_len = strlen(start_up);
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    static const char acl[] = "aclEnable=true\n";
+    sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
+    req.body = (const uint8_t *)acl;
+    req.body_len = strlen(acl);
+    call_expect(c, &req, NS_CODE_NO_PERMISSION, NULL);
+    sim_request(&req, NS_CODE_REGISTER_TOPIC_IN_NAMESRV);
+    with(&req, "topic", "TopicX");
+    req.body = (const uint8_t *)"not json";
+    req.body_len = 8;
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    /* a private code from a client without the cluster secret */
+    sim_request(&req, NS_CODE_MEMBER_LIST);
+    call_expect(c, &req, NS_CODE_NO_PERMISSION, NULL);
+    sim_request(&req, NS_CODE_GET_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "none");
+    call_expect(c, &req, NS_CODE_QUERY_NOT_FOUND, NULL);
+    assert_non_null(c->conn);
+}
+
+/* --- ACL (aclEnable on every node) --- */
+
+static int setup_acl(void **state, unsigned n)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    struct sim_opts o = {.acl = true};
+    sim_setup_with(s, n, n, &o);
+    *state = s;
+    return 0;
+}
+
+static int setup3_acl(void **state)
+{
+    return setup_acl(state, 3);
+}
+
+static int setup5_acl(void **state)
+{
+    return setup_acl(state, 5);
+}
+
+#define ADMIN_AK "sim-admin"
+#define ADMIN_SK "sim-admin-secret"
+
+static void acl_sign(struct ns_cmd *req, const char *ak, const char *sk)
+{
+    with(req, NS_ACL_EXT_ACCESS_KEY, ak);
+    char sig[NS_ACL_SIG_LEN + 1];
+    assert_int_equal(ns_acl_sign(req, sk, false, sig), 0);
+    with(req, NS_ACL_EXT_SIGNATURE, sig);
+}
+
+static bool accounts_everywhere(struct sim *s, void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < s->n; i++) {
+        if (s->nodes[i].state.acl.n != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Anonymous reads pass and anonymous writes are refused; the first admin
+ * account is created with the cluster secret alone (the table is empty),
+ * replicated to every node, and a write signed with it passes on a
+ * follower, one with a wrong signature does not. */
+static void test_acl_through_a_follower(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+    with(&req, "topic", "TopicA");
+    call_expect(c, &req, NS_CODE_TOPIC_NOT_EXIST, NULL);
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    with(&req, "value", "anonymous");
+    call_expect(c, &req, NS_CODE_NO_PERMISSION, NULL);
+
+    sim_request(&req, NS_CODE_ACL_LIST);
+    sim_sign(&req);
+    call_expect(c, &req, NS_CODE_SUCCESS, "\"accounts\":[]");
+    sim_request(&req, NS_CODE_ACL_UPDATE);
+    with(&req, NS_EXT_ACL_OP, "add");
+    with(&req, NS_EXT_ACL_ACCESS_KEY, ADMIN_AK);
+    with(&req, NS_EXT_ACL_SECRET_KEY, ADMIN_SK);
+    with(&req, NS_EXT_ACL_ROLE, "admin");
+    sim_sign(&req);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    assert_true(sim_run_until(s, accounts_everywhere, NULL, 10000));
+
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    with(&req, "value", "signed");
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    with(&req, "value", "forged");
+    acl_sign(&req, ADMIN_AK, "not-the-secret");
+    call_expect(c, &req, NS_CODE_NO_PERMISSION, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k", "signed");
+    }
+}
+
+#define BOTH(test)                                                             \
+    cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
+        cmocka_unit_test_setup_teardown(test, setup5, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        BOTH(test_every_request_through_a_follower),
+        BOTH(test_refusals_are_replies),
+        cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup5_acl,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
