@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/clock.h"
 #include "raftns/replay.h"
 
@@ -55,6 +56,7 @@ struct ns_cluster {
      * first send, as a connection that delivers late would. 0 = off. */
     uint64_t test_echo_ms;
     struct echo *echoes;
+    struct ns_integrity integrity; /* divergence work (integrity.h) */
 };
 
 /* Milliseconds of the cluster's clock. */

@@ -431,7 +431,7 @@ static inline bool sim_on_applied(void *arg, uint64_t index, const uint8_t *cmd,
                                   size_t len, const struct ns_apply_result *res)
 {
     struct sim_node *nd = arg;
-    ns_checkpoint_on_apply(nd->observe, index, cmd, len, res);
+    ns_checkpoint_on_apply(nd->observe->ig, index, cmd, len, res);
     assert_true(nd->n_applied < SIM_MAX_APPLIED);
     struct sim_applied *a = &nd->applied[nd->n_applied++];
     a->index = index;

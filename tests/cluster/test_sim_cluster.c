@@ -297,7 +297,7 @@ static void diverge_and_recover(struct sim *s, unsigned l, unsigned bad)
 {
     struct sim_client *c = sim_client(s, bad != l ? l : sim_follower(s, l, 0));
     struct sim_client *cb = sim_client(s, bad);
-    s->nodes[bad].observe->ckpt.corrupt_at =
+    s->nodes[bad].observe->ig->ckpt.corrupt_at =
         ns_node_last_applied(s->nodes[bad].node) + 2;
     for (int k = 0; k < 8; k++) {
         char key[16];
