@@ -191,6 +191,94 @@ static void test_member_add_and_remove(void **state)
     }
 }
 
+static bool leader_is(struct sim *s, void *arg)
+{
+    int l = sim_leader(s);
+    return l >= 0 && (unsigned)l == *(unsigned *)arg;
+}
+
+/* MEMBER_LIST on a follower lists every voter; LEADER_TRANSFER sent to a
+ * follower (relayed to the leader) hands leadership to the id asked for. */
+static void test_member_list_and_transfer(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned to = sim_follower(s, l, s->n - 2); /* the last follower */
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_MEMBER_LIST);
+    req.language = NS_LANG_OTHER;
+    sim_sign(&req);
+    int32_t op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    char *body = ns_strndup((const char *)reply.body, reply.body_len);
+    ns_cmd_close(&reply);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_non_null(strstr(body, s->nodes[i].client_addr));
+    }
+    ns_free(body);
+    op = send_member(c, NS_CODE_LEADER_TRANSFER, s->nodes[to].id, NULL);
+    expect_code(c, op, NS_CODE_SUCCESS);
+    assert_true(sim_run_until(s, leader_is, &to, 10000));
+    struct sim_client *cn = sim_client(s, l); /* the old leader follows */
+    op = sim_send_kv_put(cn, "after-transfer", "v");
+    expect_code(cn, op, NS_CODE_SUCCESS);
+}
+
+/* The leader is asked to remove itself: it hands leadership over, relays the
+ * removal to the new leader and answers; the rest goes on without it. */
+static void test_leader_removes_itself(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned voters = s->n;
+    struct sim_client *c = sim_client(s, l);
+    int32_t op = send_member(c, NS_CODE_MEMBER_REMOVE, s->nodes[l].id, NULL);
+    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_kill(s, l);
+    s->n_members = voters - 1;
+    unsigned nl = sim_settle(s);
+    assert_int_not_equal(nl, l);
+    assert_int_equal(n_voters(s, nl), voters - 1);
+    struct sim_client *c2 = sim_client(s, sim_follower(s, nl, 0));
+    op = sim_send_kv_put(c2, "after", "removed");
+    expect_code(c2, op, NS_CODE_SUCCESS);
+}
+
+/* Membership requests that cannot be done are answered with why. */
+static void test_member_requests_refused(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_MEMBER_ADD);
+    req.language = NS_LANG_OTHER;
+    sim_sign(&req);
+    int32_t op = sim_client_send(c, &req); /* no id */
+    ns_cmd_close(&req);
+    expect_code(c, op, NS_CODE_SYSTEM_ERROR);
+    sim_request(&req, NS_CODE_MEMBER_ADD);
+    req.language = NS_LANG_OTHER;
+    assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, "9"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_RAFT_ADDR, "not-an-address"),
+                     0);
+    sim_sign(&req);
+    op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    expect_code(c, op, NS_CODE_SYSTEM_ERROR);
+    /* unsigned: refused before anything is looked at */
+    sim_request(&req, NS_CODE_MEMBER_REMOVE);
+    assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, "2"), 0);
+    op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    expect_code(c, op, NS_CODE_NO_PERMISSION);
+    assert_int_equal(n_voters(s, l), s->n);
+}
+
 /* --- expiry after a failover --- */
 
 struct broker_gone {
@@ -350,6 +438,9 @@ int main(void)
         BOTH(test_consistent_read_on_a_follower, setup3, setup5),
         BOTH(test_consistent_read_without_a_leader, setup3, setup5),
         BOTH(test_member_add_and_remove, setup3_plus1, setup5_plus1),
+        BOTH(test_member_list_and_transfer, setup3, setup5),
+        BOTH(test_leader_removes_itself, setup3, setup5),
+        BOTH(test_member_requests_refused, setup3, setup5),
         BOTH(test_expiry_after_failover, setup3, setup5),
         BOTH(test_diverged_follower_recovers, setup3_ckpt, setup5_ckpt),
         BOTH(test_diverged_leader_hands_over_and_recovers, setup3_ckpt,

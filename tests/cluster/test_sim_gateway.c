@@ -249,6 +249,72 @@ static void test_refusals_are_replies(void **state)
     assert_non_null(c->conn);
 }
 
+/* --- registrations --- */
+
+static unsigned n_registered(struct sim *s, unsigned i)
+{
+    return sim_n_applied(s, i, NS_CMD_REGISTER_BROKER, false);
+}
+
+/* An unchanged re-registration (a broker's periodic one) is answered
+ * without an entry, on a follower in contact with its leader; a body whose
+ * CRC does not match is refused and nothing is written. */
+static void test_reregistration_writes_nothing(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (int k = 0; k < 3; k++) {
+        sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+        call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    }
+    sim_register_request(&req, "broker-b", "10.1.0.2:10911", 0);
+    with(&req, "bodyCrc32", "12345");
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_int_equal(n_registered(s, i), 1);
+        assert_int_equal(ns_route_n_brokers(s->nodes[i].state.route), 1);
+    }
+}
+
+/* A registration over 256 KiB is decoded off the loop
+ * (gateway/register_async.c) and then written like any other. */
+static void test_large_registration(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_buf body;
+    ns_buf_init(&body);
+    ns_buf_printf(&body, "{\"filterServerList\":[],"
+                         "\"topicConfigSerializeWrapper\":{\"dataVersion\":"
+                         "{\"counter\":1,\"stateVersion\":0,\"timestamp\":"
+                         "1700000000000},\"topicConfigTable\":{");
+    for (int t = 0; t < 3000; t++) {
+        ns_buf_printf(&body,
+                      "%s\"BigTopic%04d\":{\"perm\":6,\"readQueueNums\":4,"
+                      "\"topicName\":\"BigTopic%04d\",\"topicSysFlag\":0,"
+                      "\"writeQueueNums\":4}",
+                      t > 0 ? "," : "", t, t);
+    }
+    ns_buf_printf(&body, "}}}");
+    assert_int_equal(body.err, 0);
+    assert_true(body.len >= 256u * 1024u);
+    struct ns_cmd req;
+    sim_register_request(&req, "broker-big", "10.1.0.9:10911", 0);
+    req.body = body.data;
+    req.body_len = body.len;
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    ns_buf_close(&body);
+    sim_settle(s);
+    route_on_every_node(s, "BigTopic2999", NS_CODE_SUCCESS, "broker-big");
+}
+
 /* --- ACL (aclEnable on every node) --- */
 
 static int setup_acl(void **state, unsigned n)
@@ -351,6 +417,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         BOTH(test_every_request_through_a_follower),
         BOTH(test_refusals_are_replies),
+        BOTH(test_reregistration_writes_nothing),
+        BOTH(test_large_registration),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup5_acl,
