@@ -51,7 +51,7 @@ for m in "${mutants[@]}"; do
             echo "== mutant $m: $c must fail"
             timeout 900 "$dir/$c" >"$log" 2>&1
             rv=$?
-            failed=$(grep -cE '^\[  FAILED  \] test_' "$log")
+            failed=$(grep -oE '^ *[0-9]+ FAILED TEST' "$log" | grep -oE '[0-9]+' || echo 0)
         fi
         if ((rv == 0)); then
             echo "mutant $m SURVIVED: $c passed against it (log: $log)"
