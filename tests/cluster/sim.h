@@ -507,6 +507,8 @@ static struct raft_fsm sim_placeholder_fsm = {.version = 1};
 struct sim_opts {
     unsigned checkpoint_entries; /* 0 = a CHECKPOINT every 20 commands */
     bool acl; /* aclEnable on every node (anonymous reads allowed) */
+    /* the cluster file's "acl" accounts (JSON array text), or NULL */
+    const char *acl_accounts;
 };
 
 /* n voters (node ids 1..n) out of n_file members of the cluster file (the
@@ -542,7 +544,13 @@ static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
                              i > 0 ? "," : "", i + 1, s->nodes[i].raft_addr,
                              s->nodes[i].client_addr, i < n ? "true" : "false");
     }
-    off += (size_t)snprintf(json + off, sizeof json - off, "]}");
+    off += (size_t)snprintf(json + off, sizeof json - off, "]");
+    if (opts != NULL && opts->acl_accounts != NULL) {
+        off +=
+            (size_t)snprintf(json + off, sizeof json - off,
+                             ",\"acl\":{\"accounts\":%s}", opts->acl_accounts);
+    }
+    off += (size_t)snprintf(json + off, sizeof json - off, "}");
     assert_true(off < sizeof json);
     char err[256];
     ns_cluster_config_init(&s->file);

@@ -156,11 +156,23 @@ static void test_member_add_and_remove(void **state)
     struct sim *s = *state;
     unsigned l = sim_settle(s);
     unsigned voters = s->n;
-    unsigned added = sim_grow(s);
     struct sim_client *cl = sim_client(s, l);
-    int32_t op = send_member(cl, NS_CODE_MEMBER_ADD, s->nodes[added].id,
-                             &s->nodes[added]);
+    int32_t op = sim_send_kv_put(cl, "before", "x");
     expect_code(cl, op, NS_CODE_SUCCESS);
+    unsigned added = sim_grow(s);
+    /* a read at the new node before it is ready is held, and answered by
+     * the leader once the node knows one */
+    struct sim_client *early = sim_client(s, added);
+    int32_t get = sim_send_kv_get(early, "before", false);
+    op = send_member(cl, NS_CODE_MEMBER_ADD, s->nodes[added].id,
+                     &s->nodes[added]);
+    expect_code(cl, op, NS_CODE_SUCCESS);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(early, get, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    assert_non_null(ns_cmd_ext_find(&reply, "value"));
+    assert_string_equal(ns_cmd_ext_find(&reply, "value"), "x");
+    ns_cmd_close(&reply);
     s->n_members = voters + 1;
     l = sim_settle(s);
     assert_int_equal(n_voters(s, l), voters + 1);

@@ -406,6 +406,94 @@ static void test_acl_through_a_follower(void **state)
     for (unsigned i = 0; i < s->n; i++) {
         sim_assert_kv(s, i, "k", "signed");
     }
+
+    /* now the table has an account: the ACL codes need an admin's
+     * signature over the private one */
+    sim_request(&req, NS_CODE_ACL_LIST);
+    with(&req, NS_ACL_EXT_ACCESS_KEY, ADMIN_AK);
+    sim_sign(&req);
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, ADMIN_AK);
+    sim_request(&req, NS_CODE_ACL_UPDATE);
+    with(&req, NS_EXT_ACL_OP, "add");
+    with(&req, NS_EXT_ACL_ACCESS_KEY, "sim-reader");
+    with(&req, NS_EXT_ACL_SECRET_KEY, "sim-reader-secret");
+    with(&req, NS_EXT_ACL_ROLE, "reader");
+    with(&req, NS_EXT_ACL_NETWORKS, "192.168.0.0/16");
+    with(&req, NS_ACL_EXT_ACCESS_KEY, ADMIN_AK);
+    sim_sign(&req);
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_ACL_LIST);
+    with(&req, NS_ACL_EXT_ACCESS_KEY, ADMIN_AK);
+    sim_sign(&req);
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, "192.168.0.0\\/16");
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    with(&req, "value", "reader");
+    acl_sign(&req, "sim-reader", "sim-reader-secret");
+    call_expect(c, &req, NS_CODE_NO_PERMISSION, NULL); /* a reader */
+    sim_request(&req, NS_CODE_GET_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    acl_sign(&req, "sim-reader", "sim-reader-secret");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_ACL_UPDATE);
+    with(&req, NS_EXT_ACL_OP, "rename");
+    with(&req, NS_EXT_ACL_ACCESS_KEY, "sim-reader");
+    with(&req, NS_ACL_EXT_ACCESS_KEY, ADMIN_AK);
+    sim_sign(&req);
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_request(&req, NS_CODE_ACL_UPDATE);
+    with(&req, NS_EXT_ACL_OP, "remove");
+    with(&req, NS_EXT_ACL_ACCESS_KEY, "sim-reader");
+    with(&req, NS_ACL_EXT_ACCESS_KEY, ADMIN_AK);
+    sim_sign(&req);
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    assert_true(sim_run_until(s, accounts_everywhere, NULL, 10000));
+}
+
+static int setup3_seeded(void **state)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    struct sim_opts o = {
+        .acl = true,
+        .acl_accounts =
+            "[{\"accessKey\":\"" ADMIN_AK "\",\"secretKey\":\"" ADMIN_SK
+            "\",\"role\":\"admin\"}]",
+    };
+    sim_setup_with(s, 3, 3, &o);
+    *state = s;
+    return 0;
+}
+
+/* The cluster file's accounts are proposed once by the first leader and
+ * hold on every node: a write signed with one passes at a follower. */
+static void test_acl_seeded_from_the_cluster_file(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    assert_true(sim_run_until(s, accounts_everywhere, NULL, 10000));
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_true(s->nodes[i].state.acl.seeded);
+    }
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "k");
+    with(&req, "value", "seeded");
+    acl_sign(&req, ADMIN_AK, ADMIN_SK);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k", "seeded");
+    }
 }
 
 #define BOTH(test)                                                             \
@@ -423,6 +511,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup5_acl,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_acl_seeded_from_the_cluster_file,
+                                        setup3_seeded, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
