@@ -249,6 +249,67 @@ static void test_refusals_are_replies(void **state)
     assert_non_null(c->conn);
 }
 
+static void update_config(struct sim *s, struct sim_client *c,
+                          const char *props)
+{
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
+    req.body = (const uint8_t *)props;
+    req.body_len = strlen(props);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+}
+
+/* Replicated settings change what every node answers: with
+ * orderMessageEnable a route carries the topic's order configuration (and a
+ * registration's reply the whole namespace); with needWaitForService a
+ * freshly started cluster answers routes "not ready" until the wait is
+ * over, the follower after asking the leader. */
+static void test_route_settings(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", NS_KV_ORDER_TOPIC_CONFIG);
+    with(&req, "key", "TopicA");
+    with(&req, "value", "broker-a:4");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    update_config(s, c, "orderMessageEnable=true\n");
+    route_on_every_node(s, "TopicA", NS_CODE_SUCCESS, "broker-a:4");
+    sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+    with(&req, "topic", "TopicA");
+    with(&req, "acceptStandardJsonOnly", "true");
+    call_expect(c, &req, NS_CODE_SUCCESS, "\"orderTopicConf\":\"broker-a:4\"");
+    sim_register_request(&req, "broker-b", "10.1.0.2:10911", 0);
+    call_expect(c, &req, NS_CODE_SUCCESS, "broker-a:4");
+
+    update_config(s, c,
+                  "needWaitForService=true\nwaitSecondsForService=3600\n");
+    route_on_every_node(s, "TopicA", NS_CODE_SYSTEM_ERROR, NULL);
+    update_config(s, c, "needWaitForService=false\n");
+    route_on_every_node(s, "TopicA", NS_CODE_SUCCESS, "broker-b");
+
+    /* admin requests with nothing to do are answered, and change nothing */
+    sim_request(&req, NS_CODE_DELETE_TOPIC_IN_NAMESRV);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_REGISTER_TOPIC_IN_NAMESRV);
+    with(&req, "topic", "TopicD");
+    req.body = (const uint8_t *)"{\"queueDatas\":[]}";
+    req.body_len = strlen("{\"queueDatas\":[]}");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_DELETE_TOPIC_IN_NAMESRV);
+    with(&req, "topic", "TopicB");
+    with(&req, "clusterName", "c1");
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    route_on_every_node(s, "TopicB", NS_CODE_TOPIC_NOT_EXIST, NULL);
+    route_on_every_node(s, "TopicD", NS_CODE_TOPIC_NOT_EXIST, NULL);
+}
+
 /* --- registrations --- */
 
 static unsigned n_registered(struct sim *s, unsigned i)
@@ -505,6 +566,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         BOTH(test_every_request_through_a_follower),
         BOTH(test_refusals_are_replies),
+        BOTH(test_route_settings),
         BOTH(test_reregistration_writes_nothing),
         BOTH(test_large_registration),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,

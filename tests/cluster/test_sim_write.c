@@ -245,6 +245,33 @@ static void test_partition_longer_than_the_write_wait(void **state)
     }
 }
 
+/* A write taken by a leader that is then cut off: it cannot commit, the
+ * leader steps down, and the client is told the outcome is unknown (not
+ * SUCCESS); the majority elects another leader and goes on. */
+static void test_write_on_a_leader_that_loses_leadership(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    sim_cut(s, l);
+    int32_t op = sim_send_kv_put(c, "k", "v");
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SYSTEM_ERROR);
+    assert_non_null(reply.remark);
+    assert_non_null(strstr(reply.remark, "unknown"));
+    ns_cmd_close(&reply);
+    sim_heal(s, l);
+    unsigned nl = sim_settle(s);
+    struct sim_client *c2 = sim_client(s, nl);
+    op = sim_send_kv_put(c2, "k2", "v2");
+    expect_code(c2, op, NS_CODE_SUCCESS);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k2", "v2");
+    }
+}
+
 /* One run of a failover under writes, as a trace: the virtual time and the
  * applied index of every reply, and what each node applied. */
 static uint64_t failover_trace(unsigned n)
@@ -305,6 +332,7 @@ int main(void)
         BOTH(test_lost_answer_is_applied_once),
         BOTH(test_partitioned_follower),
         BOTH(test_partition_longer_than_the_write_wait),
+        BOTH(test_write_on_a_leader_that_loses_leadership),
         cmocka_unit_test(test_schedule_is_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
