@@ -26,7 +26,8 @@
 
 #include "net/net.h"
 #include "net/peer.h"
-#include "observe/observe.h"
+#include "observe/observe_int.h"
+#include "raftns/observe.h"
 #include "raftns/metrics.h"
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
