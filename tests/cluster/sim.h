@@ -710,6 +710,12 @@ static inline bool sim_pred_stable(struct sim *s, void *arg)
     return true;
 }
 
+static inline bool sim_pred_has_leader(struct sim *s, void *arg)
+{
+    (void)arg;
+    return sim_leader(s) >= 0;
+}
+
 /* Runs until one ready leader is known by every reachable node, each of
  * which is ready and has applied what it applied (the members recorded).
  * Returns the leader. */

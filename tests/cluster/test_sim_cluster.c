@@ -112,6 +112,67 @@ static void test_consistent_read_without_a_leader(void **state)
     sim_heal(s, fo);
 }
 
+/* --- a follower that is not ready (docs/readiness.md) --- */
+
+/* RAFTNS_TEST_READY_DELAY_MS holds every follower "not ready" while it knows
+ * a leader (the hook of test_server_forward.c's same test). */
+static int setup3_unready(void **state)
+{
+    assert_int_equal(setenv("RAFTNS_TEST_READY_DELAY_MS", "600000", 1), 0);
+    int rv = setup(state, 3, 3);
+    assert_int_equal(unsetenv("RAFTNS_TEST_READY_DELAY_MS"), 0);
+    return rv;
+}
+
+static bool leader_known(struct sim *s, void *arg)
+{
+    unsigned fo = *(unsigned *)arg;
+    int l = sim_leader(s);
+    return l >= 0 && ns_node_leader_id(s->nodes[fo].node) == s->nodes[l].id &&
+           ns_node_last_applied(s->nodes[fo].node) >=
+               ns_node_last_applied(s->nodes[l].node);
+}
+
+/* A follower that is not ready answers a route read with the leader's
+ * bytes and names the leader (raftnsServedBy), a miss too; an unchanged
+ * re-registration is acknowledged by way of the leader. */
+static void test_unready_follower_reads_through_the_leader(void **state)
+{
+    struct sim *s = *state;
+    assert_true(sim_run_until(s, sim_pred_has_leader, NULL, 30000));
+    unsigned l = (unsigned)sim_leader(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *cl = sim_client(s, l);
+    struct sim_client *cf = sim_client(s, fo);
+    int32_t op = sim_send_register(cl, "broker-a", "10.1.0.1:10911", 0);
+    expect_code(cl, op, NS_CODE_SUCCESS);
+    assert_true(sim_run_until(s, leader_known, &fo, 10000));
+    assert_false(ns_node_is_ready(s->nodes[fo].node));
+    char leader_id[24];
+    snprintf(leader_id, sizeof leader_id, "%llu",
+             (unsigned long long)s->nodes[l].id);
+    static const char *const topics[] = {"TopicA", "Nope"};
+    static const int32_t codes[] = {NS_CODE_SUCCESS, NS_CODE_TOPIC_NOT_EXIST};
+    for (int k = 0; k < 2; k++) {
+        struct ns_cmd req;
+        sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+        assert_int_equal(ns_cmd_ext_set(&req, "topic", topics[k]), 0);
+        op = sim_client_send(cf, &req);
+        ns_cmd_close(&req);
+        struct ns_cmd reply;
+        assert_non_null(sim_wait_reply(cf, op, 10000, &reply));
+        assert_int_equal(reply.code, codes[k]);
+        assert_non_null(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY));
+        assert_string_equal(ns_cmd_ext_find(&reply, NS_EXT_SERVED_BY),
+                            leader_id);
+        ns_cmd_close(&reply);
+    }
+    op = sim_send_register(cf, "broker-a", "10.1.0.1:10911", 0);
+    expect_code(cf, op, NS_CODE_SUCCESS);
+    assert_false(ns_node_is_ready(s->nodes[fo].node));
+    assert_int_equal(sim_n_applied(s, l, NS_CMD_REGISTER_BROKER, false), 1);
+}
+
 /* --- membership --- */
 
 static int32_t send_member(struct sim_client *c, int32_t code, uint64_t id,
@@ -450,6 +511,9 @@ int main(void)
         BOTH(test_consistent_read_on_a_follower, setup3, setup5),
         BOTH(test_consistent_read_without_a_leader, setup3, setup5),
         BOTH(test_member_add_and_remove, setup3_plus1, setup5_plus1),
+        cmocka_unit_test_setup_teardown(
+            test_unready_follower_reads_through_the_leader, setup3_unready,
+            teardown),
         BOTH(test_member_list_and_transfer, setup3, setup5),
         BOTH(test_leader_removes_itself, setup3, setup5),
         BOTH(test_member_requests_refused, setup3, setup5),

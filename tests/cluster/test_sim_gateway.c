@@ -246,6 +246,45 @@ static void test_refusals_are_replies(void **state)
     with(&req, "namespace", "sim");
     with(&req, "key", "none");
     call_expect(c, &req, NS_CODE_QUERY_NOT_FOUND, NULL);
+    /* broker requests Java would throw on: the exception reply */
+    sim_request(&req, NS_CODE_UNREGISTER_BROKER); /* no brokerId */
+    with(&req, "brokerName", "broker-a");
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_request(&req, NS_CODE_QUERY_DATA_VERSION); /* no body */
+    with(&req, "brokerName", "broker-a");
+    with(&req, "brokerAddr", "10.1.0.1:10911");
+    with(&req, "clusterName", "c1");
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_request(&req, NS_CODE_QUERY_DATA_VERSION); /* not a DataVersion */
+    with(&req, "brokerName", "broker-a");
+    with(&req, "brokerAddr", "10.1.0.1:10911");
+    with(&req, "clusterName", "c1");
+    req.body = (const uint8_t *)"[1,2]";
+    req.body_len = 5;
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+    req.body = (const uint8_t *)"{\"topicConfigSerializeWrapper\":";
+    req.body_len = strlen((const char *)req.body);
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_register_request(&req, "broker-a", "10.1.0.1:10911", 0);
+    req.version = 100; /* a 4.x client before V3_0_11 sees fastjson's text */
+    req.body = (const uint8_t *)"{\"topicConfigSerializeWrapper\":";
+    req.body_len = strlen((const char *)req.body);
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    /* a data version query of a broker nobody registered: "changed" */
+    static const char dv[] =
+        "{\"counter\":1,\"stateVersion\":0,\"timestamp\":1700000000000}";
+    sim_request(&req, NS_CODE_QUERY_DATA_VERSION);
+    with(&req, "brokerName", "broker-z");
+    with(&req, "brokerAddr", "10.1.0.26:10911");
+    with(&req, "clusterName", "c1");
+    req.body = (const uint8_t *)dv;
+    req.body_len = strlen(dv);
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_int_equal(ns_route_n_brokers(s->nodes[i].state.route), 0);
+    }
     assert_non_null(c->conn);
 }
 
