@@ -257,9 +257,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
-static void write_cb(uv_write_t *w, int status)
+/* The write in flight is done (a socket's write callback, or a sink that
+ * took the bytes at once). */
+static void written(struct ns_conn *c, int status)
 {
-    struct ns_conn *c = w->data;
     ns_free(c->wdata);
     c->wdata = NULL;
     c->wlen = 0;
@@ -276,6 +277,11 @@ static void write_cb(uv_write_t *w, int status)
         mark_dirty(c);
     }
     ns_conn_update_flow(c);
+}
+
+static void write_cb(uv_write_t *w, int status)
+{
+    written(w->data, status);
 }
 
 static void flush_one(struct ns_conn *c)
@@ -297,7 +303,7 @@ static void flush_one(struct ns_conn *c)
     if (c->sink != NULL) {
         /* Written at once: what write_cb does after a socket write. */
         c->sink->write(c->sink->arg, c->wdata, len);
-        write_cb(&(uv_write_t){.data = c}, 0);
+        written(c, 0);
         return;
     }
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
