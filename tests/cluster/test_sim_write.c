@@ -104,6 +104,30 @@ static void test_three_identical_registrations_make_one_entry(void **state)
     }
 }
 
+/* A broker registers with the leader, then with a follower whose disk is
+ * slow, before that follower applied the first: the follower forwards it,
+ * and the leader, whose state already holds it exactly, answers without an
+ * entry; the follower answers once it applied the first registration. */
+static void test_registration_applied_a_moment_ago(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    raft_fixture_set_disk_latency(&s->f, fo, 300);
+    struct sim_client *cl = sim_client(s, l);
+    struct sim_client *cf = sim_client(s, fo);
+    int32_t op = sim_send_register(cl, "broker-a", "10.1.0.1:10911", 0);
+    expect_code(cl, op, NS_CODE_SUCCESS);
+    assert_int_equal(ns_route_n_brokers(s->nodes[fo].state.route), 0);
+    op = sim_send_register(cf, "broker-a", "10.1.0.1:10911", 0);
+    expect_code(cf, op, NS_CODE_SUCCESS);
+    assert_int_equal(ns_route_n_brokers(s->nodes[fo].state.route), 1);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_int_equal(sim_n_applied(s, i, NS_CMD_REGISTER_BROKER, false), 1);
+    }
+}
+
 struct grew {
     unsigned node;
     uint64_t index;
@@ -363,6 +387,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         BOTH(test_write_through_a_follower),
         BOTH(test_three_identical_registrations_make_one_entry),
+        BOTH(test_registration_applied_a_moment_ago),
         BOTH(test_leader_lost_mid_forward),
         BOTH(test_lost_answer_is_applied_once),
         BOTH(test_partitioned_follower),
