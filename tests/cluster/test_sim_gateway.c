@@ -349,6 +349,78 @@ static void test_route_settings(void **state)
     route_on_every_node(s, "TopicD", NS_CODE_TOPIC_NOT_EXIST, NULL);
 }
 
+/* --- node-to-node requests from a client --- */
+
+static void forward_of(struct ns_cmd *req, struct ns_buf *b,
+                       const struct ns_command *c)
+{
+    ns_buf_init(b);
+    assert_int_equal(ns_command_encode(c, b), 0);
+    sim_request(req, NS_CODE_FORWARD);
+    req->language = NS_LANG_OTHER;
+    req->body = b->data;
+    req->body_len = b->len;
+}
+
+/* The private codes check who sends them and what: unsigned or replayed
+ * requests, a FORWARD to a follower, one that does not decode, one of a
+ * command only the leader makes, and a READ_INDEX at a follower are all
+ * refused; a well-formed signed FORWARD to the leader is applied. */
+static void test_private_requests_are_checked(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *cl = sim_client(s, l);
+    struct sim_client *cf = sim_client(s, fo);
+    struct ns_command kv;
+    ns_command_init(&kv, NS_CMD_KV_PUT);
+    kv.leader_time_ms = 1;
+    kv.u.kv.ns = "sim";
+    kv.u.kv.key = "fwd";
+    kv.u.kv.value = "direct";
+    struct ns_buf b;
+    struct ns_cmd req;
+
+    forward_of(&req, &b, &kv); /* unsigned */
+    call_expect(cl, &req, NS_CODE_NO_PERMISSION, NULL);
+    ns_buf_close(&b);
+    forward_of(&req, &b, &kv); /* to a follower */
+    sim_sign(&req);
+    call_expect(cf, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    ns_buf_close(&b);
+    sim_request(&req, NS_CODE_FORWARD); /* not a command */
+    req.language = NS_LANG_OTHER;
+    req.body = (const uint8_t *)"garbage";
+    req.body_len = 7;
+    sim_sign(&req);
+    call_expect(cl, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    struct ns_command ck;
+    ns_command_init(&ck, NS_CMD_SET_MEMBER); /* the leader's own */
+    ck.leader_time_ms = 1;
+    ck.u.member.id = 9;
+    forward_of(&req, &b, &ck);
+    sim_sign(&req);
+    call_expect(cl, &req, NS_CODE_NO_PERMISSION, NULL);
+    ns_buf_close(&b);
+    sim_request(&req, NS_CODE_READ_INDEX); /* at a follower */
+    req.language = NS_LANG_OTHER;
+    sim_sign(&req);
+    call_expect(cf, &req, NS_CODE_SYSTEM_ERROR, NULL);
+
+    forward_of(&req, &b, &kv);
+    sim_sign(&req);
+    struct ns_cmd copy;
+    assert_int_equal(ns_cmd_copy(&req, &copy), 0);
+    call_expect(cl, &req, NS_CODE_SUCCESS, NULL);
+    call_expect(cl, &copy, NS_CODE_NO_PERMISSION, NULL); /* replayed */
+    ns_buf_close(&b);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "fwd", "direct");
+    }
+}
+
 /* --- registrations --- */
 
 static unsigned n_registered(struct sim *s, unsigned i)
@@ -606,6 +678,7 @@ int main(void)
         BOTH(test_every_request_through_a_follower),
         BOTH(test_refusals_are_replies),
         BOTH(test_route_settings),
+        BOTH(test_private_requests_are_checked),
         BOTH(test_reregistration_writes_nothing),
         BOTH(test_large_registration),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,
