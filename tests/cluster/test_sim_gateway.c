@@ -419,6 +419,104 @@ static void test_private_requests_are_checked(void **state)
     for (unsigned i = 0; i < s->n; i++) {
         sim_assert_kv(s, i, "fwd", "direct");
     }
+
+    /* the other node-to-node codes: unsigned, without a sender, malformed */
+    static const int32_t reports[] = {NS_CODE_LIVENESS_REPORT,
+                                      NS_CODE_DIGEST_REPORT};
+    for (int k = 0; k < 2; k++) {
+        sim_request(&req, reports[k]);
+        req.language = NS_LANG_OTHER;
+        call_expect(cl, &req, NS_CODE_NO_PERMISSION, NULL);
+        sim_request(&req, reports[k]);
+        req.language = NS_LANG_OTHER;
+        sim_sign(&req);
+        call_expect(cl, &req, NS_CODE_SYSTEM_ERROR, NULL);
+        sim_request(&req, reports[k]);
+        req.language = NS_LANG_OTHER;
+        with(&req, NS_EXT_FROM, "2");
+        req.body = (const uint8_t *)"\x01\x02\x03";
+        req.body_len = 3;
+        sim_sign(&req);
+        call_expect(cl, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    }
+    sim_request(&req, NS_CODE_STATE_FETCH);
+    req.language = NS_LANG_OTHER;
+    call_expect(cl, &req, NS_CODE_NO_PERMISSION, NULL);
+    sim_request(&req, NS_CODE_STATE_FETCH); /* at a follower */
+    req.language = NS_LANG_OTHER;
+    sim_sign(&req);
+    call_expect(cf, &req, NS_CODE_SYSTEM_ERROR, NULL);
+}
+
+/* Requests whose fields are missing or wrong, on the write path and the
+ * namesrv config, are answered with what was wrong; nothing changes. */
+static void test_bad_writes_are_refused(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG); /* no key */
+    with(&req, "namespace", "sim");
+    call_expect(c, &req, NS_CODE_SYSTEM_ERROR, NULL);
+    sim_request(&req, NS_CODE_DELETE_KV_CONFIG); /* nothing to delete */
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    sim_request(&req, NS_CODE_GET_KVLIST_BY_NAMESPACE);
+    with(&req, "namespace", "none");
+    call_expect(c, &req, NS_CODE_QUERY_NOT_FOUND, NULL);
+    sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG); /* empty */
+    call_expect(c, &req, NS_CODE_SUCCESS, NULL);
+    static const char *const bad[] = {"configStorePath=/tmp/x\n",
+                                      "rocketmqHome=/tmp\n",
+                                      "orderMessageEnable=maybe\n"};
+    static const int32_t codes[] = {
+        NS_CODE_NO_PERMISSION, NS_CODE_NO_PERMISSION, NS_CODE_SYSTEM_ERROR};
+    for (int k = 0; k < 3; k++) {
+        sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
+        req.body = (const uint8_t *)bad[k];
+        req.body_len = strlen(bad[k]);
+        call_expect(c, &req, codes[k], NULL);
+    }
+    sim_request(&req, NS_CODE_WIPE_WRITE_PERM_OF_BROKER); /* no broker */
+    char *body = call(c, &req, NS_CODE_SUCCESS);
+    ns_free(body);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_false(
+            ns_config_settings(s->nodes[i].state.config)->order_message_enable);
+    }
+}
+
+/* A write whose command would be over NS_COMMAND_MAX could never be
+ * forwarded in one frame: it is refused at once, nothing written. */
+static void test_oversized_write_is_refused(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
+    size_t n = NS_FRAME_MAX - 32u * 1024u;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, 'v', n);
+    big[n] = '\0';
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_PUT_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "big");
+    with(&req, "value", big);
+    free(big);
+    int32_t op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SYSTEM_ERROR);
+    assert_non_null(reply.remark);
+    assert_non_null(strstr(reply.remark, "too large"));
+    ns_cmd_close(&reply);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_null(sim_kv(s, i, "big"));
+    }
 }
 
 /* --- registrations --- */
@@ -679,6 +777,9 @@ int main(void)
         BOTH(test_refusals_are_replies),
         BOTH(test_route_settings),
         BOTH(test_private_requests_are_checked),
+        BOTH(test_bad_writes_are_refused),
+        cmocka_unit_test_setup_teardown(test_oversized_write_is_refused, setup3,
+                                        teardown),
         BOTH(test_reregistration_writes_nothing),
         BOTH(test_large_registration),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,

@@ -331,6 +331,47 @@ static void test_write_after_the_clock_went_back(void **state)
     }
 }
 
+/* A copy older than the window of request ids the cluster remembers (its
+ * node sent NS_REQID_WINDOW newer writes meanwhile) is refused, not applied:
+ * the client is told so. The newer writes are put into every state directly,
+ * as their applied entries would. */
+static void test_stale_copy_is_refused(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *c = sim_client(s, fo);
+    int32_t op = sim_send_kv_put(c, "k", "first");
+    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_settle(s);
+    const struct ns_reqid_origin *o =
+        ns_reqid_find(&s->nodes[l].state.reqids, s->nodes[fo].id);
+    assert_non_null(o);
+    struct ns_command later;
+    ns_command_init(&later, NS_CMD_KV_PUT);
+    later.leader_time_ms = 1;
+    later.u.kv.ns = "sim";
+    later.u.kv.key = "k";
+    later.u.kv.value = "later";
+    later.reqid.origin = s->nodes[fo].id;
+    later.reqid.run = o->run;
+    later.reqid.seq = o->high + 2 * NS_REQID_WINDOW;
+    for (unsigned i = 0; i < s->n; i++) {
+        assert_int_equal(ns_fsm_apply(&s->nodes[i].state, &later, NULL), 0);
+    }
+    op = sim_send_kv_put(c, "k", "stale");
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, op, 10000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SYSTEM_ERROR);
+    assert_non_null(reply.remark);
+    assert_non_null(strstr(reply.remark, "stale"));
+    ns_cmd_close(&reply);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k", "later");
+    }
+}
+
 /* One run of a failover under writes, as a trace: the virtual time and the
  * applied index of every reply, and what each node applied. */
 static uint64_t failover_trace(unsigned n)
@@ -394,6 +435,7 @@ int main(void)
         BOTH(test_partition_longer_than_the_write_wait),
         BOTH(test_write_on_a_leader_that_loses_leadership),
         BOTH(test_write_after_the_clock_went_back),
+        BOTH(test_stale_copy_is_refused),
         cmocka_unit_test(test_schedule_is_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
