@@ -467,6 +467,9 @@ static void diverge_and_recover(struct sim *s, unsigned l, unsigned bad)
         expect_code(c, op, NS_CODE_SUCCESS);
     }
     assert_true(sim_run_until(s, diverged, &bad, 20000));
+    /* a diverged node takes no write */
+    int32_t w = sim_send_kv_put(cb, "while-diverged", "v");
+    expect_code(cb, w, NS_CODE_SYSTEM_ERROR);
     /* a diverged node does not answer from its own state: the leader
      * does, through it (docs/readiness.md) */
     int32_t get = sim_send_kv_get(cb, "k0", false);

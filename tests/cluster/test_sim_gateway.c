@@ -442,6 +442,40 @@ static void test_private_requests_are_checked(void **state)
     sim_request(&req, NS_CODE_STATE_FETCH);
     req.language = NS_LANG_OTHER;
     call_expect(cl, &req, NS_CODE_NO_PERMISSION, NULL);
+
+    /* READ_FORWARD carries a whole request frame: a write is refused, a
+     * frame that does not decode too, a read is answered */
+    static const int32_t inner_codes[] = {NS_CODE_PUT_KV_CONFIG,
+                                          NS_CODE_GET_KV_CONFIG};
+    static const int32_t want[] = {NS_CODE_NO_PERMISSION, NS_CODE_SUCCESS};
+    for (int k = 0; k < 3; k++) {
+        struct ns_cmd inner;
+        sim_request(&inner, inner_codes[k % 2]);
+        with(&inner, "namespace", "sim");
+        with(&inner, "key", "fwd");
+        with(&inner, "value", "via-read-forward");
+        ns_buf_init(&b);
+        assert_int_equal(ns_cmd_encode(&inner, &b), 0);
+        ns_cmd_close(&inner);
+        sim_request(&req, NS_CODE_READ_FORWARD);
+        req.language = NS_LANG_OTHER;
+        req.body = b.data;
+        req.body_len = k < 2 ? b.len : b.len - 1;
+        sim_sign(&req);
+        call_expect(cl, &req, k < 2 ? want[k] : NS_CODE_SYSTEM_ERROR, NULL);
+        ns_buf_close(&b);
+    }
+    /* a frame flagged as a response is not a request: dropped, and the
+     * connection goes on */
+    sim_request(&req, NS_CODE_GET_KV_CONFIG);
+    req.flag = NS_FLAG_RESPONSE;
+    int32_t dropped = sim_client_send(cl, &req);
+    ns_cmd_close(&req);
+    sim_request(&req, NS_CODE_GET_KV_CONFIG);
+    with(&req, "namespace", "sim");
+    with(&req, "key", "fwd");
+    call_expect(cl, &req, NS_CODE_SUCCESS, NULL);
+    assert_null(sim_find_reply(cl, dropped));
     sim_request(&req, NS_CODE_STATE_FETCH); /* at a follower */
     req.language = NS_LANG_OTHER;
     sim_sign(&req);
