@@ -500,12 +500,14 @@ static void test_bad_writes_are_refused(void **state)
     call_expect(c, &req, NS_CODE_QUERY_NOT_FOUND, NULL);
     sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG); /* empty */
     call_expect(c, &req, NS_CODE_SUCCESS, NULL);
-    static const char *const bad[] = {"configStorePath=/tmp/x\n",
-                                      "rocketmqHome=/tmp\n",
-                                      "orderMessageEnable=maybe\n"};
-    static const int32_t codes[] = {
-        NS_CODE_NO_PERMISSION, NS_CODE_NO_PERMISSION, NS_CODE_SYSTEM_ERROR};
-    for (int k = 0; k < 3; k++) {
+    /* protected keys, a bad value, a malformed unicode escape */
+    static const char *const bad[] = {
+        "configStorePath=/tmp/x\n", "rocketmqHome=/tmp\n",
+        "orderMessageEnable=maybe\n", "orderMessageEnable=\\u00zz\n"};
+    static const int32_t codes[] = {NS_CODE_NO_PERMISSION,
+                                    NS_CODE_NO_PERMISSION, NS_CODE_SYSTEM_ERROR,
+                                    NS_CODE_SYSTEM_ERROR};
+    for (int k = 0; k < 4; k++) {
         sim_request(&req, NS_CODE_UPDATE_NAMESRV_CONFIG);
         req.body = (const uint8_t *)bad[k];
         req.body_len = strlen(bad[k]);
