@@ -1,16 +1,21 @@
 /* A simulated cluster of full raftns nodes for the cluster tier: N servers
  * of one raft_fixture, each with the production node (ns_node_create_over),
- * server, cluster, gateway and liveness rooms, on virtual time. The fixture's
- * clock is the only clock; every step runs one raft event and then what the
- * nodes' handles and the servers' timers would have run by then
- * (ns_node_tick, ns_server_tick, ns_observe_tick). Node-to-node requests go
- * through an in-memory network (struct ns_peer over sink connections) that
- * delays by a fixed latency and can cut a node off; clients are sink
- * connections that keep every reply with the replying node's applied index at
- * that moment. Deterministic: no socket, no thread, no sleep, no wall clock in
- * any decision of the harness. Header-only (each test is its own executable);
- * include after cmocka.h. Not a model of TCP: a lost message is never
- * reported, the call times out (as a silent partition does). */
+ * server, cluster, gateway, liveness and observer, on virtual time. The
+ * fixture's clock is the only monotonic clock; every step runs one raft event
+ * and then what the nodes' handles and the servers' timers would have run by
+ * then (ns_node_tick, ns_server_tick, ns_observe_tick). Node-to-node requests
+ * go through an in-memory network (struct ns_peer over sink connections) that
+ * delays by a fixed latency, can cut a node off and can drop the next FORWARD
+ * answer; clients are sink connections that keep every reply with the
+ * replying node's applied index at that moment. Deterministic: no socket and
+ * no sleep; the one thread pool (registrations over 256 KiB) is waited for
+ * with virtual time standing still (sim_pump). The wall clock is still read
+ * by the nodes for command timestamps and signatures, never for a decision
+ * of the schedule. White-box: it reaches into the rooms' structs (server,
+ * gateway, observer) where no public call exists. Header-only (each test is
+ * its own executable); include after cmocka.h. Not a model of TCP: a lost
+ * message is never reported, the call times out (as a silent partition
+ * does). */
 #ifndef RAFTNS_TEST_SIM_H
 #define RAFTNS_TEST_SIM_H
 
