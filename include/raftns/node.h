@@ -100,6 +100,28 @@ typedef void (*ns_node_stop_cb)(void *arg);
  * raft was initialised: stop and destroy it then. */
 int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
                    struct ns_state *state, struct ns_node **out);
+/* A node over a raft that its caller owns and runs (a raft_fixture server in
+ * tests/cluster/sim.h), reading time from clock (copied; its arg borrowed).
+ * r (borrowed; must outlive the node) is raft_init'ed and has applied
+ * nothing: the node installs its FSM adapter as r->fsm and sets r's timeouts,
+ * snapshot settings and pre-vote from cfg as ns_node_create does; cfg's
+ * write wait and remote_ready count too, its id, data dir, addresses, secret
+ * and TLS are not read (r has its own). The node opens no file, socket or
+ * handle: ns_node_start marks it started (start r yourself), ns_node_tick
+ * does what the loop's handles do for ns_node_create's node, ns_node_stop
+ * fails what waits and calls cb at once (close r after it: entries in flight
+ * call back then, so destroy the node only after r is closed). 0 or
+ * NS_ENOMEM. */
+struct raft;
+struct ns_clock;
+int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
+                        const struct ns_clock *clock, struct ns_state *state,
+                        struct ns_node **out);
+/* A driven node (ns_node_create_over) only: run after every event of its raft
+ * and whenever its clock moved: the role watcher (watch callback), the leader
+ * barrier, readiness, queued proposals, and the write and apply waits that
+ * timed out. */
+void ns_node_tick(struct ns_node *n);
 /* raft_start and the role watcher. 0 or NS_EIO (logged). */
 int ns_node_start(struct ns_node *n);
 /* Called (borrowed arg) after each role change and when the node becomes ready.

@@ -14,6 +14,8 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
+
 #include "raftns/buf.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm.h"
@@ -72,9 +74,11 @@ struct ns_recovery {
 
 struct ns_integrity {
     uv_loop_t *loop;
-    struct ns_state *state;     /* borrowed */
-    struct ns_node *node;       /* borrowed */
-    struct ns_cluster *cluster; /* borrowed: proposals and leader requests */
+    const struct ns_clock *clock; /* borrowed (the cluster's); NULL = the
+                                     loop's uv_now */
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    struct ns_cluster *cluster;   /* borrowed: proposals and leader requests */
     /* driven by an observer: between ns_integrity_start and _stop; the
      * leader answers reports and fetches only then */
     bool active;
@@ -83,6 +87,12 @@ struct ns_integrity {
     struct ns_verdicts verdicts;
     struct ns_recovery recovery;
 };
+
+/* Milliseconds of the integrity's clock. */
+static inline uint64_t ns_integrity_now(const struct ns_integrity *ig)
+{
+    return ig->clock != NULL ? ns_clock_now(ig->clock) : uv_now(ig->loop);
+}
 
 /* The cluster's (owned by it, borrowed by the caller). */
 struct ns_integrity *ns_cluster_integrity(struct ns_cluster *cl);

@@ -78,7 +78,7 @@ static void fetch_failed(struct ns_integrity *ig, const char *why)
     if (r->backoff_ms > BACKOFF_MAX_MS) {
         r->backoff_ms = BACKOFF_MAX_MS;
     }
-    r->next_ms = uv_now(ig->loop) + r->backoff_ms;
+    r->next_ms = ns_integrity_now(ig) + r->backoff_ms;
     NS_LOG(NS_LOG_WARN,
            "recover: fetching the leader's state failed: %s; retrying in "
            "%" PRIu64 " ms",
@@ -133,7 +133,7 @@ static void install(struct ns_integrity *ig)
                "recover: applied past the leader's copy at %" PRIu64
                "; fetching a newer one",
                at);
-        r->next_ms = uv_now(ig->loop) + RETRY_SOON_MS;
+        r->next_ms = ns_integrity_now(ig) + RETRY_SOON_MS;
         return;
     }
     if (rv != 0) {
@@ -224,7 +224,7 @@ static void follower_tick(struct ns_integrity *ig, uint64_t now)
 void ns_recovery_tick(struct ns_integrity *ig)
 {
     struct ns_recovery *r = &ig->recovery;
-    uint64_t now = uv_now(ig->loop);
+    uint64_t now = ns_integrity_now(ig);
     if (r->cache != NULL && now - r->cache_used_ms > CACHE_IDLE_MS) {
         ns_free(r->cache);
         r->cache = NULL;
@@ -324,7 +324,7 @@ int ns_recovery_serve(struct ns_integrity *ig, bool backup, uint64_t index,
     if (chunk > max) {
         chunk = max;
     }
-    r->cache_used_ms = uv_now(ig->loop);
+    r->cache_used_ms = ns_integrity_now(ig);
     out->at = r->cache_at;
     out->total = r->cache_len;
     out->offset = offset;

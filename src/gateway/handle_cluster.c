@@ -433,7 +433,7 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_gateway *gw = p->gw;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
     if (ok || gw->stopping || ns_cluster_is_stopping(gw->cluster) ||
-        uv_now(gw->loop) >= r->deadline) {
+        ns_gateway_now(gw) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
@@ -453,7 +453,7 @@ static void relay_retry(void *data)
         return;
     }
     if (leader == 0 || leader == ns_node_id(gw->node)) {
-        if (uv_now(gw->loop) >= r->deadline) {
+        if (ns_gateway_now(gw) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
             ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -475,7 +475,7 @@ static void relay_retry(void *data)
     if (rv == 0) {
         return; /* in flight */
     }
-    if (uv_now(gw->loop) >= r->deadline) {
+    if (ns_gateway_now(gw) >= r->deadline) {
         relay_fail(r, rv);
     } else {
         ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -497,7 +497,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->gw->loop) + p->gw->waits->admin_leader_ms;
+    r->deadline = ns_gateway_now(p->gw) + p->gw->waits->admin_leader_ms;
     r->wait.retry = relay_retry;
     r->wait.data = r;
     relay_retry(r);
