@@ -541,8 +541,14 @@ int ns_node_start(struct ns_node *n)
 {
     int rv = raft_start(&n->raft);
     if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "node: raft_start failed: %s (%s)",
-               raft_strerror(rv), raft_errmsg(&n->raft));
+        /* the transport's message names the address (listen on IP:PORT:
+         * address already in use); raft's own is often empty */
+        const char *why = n->transport.errmsg[0] != '\0'
+                              ? n->transport.errmsg
+                              : raft_errmsg(&n->raft);
+        NS_LOG(NS_LOG_ERROR,
+               "node: cannot start raft on %s (data dir %s): %s%s%s", n->addr,
+               n->dir, raft_strerror(rv), why[0] != '\0' ? ": " : "", why);
         return NS_EIO;
     }
     n->started = true;
