@@ -16,6 +16,18 @@
 #include "ctl.h"
 
 #define N_COLS 11
+/* A member add waits for the new member to catch up, which libraft gives up
+ * on after 5 s without an answer; a follower relays for up to 10 s
+ * (docs/waits.md admin-relay). The answer must arrive before raftnsctl stops
+ * waiting, or a failed add looks like an unreachable server. */
+#define CHANGE_TIMEOUT_MS 15000
+
+static void change_timeout(struct ctl *ctl)
+{
+    if (!ctl->timeout_given) {
+        ctl->timeout_ms = CHANGE_TIMEOUT_MS;
+    }
+}
 
 struct node_status {
     char *addr;  /* owned: the client address asked */
@@ -156,6 +168,31 @@ static void print_table(const struct status_run *r)
     ns_free(cells);
 }
 
+/* The nodes' status documents use snake_case keys (the HTTP /status API keeps
+ * them for its scrapers); every other --json output of raftnsctl is
+ * RocketMQ's camelCase (brokerDatas, appliedIndex). Renamed in place: the
+ * camelCase name is never longer. */
+static void camel_keys(cJSON *item)
+{
+    for (cJSON *c = item != NULL ? item->child : NULL; c != NULL; c = c->next) {
+        if (c->string != NULL && (c->type & cJSON_StringIsConst) == 0) {
+            char *out = c->string;
+            bool up = false;
+            for (const char *in = c->string; *in != '\0'; in++) {
+                if (*in == '_' && out != c->string) {
+                    up = true;
+                    continue;
+                }
+                *out++ =
+                    up && *in >= 'a' && *in <= 'z' ? (char)(*in - 32) : *in;
+                up = false;
+            }
+            *out = '\0';
+        }
+        camel_keys(c);
+    }
+}
+
 static int print_json_array(const struct status_run *r)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -169,6 +206,7 @@ static int print_json_array(const struct status_run *r)
             cJSON_AddStringToObject(item, "address", r->nodes[i].addr);
             cJSON_AddStringToObject(item, "error", "unreachable");
         }
+        camel_keys(item);
         cJSON_AddItemToArray(arr, item);
     }
     char *text = arr ? cJSON_Print(arr) : NULL;
@@ -287,6 +325,9 @@ int ns_ctl_cmd_member(struct ctl *ctl)
         }
         return rv;
     }
+    if (strcmp(sub, "add") == 0 || strcmp(sub, "remove") == 0) {
+        change_timeout(ctl);
+    }
     if (strcmp(sub, "add") == 0 && (ctl->n_args == 5 || ctl->n_args == 6)) {
         rv = private_call(ctl, NS_CODE_MEMBER_ADD, NS_EXT_ID, ctl->args[2],
                           NS_EXT_RAFT_ADDR, ctl->args[3], NS_EXT_CLIENT_ADDR,
@@ -315,6 +356,7 @@ int ns_ctl_cmd_leader(struct ctl *ctl)
         ctl->n_args > 3) {
         return ns_ctl_usage_error("usage: leader transfer [ID]", NULL);
     }
+    change_timeout(ctl);
     int rv = private_call(ctl, NS_CODE_LEADER_TRANSFER, NS_EXT_ID,
                           ctl->n_args == 3 ? ctl->args[2] : NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, &rep);

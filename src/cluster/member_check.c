@@ -1,0 +1,83 @@
+/* Membership pre-checks and failure words (member_check.h). */
+#include "cluster/member_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "raftns/alloc.h"
+#include "raftns/codes.h"
+#include "raftns/err.h"
+#include "raftns/fsm.h"
+#include "raftns/node.h"
+#include "server/server_int.h"
+
+int ns_member_view_of(struct ns_server *srv, uint64_t id, const char *raft_addr,
+                      struct ns_member_view *v)
+{
+    struct ns_node_member *m = NULL;
+    size_t n = 0, used = 0;
+    memset(v, 0, sizeof *v);
+    if (ns_node_members(srv->node, &m, &n) != 0) {
+        return NS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id == id) {
+            v->in_raft = true;
+            v->voter = m[i].role == NS_MEMBER_VOTER;
+        }
+        if (raft_addr != NULL && strcmp(m[i].raft_addr, raft_addr) == 0) {
+            v->addr_owner = m[i].id;
+        }
+        if (used + 24 < sizeof v->members) {
+            used += (size_t)snprintf(
+                v->members + used, sizeof v->members - used, "%s%llu",
+                used ? " " : "", (unsigned long long)m[i].id);
+        }
+    }
+    ns_free(m);
+    for (size_t i = 0; i < srv->state->n_members; i++) {
+        v->in_table = v->in_table || srv->state->members[i].id == id;
+    }
+    return 0;
+}
+
+void ns_member_change_error(int32_t code, uint64_t id, int status,
+                            const char *errmsg, char *out, size_t len)
+{
+    const char *what = code == NS_CODE_MEMBER_ADD      ? "adding"
+                       : code == NS_CODE_MEMBER_REMOVE ? "removing"
+                                                       : "transferring to";
+    switch (status) {
+    case NS_EAGAIN:
+        snprintf(out, len,
+                 "raftns: another membership change or leadership transfer "
+                 "is in progress; retry %s %llu when it has finished",
+                 what, (unsigned long long)id);
+        return;
+    case NS_ENOTLEADER:
+        snprintf(out, len,
+                 "raftns: this node lost the leadership while %s %llu; "
+                 "check `raftnsctl status` and retry",
+                 what, (unsigned long long)id);
+        return;
+    default:
+        break;
+    }
+    if (code == NS_CODE_MEMBER_ADD) {
+        snprintf(out, len,
+                 "raftns: member %llu was not added: %s; its addresses were "
+                 "removed again (is its raft address reachable from the "
+                 "leader, and is it started with the cluster's secret?)",
+                 (unsigned long long)id,
+                 errmsg != NULL ? errmsg : ns_strerror(status));
+    } else if (code == NS_CODE_LEADER_TRANSFER) {
+        snprintf(out, len, "raftns: leadership transfer%s%.0llu failed: %s",
+                 id ? " to " : "", (unsigned long long)id,
+                 errmsg != NULL ? errmsg : ns_strerror(status));
+    } else {
+        snprintf(out, len, "raftns: removing member %llu failed: %s",
+                 (unsigned long long)id,
+                 errmsg != NULL ? errmsg : ns_strerror(status));
+    }
+}

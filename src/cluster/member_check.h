@@ -1,0 +1,34 @@
+/* The leader's checks of a membership request before anything is proposed,
+ * and the words of a failed change (handle_cluster.c answers with them). They
+ * turn raft's bare codes (RAFT_BADID, "need more data") into answers that name
+ * the member, its address and what to do. Not the change itself. */
+#ifndef RAFTNS_CLUSTER_MEMBER_CHECK_H
+#define RAFTNS_CLUSTER_MEMBER_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ns_server;
+
+/* What the raft configuration and the replicated member table hold of one
+ * member id (and of one raft address). */
+struct ns_member_view {
+    bool in_raft;        /* id is in the raft configuration */
+    bool voter;          /* ... as a voter */
+    bool in_table;       /* id has addresses in the replicated table */
+    uint64_t addr_owner; /* the member whose raft address it is, or 0 */
+    char members[256];   /* "1 2 3" (raft configuration ids) */
+};
+
+/* Fills v for id and raft_addr (borrowed; NULL = no address). 0 or
+ * NS_ENOMEM. */
+int ns_member_view_of(struct ns_server *srv, uint64_t id, const char *raft_addr,
+                      struct ns_member_view *v);
+/* The remark of a change that failed with status (an NS_E* code) and raft's
+ * errmsg (borrowed, may be NULL), for member id (0 = none) of the request
+ * code. Always NUL-terminated. */
+void ns_member_change_error(int32_t code, uint64_t id, int status,
+                            const char *errmsg, char *out, size_t len);
+
+#endif
