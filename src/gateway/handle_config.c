@@ -89,12 +89,12 @@ int ns_handle_get_config(struct ns_req *req)
     char ip[64], port[16];
     ns_props_init(&mine);
     ns_buf_init(&b);
-    snprintf(ip, sizeof ip, "%s", srv->client_addr);
+    snprintf(ip, sizeof ip, "%s", srv->net.client_addr);
     char *colon = strrchr(ip, ':');
     if (colon != NULL) {
         *colon = '\0';
     }
-    snprintf(port, sizeof port, "%d", srv->port);
+    snprintf(port, sizeof port, "%d", srv->net.port);
     int rv = ns_props_set(&mine, "listenPort", port);
     if (rv == 0 && colon != NULL) {
         rv = ns_props_set(&mine, "bindAddress", ip);

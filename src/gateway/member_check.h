@@ -2,8 +2,8 @@
  * and the words of a failed change (handle_cluster.c answers with them). They
  * turn raft's bare codes (RAFT_BADID, "need more data") into answers that name
  * the member, its address and what to do. Not the change itself. */
-#ifndef RAFTNS_CLUSTER_MEMBER_CHECK_H
-#define RAFTNS_CLUSTER_MEMBER_CHECK_H
+#ifndef RAFTNS_GATEWAY_MEMBER_CHECK_H
+#define RAFTNS_GATEWAY_MEMBER_CHECK_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* Membership pre-checks and failure words (member_check.h). */
-#include "cluster/member_check.h"
+#include "gateway/member_check.h"
 
 #include <stdio.h>
 #include <string.h>
