@@ -300,6 +300,7 @@ static void timer_cb(uv_timer_t *t)
     struct ns_node *n = t->data;
     expire_queue(n, NS_ETIMEDOUT, false);
     node_run_waiters(n, false, 0);
+    node_quorum_tick(n);
 }
 
 /* --- life cycle --- */
