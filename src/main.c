@@ -20,6 +20,7 @@
 #include "raftns/secret.h"
 #include "raftns/server.h"
 #include "raftns/version.h"
+#include "main_datadir.h"
 #include "main_log.h"
 #include "main_notify.h"
 #include "main_options.h"
@@ -196,6 +197,9 @@ static int run(struct app *app, const struct options *o)
     }
     if (rv == 0) {
         rv = ns_node_start(app->node);
+    }
+    if (rv == 0) {
+        ns_main_explain_data_dir(o, dir, app->node);
     }
     uv_signal_init(&app->loop, &app->sigterm);
     uv_signal_init(&app->loop, &app->sigint);
