@@ -243,10 +243,6 @@ int main(int argc, char **argv)
         return prv == 1 ? 0 : 2;
     }
     ns_log_set_node(o.id);
-    if (ns_main_log_open(o.log_file, o.log_json) != 0) {
-        ns_options_close(&o);
-        return 2;
-    }
     /* a peer node that closed its socket must not kill this one */
     signal(SIGPIPE, SIG_IGN);
     raise_nofile();

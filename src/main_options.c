@@ -13,6 +13,7 @@
 #include "raftns/log.h"
 #include "raftns/secret.h"
 #include "raftns/version.h"
+#include "main_log.h"
 
 static const char *const ACL_KEYS[3] = {"aclEnable", "aclAnonymousRead",
                                         "aclBrokerNetworks"};
@@ -506,6 +507,12 @@ int ns_options_load(struct options *o, int argc, char **argv)
     ns_cluster_config_init(&o->cluster);
     ns_waits_init(&o->waits);
     int prv = parse_args(argc, argv, o);
+    /* before anything logs (a generated secret, a warning), so those lines
+     * land in the --log-file too */
+    if (prv == 0 && !o->check_config &&
+        ns_main_log_open(o->log_file, o->log_json) != 0) {
+        prv = 2;
+    }
     if (prv == 0 && o->config_path != NULL) {
         prv = apply_cluster_file(o);
     }

@@ -8,18 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "observe/observe.h"
 #include "raftns/version.h"
 
-/* Seconds since the epoch at which this process started (/proc/self/stat
- * field 22 is in clock ticks after boot, /proc/stat's btime is the boot), or
- * 0 when /proc cannot tell. */
+/* Seconds since the epoch at which this process started: /proc/self/stat
+ * field 22 counts clock ticks from boot to the start, and the boot-time clock
+ * says how long ago that was (no /proc/stat, which a unit's ProcSubset=pid
+ * hides). 0 when /proc cannot tell. */
 static double process_start_time(void)
 {
     char buf[1024];
-    unsigned long long start_ticks = 0, btime = 0;
+    unsigned long long start_ticks = 0;
     FILE *f = fopen("/proc/self/stat", "re");
     if (f == NULL) {
         return 0;
@@ -32,23 +34,16 @@ static double process_start_time(void)
     for (int field = 2; p != NULL && field < 22; field++) {
         p = strchr(p + 1, ' ');
     }
-    if (p == NULL || sscanf(p + 1, "%llu", &start_ticks) != 1) {
-        return 0;
-    }
-    f = fopen("/proc/stat", "re");
-    if (f == NULL) {
-        return 0;
-    }
-    while (fgets(buf, sizeof buf, f) != NULL) {
-        if (sscanf(buf, "btime %llu", &btime) == 1) {
-            break;
-        }
-    }
-    fclose(f);
+    struct timespec real, boot;
     long hz = sysconf(_SC_CLK_TCK);
-    return btime == 0 || hz <= 0
-               ? 0
-               : (double)btime + (double)start_ticks / (double)hz;
+    if (p == NULL || sscanf(p + 1, "%llu", &start_ticks) != 1 || hz <= 0 ||
+        clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0) {
+        return 0;
+    }
+    double up = (double)boot.tv_sec + (double)boot.tv_nsec / 1e9;
+    double now = (double)real.tv_sec + (double)real.tv_nsec / 1e9;
+    return now - (up - (double)start_ticks / (double)hz);
 }
 
 static long long resident_bytes(void)
