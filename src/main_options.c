@@ -497,6 +497,13 @@ static int report_check(const struct options *o)
            o->election_ms ? o->election_ms : 1000,
            o->heartbeat_ms ? o->heartbeat_ms : 50, o->cluster.namesrv.n,
            o->cluster.namesrv.n == 1 ? "" : "s");
+    /* one line a node, for people and for scripts/run.sh */
+    for (size_t i = 0; i < o->cluster.n_nodes; i++) {
+        const struct ns_cluster_node *nd = &o->cluster.nodes[i];
+        printf("node %llu raft %s client %s http %s\n",
+               (unsigned long long)nd->id, nd->raft_addr, nd->client_addr,
+               nd->http_addr != NULL ? nd->http_addr : "-");
+    }
     return 1;
 }
 
