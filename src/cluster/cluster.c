@@ -1,8 +1,8 @@
 /* The cluster side of a server (docs/design.md §4, §6): the leader connection
  * and the signatures of private requests, readiness through the leader's read
  * index, the first leader's record of the members' addresses, and the cluster
- * tick. Writes are cluster_submit.c; the private request handlers are
- * handle_cluster.c. */
+ * tick. Writes are cluster_submit.c; the handlers of the private codes are
+ * the gateway's (gateway/handle_cluster.c), over this API. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +43,7 @@ int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     }
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
     ns_cluster_submit_init(cl);
+    ns_integrity_init(&cl->integrity, loop, state, node, cl);
     const char *delay = getenv("RAFTNS_TEST_READY_DELAY_MS");
     if (delay != NULL && delay[0] != '\0') {
         cl->test_ready_delay_ms = strtoull(delay, NULL, 10);
@@ -436,6 +437,7 @@ void ns_cluster_destroy(struct ns_cluster *cl)
     }
     ns_replay_close(&cl->replay);
     ns_cluster_submit_close(cl);
+    ns_integrity_close(&cl->integrity);
     ns_free(cl->secret);
     ns_free(cl);
 }

@@ -10,7 +10,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 /* The ACL settings are node-local start-up settings: nobody may turn ACL on
  * or off over the wire. */
@@ -54,7 +54,7 @@ int ns_handle_update_config(struct ns_req *req)
                              "aclBrokerNetworks are start-up settings");
         goto out;
     }
-    if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {
+    if (ns_config_is_protected_update(req->gw->state->config, &c.u.config)) {
         rv = ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
                              "Can not update config in black list.");
         goto out;
@@ -83,24 +83,24 @@ out:
  * 9876 on every node. */
 int ns_handle_get_config(struct ns_req *req)
 {
-    const struct ns_server *srv = req->srv;
+    const struct ns_gateway *gw = req->gw;
     struct ns_props mine;
     struct ns_buf b;
     char ip[64], port[16];
     ns_props_init(&mine);
     ns_buf_init(&b);
-    snprintf(ip, sizeof ip, "%s", srv->net.client_addr);
+    snprintf(ip, sizeof ip, "%s", gw->net->client_addr);
     char *colon = strrchr(ip, ':');
     if (colon != NULL) {
         *colon = '\0';
     }
-    snprintf(port, sizeof port, "%d", srv->net.port);
+    snprintf(port, sizeof port, "%d", gw->net->port);
     int rv = ns_props_set(&mine, "listenPort", port);
     if (rv == 0 && colon != NULL) {
         rv = ns_props_set(&mine, "bindAddress", ip);
     }
     if (rv == 0) {
-        rv = ns_config_encode_properties_local(srv->state->config, &mine, &b);
+        rv = ns_config_encode_properties_local(gw->state->config, &mine, &b);
     }
     rv = ns_reply_buf(&req->to, rv != 0 ? rv : b.err, &b);
     ns_buf_close(&b);

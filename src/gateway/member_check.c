@@ -10,15 +10,15 @@
 #include "raftns/err.h"
 #include "raftns/fsm.h"
 #include "raftns/node.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
-int ns_member_view_of(struct ns_server *srv, uint64_t id, const char *raft_addr,
+int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
                       struct ns_member_view *v)
 {
     struct ns_node_member *m = NULL;
     size_t n = 0, used = 0;
     memset(v, 0, sizeof *v);
-    if (ns_node_members(srv->node, &m, &n) != 0) {
+    if (ns_node_members(gw->node, &m, &n) != 0) {
         return NS_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -36,8 +36,8 @@ int ns_member_view_of(struct ns_server *srv, uint64_t id, const char *raft_addr,
         }
     }
     ns_free(m);
-    for (size_t i = 0; i < srv->state->n_members; i++) {
-        v->in_table = v->in_table || srv->state->members[i].id == id;
+    for (size_t i = 0; i < gw->state->n_members; i++) {
+        v->in_table = v->in_table || gw->state->members[i].id == id;
     }
     return 0;
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ns_server;
+struct ns_gateway;
 
 /* What the raft configuration and the replicated member table hold of one
  * member id (and of one raft address). */
@@ -23,7 +23,7 @@ struct ns_member_view {
 
 /* Fills v for id and raft_addr (borrowed; NULL = no address). 0 or
  * NS_ENOMEM. */
-int ns_member_view_of(struct ns_server *srv, uint64_t id, const char *raft_addr,
+int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
                       struct ns_member_view *v);
 /* The remark of a change that failed with status (an NS_E* code) and raft's
  * errmsg (borrowed, may be NULL), for member id (0 = none) of the request

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "observe/observe.h"
+#include "observe/observe_int.h"
 #include "raftns/version.h"
 
 /* Seconds since the epoch at which this process started: /proc/self/stat
