@@ -335,7 +335,10 @@ static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
         return; /* it finishes p */
     } else if (status != 0) {
         ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: leader unreachable: %s", ns_strerror(status));
+                         "raftns: leader %llu unreachable from node %llu: %s",
+                         (unsigned long long)(rl != NULL ? rl->old_leader : 0),
+                         (unsigned long long)ns_node_id(p->gw->node),
+                         ns_strerror(status));
     } else {
         struct ns_cmd out;
         ns_reply_init(&out, &p->to, reply->code);
