@@ -508,11 +508,29 @@ static int check_change(struct ns_req *req, const struct member_op *op)
         return NS_ENOMEM;
     }
     unsigned long long id = (unsigned long long)op->id;
+    if (code == NS_CODE_MEMBER_ADD && v.in_raft && v.role == NS_MEMBER_SPARE) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: member %llu is being added (it is catching "
+                         "up as a spare); wait for that add to finish",
+                         id);
+        return 1;
+    }
     if (code == NS_CODE_MEMBER_ADD && v.in_raft) {
         ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
                          "raftns: %llu is already a member (members: %s); "
                          "remove it first or pick another id",
                          id, v.members);
+        return 1;
+    }
+    if (code == NS_CODE_MEMBER_ADD && v.in_table) {
+        /* addresses without a raft member: an add of this id is under way
+         * (its addresses are recorded first), or one failed before failed
+         * adds cleaned up after themselves */
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: member %llu is being added, or is left over "
+                         "from an add that failed (remove it with `member "
+                         "remove %llu`)",
+                         id, id);
         return 1;
     }
     if (code == NS_CODE_MEMBER_ADD && v.addr_owner != 0) {

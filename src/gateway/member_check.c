@@ -25,6 +25,7 @@ int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
         if (m[i].id == id) {
             v->in_raft = true;
             v->voter = m[i].role == NS_MEMBER_VOTER;
+            v->role = m[i].role;
         }
         if (raft_addr != NULL && strcmp(m[i].raft_addr, raft_addr) == 0) {
             v->addr_owner = m[i].id;

@@ -16,6 +16,7 @@ struct ns_gateway;
 struct ns_member_view {
     bool in_raft;        /* id is in the raft configuration */
     bool voter;          /* ... as a voter */
+    int role;            /* ... its enum ns_node_member_role */
     bool in_table;       /* id has addresses in the replicated table */
     uint64_t addr_owner; /* the member whose raft address it is, or 0 */
     char members[256];   /* "1 2 3" (raft configuration ids) */

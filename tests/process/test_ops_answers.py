@@ -228,6 +228,33 @@ class ClusterAnswers(clusterh.ClusterTestCase):
         rc, out, err = ctl("-n", self.addr(follower), "leader", "transfer")
         self.assertEqual(rc, 0, out + err)
 
+    def test_second_add_of_the_same_id_refused_while_the_first_runs(self):
+        leader = self.cluster.leader()
+        dead_raft, dead_client = harness.free_ports(2)
+        env = dict(os.environ, RAFTNS_SECRET=SECRET)
+        first = subprocess.Popen([CTL_BIN, "-n", self.addr(leader), "member", "add", "7",
+                                  "127.0.0.1:%d" % dead_raft, "127.0.0.1:%d" % dead_client],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env)
+        try:
+            wait_until(lambda: observed(7 in [m["id"] for m in leader.status()["members"]],
+                                        leader.status()["members"]),
+                       T(10), "member 7's addresses recorded by the first add")
+            rc, out, err = ctl("-n", self.addr(leader), "member", "add", "7",
+                               "127.0.0.1:%d" % dead_raft, "127.0.0.1:%d" % dead_client)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("member 7 is being added", err)  # a spare catching up
+            _, first_err = first.communicate(timeout=T(30))
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+        self.assertEqual(first.returncode, 1, first_err)
+        self.assertIn(b"member 7 was not added", first_err)
+        wait_until(lambda: observed(7 not in [m["id"] for m in leader.status()["members"]],
+                                    leader.status()["members"]),
+                   T(10), "member 7 gone after the failed add")
+
     def test_transfer_without_id_through_a_follower(self):
         leader = self.cluster.leader()
         follower = self.cluster.followers(leader)[0]
