@@ -20,7 +20,7 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
 /* A write this follower forwarded to the leader. */
 void ns_metrics_forwarded(void);
 /* A read this node could not answer itself, answered by another node and
- * relayed (src/cluster/held_read.c). */
+ * relayed (src/gateway/held_read.c). */
 void ns_metrics_read_forwarded(void);
 /* A copy of a write the leader's state machine did not apply again: applied
  * before (duplicate) or refused (stale), docs/exactly-once.md. */
