@@ -35,7 +35,7 @@ struct relayed {
     bool transfer;
     uint64_t target;     /* 0 = raft picks */
     uint64_t old_leader; /* the leader the request went to */
-    struct ns_cluster_wait wait;
+    struct ns_wait wait;
     uint64_t deadline; /* uv_now: waiting for the next leader until then */
     int status;        /* the relay's failure, answered if none shows up */
 };
@@ -294,8 +294,8 @@ static bool transfer_moved(const struct ns_pending *p)
 
 /* A relayed transfer whose answer was lost while no leader is known yet (an
  * election runs because of it): the next known leader says whether it moved.
- * Retried on every cluster tick (ns_cluster_wait), the admin-leader wait at
- * most. */
+ * Retried on every cluster tick (ns_cluster_wait_again), the admin-leader wait
+ * at most. */
 static void transfer_wait_retry(void *data)
 {
     struct ns_pending *p = data;
