@@ -549,6 +549,13 @@ static int check_change(struct ns_req *req, const struct member_op *op)
                          v.members);
         return 1;
     }
+    if (code == NS_CODE_LEADER_TRANSFER && op->id == 0 && v.n_voters < 2) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: no other voter to hand the leadership to "
+                         "(members: %s)",
+                         v.members);
+        return 1;
+    }
     if (code == NS_CODE_LEADER_TRANSFER && op->id != 0 && !v.voter) {
         ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
                          "raftns: %llu is not a voter, so it cannot lead "

@@ -27,6 +27,7 @@ int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
             v->voter = m[i].role == NS_MEMBER_VOTER;
             v->role = m[i].role;
         }
+        v->n_voters += m[i].role == NS_MEMBER_VOTER;
         if (raft_addr != NULL && strcmp(m[i].raft_addr, raft_addr) == 0) {
             v->addr_owner = m[i].id;
         }

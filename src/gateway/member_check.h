@@ -19,6 +19,7 @@ struct ns_member_view {
     int role;            /* ... its enum ns_node_member_role */
     bool in_table;       /* id has addresses in the replicated table */
     uint64_t addr_owner; /* the member whose raft address it is, or 0 */
+    size_t n_voters;     /* in the raft configuration */
     char members[256];   /* "1 2 3" (raft configuration ids) */
 };
 

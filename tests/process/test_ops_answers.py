@@ -160,6 +160,21 @@ class StartupRefusals(unittest.TestCase):
         self.assertNotIn("I/O error ()", err)
 
 
+class OneNodeAnswers(harness.NodeTestCase):
+    """The one-node default: what cannot be done is said, not "invalid argument"."""
+
+    def test_transfer_with_no_other_voter(self):
+        with open(os.path.join(self.node.data_dir, "cluster-secret")) as f:
+            secret = f.read().strip()
+        env = dict(os.environ, RAFTNS_SECRET=secret)
+        p = subprocess.run([CTL_BIN, "-n", "127.0.0.1:%d" % self.node.client_port, "leader",
+                            "transfer"], capture_output=True, env=env, timeout=T(30))
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("no other voter to hand the leadership to (members: 1)", err)
+        self.assertNotIn("invalid argument", err)
+
+
 class ClusterAnswers(clusterh.ClusterTestCase):
     """A running 3-node cluster asked what an operator asks."""
 
