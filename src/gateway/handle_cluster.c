@@ -258,8 +258,14 @@ static int handle_member_list(struct ns_req *req)
     for (size_t i = 0; i < n; i++) {
         const struct ns_member *sm = find_member(gw->state, m[i].id);
         ns_json_write_obj_begin(&w);
+        /* a node without a cluster file records no addresses: its own
+         * client address is still known */
+        const char *client = sm != NULL ? sm->client_addr : NULL;
+        if (client == NULL && m[i].id == ns_node_id(gw->node)) {
+            client = gw->net->client_addr;
+        }
         ns_json_write_key(&w, "client");
-        ns_json_write_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
+        ns_json_write_str(&w, or_empty(client));
         ns_json_write_key(&w, "http");
         ns_json_write_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
         ns_json_write_key(&w, "id");

@@ -112,6 +112,34 @@ class Install(unittest.TestCase):
             self.assertIn(name + " ", text)
             self.assertIn("--version", text)
 
+    def test_man_pages_cover_every_option_and_command(self):
+        """Every flag of `raftns --help` and every command of `raftnsctl --help` is in the
+        installed man page (roff source, escapes and quotes removed)."""
+        def source(rel):
+            with open(self.path(rel)) as f:
+                text = f.read().replace("\\-", "-").replace('"', "")
+            return re.sub(r"\\f[BIRP]", "", text)
+        man8 = source("share/man/man8/raftns.8")
+        out = subprocess.run([self.path("sbin/raftns"), "--help"], capture_output=True,
+                             timeout=T(10)).stdout.decode()
+        flags = sorted(set(re.findall(r"^\s+(--[a-z][a-z-]*)", out, re.M)))
+        self.assertGreater(len(flags), 15, out)
+        self.assertEqual([f for f in flags if f not in man8], [], "raftns(8) lacks these")
+        man1 = source("share/man/man1/raftnsctl.1")
+        out = subprocess.run([self.path("bin/raftnsctl"), "--help"], capture_output=True,
+                             timeout=T(10)).stdout.decode()
+        commands = out.split("commands:", 1)[1].split("exit status", 1)[0]
+        names = set()
+        for line in commands.splitlines():
+            m = re.match(r"^  ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?\b", line)
+            if m:
+                names.add(" ".join(g for g in m.groups() if g))
+        self.assertGreater(len(names), 10, commands)
+        self.assertEqual(sorted(n for n in names if n not in man1), [],
+                         "raftnsctl(1) lacks these")
+        opts = sorted(set(re.findall(r"^\s+(--[a-z][a-z-]*)", out, re.M)))
+        self.assertEqual([o for o in opts if o not in man1], [], "raftnsctl(1) lacks these")
+
     def test_unit_is_hardened_and_notifies(self):
         with open(self.path("lib/systemd/system/raftns@.service")) as f:
             unit = f.read()
