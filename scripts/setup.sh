@@ -4,7 +4,7 @@
 #   scripts/setup.sh          what building and running raftns needs (scripts/run.sh)
 #   scripts/setup.sh --test   that and what the tests, fuzzing, benchmarks and the fault suite
 #                             need (scripts/test.sh): cmocka, clang, python3, node, faketime,
-#                             gnuplot, redis, valgrind, lcov, systemd (systemd-analyze), groff
+#                             gnuplot, redis, valgrind, lcov, systemd (systemd-analyze), groff, strace
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev zlib1g-dev
@@ -12,7 +12,7 @@ packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev z
 if [ "${1:-}" = --test ]; then
     packages+=(libcmocka-dev openssl clang libclang-rt-14-dev clang-format iproute2 iptables
                python3 nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc
-               valgrind lcov systemd groff-base git)
+               valgrind lcov systemd groff-base git strace)
 elif [ -n "${1:-}" ]; then
     echo "usage: scripts/setup.sh [--test]" >&2
     exit 2

@@ -195,6 +195,82 @@ class Install(unittest.TestCase):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def syscall_group(analyze, group, seen=None):
+    """The system calls of a systemd syscall-filter group, its nested groups resolved."""
+    seen = set() if seen is None else seen
+    if group in seen:
+        return set()
+    seen.add(group)
+    out = subprocess.run([analyze, "syscall-filter", group], capture_output=True,
+                         timeout=T(30)).stdout.decode()
+    calls = set()
+    for line in out.splitlines()[1:]:
+        word = line.strip()
+        if not word or word.startswith("#"):
+            continue
+        calls |= syscall_group(analyze, word, seen) if word.startswith("@") else {word}
+    return calls
+
+
+class SyscallFilter(harness.NodeTestCase):
+    """The unit's SystemCallFilter=@system-service allows every call a node makes: a node
+    run under strace (start, a client, /metrics, SIGHUP, SIGTERM) uses no other."""
+    START = False
+
+    def test_node_stays_within_system_service(self):
+        analyze, strace = shutil.which("systemd-analyze"), shutil.which("strace")
+        if analyze is None or strace is None:
+            self.skipTest("needs systemd-analyze and strace (scripts/setup.sh --test)")
+        allowed = syscall_group(analyze, "@system-service")
+        self.assertIn("epoll_wait", allowed)
+        trace = tempfile.mktemp(prefix="raftns-strace-")
+        node = harness.Node()
+        self.nodes.append(node)
+        real_argv = node.argv
+        node.argv = lambda: [strace, "-f", "-qq", "-o", trace] + real_argv()
+        try:
+            node.start(timeout=T(30))
+            with node_conn(node) as c:
+                c.request(nsclient_mod().GET_BROKER_CLUSTER_INFO, timeout=T(5))
+            http = "127.0.0.1:%d" % node.http_port
+            host, port = http.rsplit(":", 1)
+            import http.client as hc
+            conn = hc.HTTPConnection(host, int(port), timeout=T(5))
+            conn.request("GET", "/metrics")
+            self.assertEqual(conn.getresponse().status, 200)
+            conn.close()
+            # signals go to raftns itself, strace's child (strace would detach on them)
+            with open("/proc/%d/task/%d/children" % (node.pid, node.pid)) as f:
+                child = int(f.read().split()[0])
+            os.kill(child, signal.SIGHUP)
+            wait_until(lambda: observed("received SIGHUP" in node.log_text(),
+                                        node.log_tail(3)), T(10), "the SIGHUP handled")
+            os.kill(child, signal.SIGTERM)
+            self.assertEqual(node.proc.wait(T(20)), 0, node.log_tail())
+            used = set()
+            with open(trace) as f:
+                for line in f:
+                    m = re.match(r"^\d+\s+([a-z0-9_]+)\(", line)
+                    if m:
+                        used.add(m.group(1))
+            self.assertTrue(used & {"epoll_wait", "epoll_pwait"}, sorted(used))
+            # execve is strace starting raftns, before the filter would apply
+            self.assertEqual(sorted(used - allowed - {"execve"}), [],
+                             "calls outside @system-service")
+        finally:
+            if os.path.exists(trace):
+                os.unlink(trace)
+
+
+def node_conn(node):
+    return nsclient_mod().Conn(node.addr, timeout=T(5))
+
+
+def nsclient_mod():
+    import nsclient
+    return nsclient
+
+
 class NotifySocket:
     """A datagram socket like systemd's NOTIFY_SOCKET (a path, or '@name' = abstract)."""
 
