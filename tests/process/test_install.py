@@ -4,6 +4,7 @@
 STOPPING=1 on SIGTERM) on a NOTIFY_SOCKET this test creates, and --log-file / --log-format json
 with the reopen on SIGHUP that logrotate needs. It does not run systemd itself."""
 
+import http.client
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
 import harness  # noqa: E402
+import nsclient as ns  # noqa: E402
 from harness import T, observed, wait_until  # noqa: E402
 
 CTL_BIN = os.environ.get("RAFTNSCTL_BIN", "/work/main/build/raftnsctl")
@@ -230,12 +232,9 @@ class SyscallFilter(harness.NodeTestCase):
         node.argv = lambda: [strace, "-f", "-qq", "-o", trace] + real_argv()
         try:
             node.start(timeout=T(30))
-            with node_conn(node) as c:
-                c.request(nsclient_mod().GET_BROKER_CLUSTER_INFO, timeout=T(5))
-            http = "127.0.0.1:%d" % node.http_port
-            host, port = http.rsplit(":", 1)
-            import http.client as hc
-            conn = hc.HTTPConnection(host, int(port), timeout=T(5))
+            with ns.Conn(node.addr, timeout=T(5)) as c:
+                c.request(ns.GET_BROKER_CLUSTER_INFO, timeout=T(5))
+            conn = http.client.HTTPConnection("127.0.0.1", node.http_port, timeout=T(5))
             conn.request("GET", "/metrics")
             self.assertEqual(conn.getresponse().status, 200)
             conn.close()
@@ -260,15 +259,6 @@ class SyscallFilter(harness.NodeTestCase):
         finally:
             if os.path.exists(trace):
                 os.unlink(trace)
-
-
-def node_conn(node):
-    return nsclient_mod().Conn(node.addr, timeout=T(5))
-
-
-def nsclient_mod():
-    import nsclient
-    return nsclient
 
 
 class NotifySocket:
