@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
