@@ -47,9 +47,11 @@ int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
 void ns_member_change_error(int32_t code, uint64_t id, int status,
                             const char *errmsg, char *out, size_t len)
 {
-    const char *what = code == NS_CODE_MEMBER_ADD      ? "adding"
-                       : code == NS_CODE_MEMBER_REMOVE ? "removing"
-                                                       : "transferring to";
+    /* codes other than these three (a role change) get the generic words */
+    const char *what = code == NS_CODE_MEMBER_ADD        ? "adding"
+                       : code == NS_CODE_MEMBER_REMOVE   ? "removing"
+                       : code == NS_CODE_LEADER_TRANSFER ? "transferring to"
+                                                         : "changing";
     switch (status) {
     case NS_EAGAIN:
         snprintf(out, len,
@@ -78,7 +80,7 @@ void ns_member_change_error(int32_t code, uint64_t id, int status,
                  id ? " to " : "", (unsigned long long)id,
                  errmsg != NULL ? errmsg : ns_strerror(status));
     } else {
-        snprintf(out, len, "raftns: removing member %llu failed: %s",
+        snprintf(out, len, "raftns: %s member %llu failed: %s", what,
                  (unsigned long long)id,
                  errmsg != NULL ? errmsg : ns_strerror(status));
     }
