@@ -59,11 +59,27 @@ done <<<"$nodes"
 mkdir -p "$dir"
 pids=()
 stopping=0
+# Stops every node: SIGTERM, up to 30 s for a clean stop, then SIGKILL. A second Ctrl-C or
+# SIGTERM while they stop changes nothing (the nodes are stopping already).
 stop_all() {
     stopping=1
-    trap - INT TERM
+    trap '' INT TERM
     for pid in "${pids[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
+    done
+    local until=$((SECONDS + 30)) left
+    while :; do
+        left=()
+        for pid in "${pids[@]}"; do
+            if kill -0 "$pid" 2>/dev/null; then left+=("$pid"); fi
+        done
+        ((${#left[@]})) || break
+        if ((SECONDS >= until)); then
+            echo "raftns: ${left[*]} did not stop within 30 s: killing" >&2
+            kill -KILL "${left[@]}" 2>/dev/null || true
+            break
+        fi
+        sleep 0.1
     done
     for pid in "${pids[@]}"; do
         wait "$pid" 2>/dev/null || true
