@@ -193,6 +193,49 @@ static void camel_keys(cJSON *item)
     }
 }
 
+/* "1 3" of a JSON array of ids (at most len bytes). */
+static void ids_text(const cJSON *arr, char *out, size_t len)
+{
+    size_t used = 0;
+    const cJSON *id;
+    out[0] = '\0';
+    cJSON_ArrayForEach(id, arr)
+    {
+        if (cJSON_IsNumber(id) && used + 24 < len) {
+            used += (size_t)snprintf(out + used, len - used, "%s%.0f",
+                                     used ? " " : "", id->valuedouble);
+        }
+    }
+}
+
+/* Under the table: each node that knows no leader, with the voters it heard
+ * (its /status quorum), so a stuck candidate says why. */
+static void print_quorum_notes(const struct status_run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const cJSON *d = r->nodes[i].doc;
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "quorum");
+        const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
+        if (q == NULL || ns_json_get_int64(leader, "id", 0) != 0) {
+            continue;
+        }
+        char heard[256], missing[256];
+        ids_text(cJSON_GetObjectItemCaseSensitive(q, "heard"), heard,
+                 sizeof heard);
+        ids_text(cJSON_GetObjectItemCaseSensitive(q, "not_heard"), missing,
+                 sizeof missing);
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(q, "heard");
+        printf("node %" PRId64 ": no leader for %" PRId64
+               " ms; heard from %d of %" PRId64 " voters (%s)%s%s; a leader "
+               "needs %" PRId64 "\n",
+               ns_json_get_int64(d, "id", 0),
+               ns_json_get_int64(q, "leaderless_ms", 0), cJSON_GetArraySize(h),
+               ns_json_get_int64(q, "voters", 0), heard,
+               missing[0] ? ", not from " : "", missing,
+               ns_json_get_int64(q, "needed", 0));
+    }
+}
+
 static int print_json_array(const struct status_run *r)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -246,6 +289,7 @@ int ns_ctl_cmd_status(struct ctl *ctl)
         rv = print_json_array(r);
     } else {
         print_table(r);
+        print_quorum_notes(r);
     }
     if (rv == 0 && n_ok < r->n) {
         rv = n_ok == 0 ? 3 : 1;

@@ -311,6 +311,10 @@ class ClusterAnswers(clusterh.ClusterTestCase):
         self.assertIn("heard from 1 of 3 voters", line)
         self.assertIn("2@127.0.0.1:%d" % self.cluster[2].raft_port, line)
         self.assertIn("a leader needs 2", line)
+        rc, out, err = ctl("-n", self.addr(survivor), "--timeout-ms", "500", "status")
+        self.assertEqual(rc, 1, out + err)  # two members do not answer
+        self.assertRegex(out, r"node 1: no leader for \d+ ms; heard from 1 of 3 voters \(1\), "
+                              r"not from 2 3; a leader needs 2")
         survivor.stop()
         # The same data dir started as the one-node default (no --config): explained at start.
         solo = harness.Node()
