@@ -502,76 +502,6 @@ static void leftover_removed(void *arg, int status, uint64_t index,
     ns_pending_finish(arg, status, 0, NULL);
 }
 
-/* Refuses (answered, 1) what raft would refuse with a bare code, before
- * anything is proposed; 0 = go on; 2 = a member table leftover without a raft
- * member, removed by the caller; NS_ENOMEM. */
-static int check_change(struct ns_req *req, const struct member_op *op)
-{
-    struct ns_member_view v;
-    int32_t code = req->cmd->code;
-    if (ns_member_view_of(req->gw, op->id,
-                          code == NS_CODE_MEMBER_ADD ? op->raft : NULL,
-                          &v) != 0) {
-        return NS_ENOMEM;
-    }
-    unsigned long long id = (unsigned long long)op->id;
-    if (code == NS_CODE_MEMBER_ADD && v.in_raft && v.role == NS_MEMBER_SPARE) {
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: member %llu is being added (it is catching "
-                         "up as a spare); wait for that add to finish",
-                         id);
-        return 1;
-    }
-    if (code == NS_CODE_MEMBER_ADD && v.in_raft) {
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: %llu is already a member (members: %s); "
-                         "remove it first or pick another id",
-                         id, v.members);
-        return 1;
-    }
-    if (code == NS_CODE_MEMBER_ADD && v.in_table) {
-        /* addresses without a raft member: an add of this id is under way
-         * (its addresses are recorded first), or one failed before failed
-         * adds cleaned up after themselves */
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: member %llu is being added, or is left over "
-                         "from an add that failed (remove it with `member "
-                         "remove %llu`)",
-                         id, id);
-        return 1;
-    }
-    if (code == NS_CODE_MEMBER_ADD && v.addr_owner != 0) {
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: raft address %s is already member %llu's",
-                         op->raft, (unsigned long long)v.addr_owner);
-        return 1;
-    }
-    if (code == NS_CODE_MEMBER_REMOVE && !v.in_raft) {
-        if (v.in_table) {
-            return 2;
-        }
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: %llu is not a member (members: %s)", id,
-                         v.members);
-        return 1;
-    }
-    if (code == NS_CODE_LEADER_TRANSFER && op->id == 0 && v.n_voters < 2) {
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: no other voter to hand the leadership to "
-                         "(members: %s)",
-                         v.members);
-        return 1;
-    }
-    if (code == NS_CODE_LEADER_TRANSFER && op->id != 0 && !v.voter) {
-        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: %llu is not a voter, so it cannot lead "
-                         "(members: %s)",
-                         id, v.members);
-        return 1;
-    }
-    return 0;
-}
-
 static void remove_cb(void *arg, int status, const char *errmsg)
 {
     struct ns_pending *p = arg;
@@ -733,7 +663,7 @@ static int handle_change(struct ns_req *req)
     }
     bool self_remove =
         code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(gw->node);
-    int checked = self_remove ? 0 : check_change(req, op);
+    int checked = self_remove ? 0 : ns_member_check(req, op->id, op->raft);
     if (checked != 0 && checked != 2) {
         ns_free(op);
         return checked == 1 ? 0 : checked;

@@ -85,3 +85,70 @@ void ns_member_change_error(int32_t code, uint64_t id, int status,
                  errmsg != NULL ? errmsg : ns_strerror(status));
     }
 }
+
+int ns_member_check(struct ns_req *req, uint64_t member, const char *raft_addr)
+{
+    struct ns_member_view v;
+    int32_t code = req->cmd->code;
+    if (ns_member_view_of(req->gw, member,
+                          code == NS_CODE_MEMBER_ADD ? raft_addr : NULL,
+                          &v) != 0) {
+        return NS_ENOMEM;
+    }
+    unsigned long long id = (unsigned long long)member;
+    if (code == NS_CODE_MEMBER_ADD && v.in_raft && v.role == NS_MEMBER_SPARE) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: member %llu is being added (it is catching "
+                         "up as a spare); wait for that add to finish",
+                         id);
+        return 1;
+    }
+    if (code == NS_CODE_MEMBER_ADD && v.in_raft) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: %llu is already a member (members: %s); "
+                         "remove it first or pick another id",
+                         id, v.members);
+        return 1;
+    }
+    if (code == NS_CODE_MEMBER_ADD && v.in_table) {
+        /* addresses without a raft member: an add of this id is under way
+         * (its addresses are recorded first), or one failed before failed
+         * adds cleaned up after themselves */
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: member %llu is being added, or is left over "
+                         "from an add that failed (remove it with `member "
+                         "remove %llu`)",
+                         id, id);
+        return 1;
+    }
+    if (code == NS_CODE_MEMBER_ADD && v.addr_owner != 0) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: raft address %s is already member %llu's",
+                         raft_addr, (unsigned long long)v.addr_owner);
+        return 1;
+    }
+    if (code == NS_CODE_MEMBER_REMOVE && !v.in_raft) {
+        if (v.in_table) {
+            return 2;
+        }
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: %llu is not a member (members: %s)", id,
+                         v.members);
+        return 1;
+    }
+    if (code == NS_CODE_LEADER_TRANSFER && member == 0 && v.n_voters < 2) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: no other voter to hand the leadership to "
+                         "(members: %s)",
+                         v.members);
+        return 1;
+    }
+    if (code == NS_CODE_LEADER_TRANSFER && member != 0 && !v.voter) {
+        ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: %llu is not a voter, so it cannot lead "
+                         "(members: %s)",
+                         id, v.members);
+        return 1;
+    }
+    return 0;
+}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 struct ns_gateway;
+struct ns_req;
 
 /* What the raft configuration and the replicated member table hold of one
  * member id (and of one raft address). */
@@ -27,6 +28,13 @@ struct ns_member_view {
  * NS_ENOMEM. */
 int ns_member_view_of(struct ns_gateway *gw, uint64_t id, const char *raft_addr,
                       struct ns_member_view *v);
+/* The leader's check of a MEMBER_ADD, MEMBER_REMOVE or LEADER_TRANSFER of
+ * member (0 = none; raft_addr borrowed, MEMBER_ADD's) before anything is
+ * proposed: refuses, with an answer naming the member, what raft would refuse
+ * with a bare code. 0 = go on; 1 = refused and answered; 2 = the id has only
+ * addresses left in the member table (no raft member): removing them is the
+ * whole removal; NS_ENOMEM. */
+int ns_member_check(struct ns_req *req, uint64_t member, const char *raft_addr);
 /* The remark of a change that failed with status (an NS_E* code) and raft's
  * errmsg (borrowed, may be NULL), for member id (0 = none) of the request
  * code. Always NUL-terminated. */
