@@ -23,6 +23,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
+#include "raftns/version.h"
 #include "raftns/remoting.h"
 #include "raftns/tls.h"
 
@@ -39,7 +40,9 @@ static const char usage_text[] =
     "                   accepted); tried in order until one answers.\n"
     "                   Default " DEFAULT_ADDR ".\n"
     "  --json           print the reply as standard JSON\n"
-    "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
+    "  --timeout-ms N   connect + reply timeout per address (default 3000;\n"
+    "                   member add/remove and leader transfer: 15000)\n"
+    "  --version        print the version and git revision\n"
     "  --secret S       cluster secret for member, leader and acl commands\n"
     "                   (default: environment RAFTNS_SECRET, else \"\")\n"
     "  --access-key AK  sign every request as account AK (RocketMQ ACL)\n"
@@ -625,6 +628,7 @@ static int parse_timeout(struct ctl *ctl, const char *text)
     if (!is_integer(text, &v) || v <= 0 || v > 3600 * 1000)
         return usage_error("bad --timeout-ms", text);
     ctl->timeout_ms = (int)v;
+    ctl->timeout_given = true;
     return 0;
 }
 
@@ -711,6 +715,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("raftnsctl %s (git %s)\n", ns_version(), ns_version_git());
+            return 0;
+        }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
