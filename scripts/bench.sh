@@ -11,7 +11,10 @@
 #   "security" -- route reads plain / ACL / TLS against redis, replicated
 #   writes of this build against BASE_RAFTNS=<older raftns>; SECURITY_PARTS=reads|writes
 #   runs one half -- and "raft-tls" -- replicated registrations through the leader of a
-#   plain and of a raftTls 3-node cluster, interleaved -- run only when named)
+#   plain and of a raftTls 3-node cluster, interleaved -- and "writes" -- issue 11's
+#   replicated writes with default timing: one PUT_KV through leader and follower,
+#   64-connection registrations through leader, follower and on one node, redis SET
+#   alongside -- run only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -101,7 +104,8 @@ def stop(p, sig=signal.SIGTERM, timeout=30):
 class Cluster:
     """n raftns nodes from one cluster file (1 node = the single-node setup)."""
 
-    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None, binary=None):
+    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None, binary=None,
+                 timing=True):
         self.binary = binary or RAFTNS
         self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
         TMPDIRS.append(self.dir)
@@ -114,10 +118,13 @@ class Cluster:
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
             # every bench client connects from 127.0.0.1: lift the per-address cap (1000)
-            json.dump({"secret": "bench-cluster-secret-0123456789", "electionTimeoutMs": 1000, "heartbeatMs": 100,
-                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
-                       "namesrv": dict({"clientMaxConnectionsPerIp": 10000},
-                                       **(namesrv or {}))}, f)
+            # timing=False keeps the server's default election/heartbeat
+            cfg = {"secret": "bench-cluster-secret-0123456789",
+                   "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
+                   "namesrv": dict({"clientMaxConnectionsPerIp": 10000}, **(namesrv or {}))}
+            if timing:
+                cfg.update({"electionTimeoutMs": 1000, "heartbeatMs": 100})
+            json.dump(cfg, f)
         self.procs = {}
         for nd in self.nodes[:n]:
             self.start_node(nd["id"])
@@ -649,6 +656,55 @@ def run_security(rport):
             cl.close()
 
 
+def redis_set(port, conns, n):
+    p = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(conns), "-t", "set",
+                        "-n", str(n), "--csv"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, timeout=600)
+    for line in p.stdout.decode().splitlines():
+        cols = [c.strip('"') for c in line.split(",")]
+        if cols and cols[0] == "SET":
+            return {"rps": float(cols[1]), "p50_ms": float(cols[4]), "p99_ms": float(cols[6])}
+    return None
+
+
+def run_issue11_writes(rport):
+    """Issue 11 item 3: replicated writes with the server's default timing (fsync on): one
+    PUT_KV in flight through the leader and through a follower, changed 100-topic
+    registrations from 64 connections through leader and follower (3 nodes) and on one node;
+    redis SET at the same connection counts in the same rounds as the baseline."""
+    out = RESULTS.setdefault("issue11_writes", [])
+    three, one = Cluster(3, timing=False), Cluster(1, timing=False)
+    try:
+        lid = three.leader()
+        fid = next(nd["id"] for nd in three.nodes if nd["id"] != lid)
+        one.leader()
+        points = [("3-node kv via leader c1", three.client(lid), "kv=100", 1, three.procs[lid].pid),
+                  ("3-node kv via follower c1", three.client(fid), "kv=100", 1, three.procs[fid].pid),
+                  ("3-node register via leader c64", three.client(lid), "register=100", 64,
+                   three.procs[lid].pid),
+                  ("3-node register via follower c64", three.client(fid), "register=100", 64,
+                   three.procs[fid].pid),
+                  ("1-node register c64", one.client(1), "register=100", 64, one.procs[1].pid)]
+        for name, addr, mix, conns, pid in points:
+            runs, red = [], []
+            for _ in range(REPEATS):
+                runs.append(bench(addr, name, conns, 1, mix=mix, pid=pid))
+                red.append(redis_set(rport, conns, 20000))
+            rec = summarize(name, runs, {"conns": conns, "mix": mix})
+            rec["redis_set_rps"] = median_of(red, lambda r: r["rps"])
+            rec["redis_set_p99_ms"] = median_of(red, lambda r: r["p99_ms"])
+            out.append({"name": name, "rps": rec["throughput_median"],
+                        "p50_us": rec["p50_us_median"], "p99_us": rec["p99_us_median"],
+                        "runs_rps": [r and r["throughput"] for r in runs],
+                        "runs_p99_us": [r and r["latency"]["p99_us"] for r in runs],
+                        "errors": rec["errors"], "redis_set_rps": rec["redis_set_rps"],
+                        "redis_set_p99_ms": rec["redis_set_p99_ms"]})
+            log("   redis SET c%d: %.0f req/s" % (conns, rec["redis_set_rps"] or 0))
+    finally:
+        three.close()
+        one.close()
+
+
 def run_raft_tls():
     """Replicated writes (register, through the leader) on two 3-node clusters running side by
     side, one plain and one with raftTls=enforcing (the client port plain on both, so only the
@@ -708,6 +764,8 @@ def main():
         run_security(rport)
     if "raft-tls" in ONLY:
         run_raft_tls()
+    if "writes" in ONLY:
+        run_issue11_writes(rport)
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()
@@ -733,6 +791,12 @@ def main():
     if FAILOVER_TRIALS > 0 and want("failover"):
         RESULTS["failover"] = run_failover(ts)
     RESULTS["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
+    if ONLY == {"writes"}:  # its own file; latest.json and the plots stay
+        path = os.path.join(OUT, "writes-%s.json" % ts)
+        with open(path, "w") as f:
+            json.dump(RESULTS, f, indent=1)
+        log("wrote", path)
+        return
     path = os.path.join(OUT, "results-%s.json" % ts)
     with open(path, "w") as f:
         json.dump(RESULTS, f, indent=1)
