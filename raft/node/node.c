@@ -287,6 +287,7 @@ static void check_cb(uv_check_t *h)
         changed = true;
     }
     node_flush_queue(n);
+    node_notice_flush(n);
     if (n->waiters != NULL) {
         node_run_waiters(n, false, 0);
     }
