@@ -90,12 +90,26 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     return 0;
 }
 
+/* The tick is due NS_CKPT_TICK_MS after the previous one ran: whatever it is
+ * later than that, the loop spent on something else (a long request, a
+ * snapshot, a digest), which is what the lag metric shows. */
+static void measure_lag(struct ns_observe *o)
+{
+    uint64_t now = uv_hrtime();
+    uint64_t due = o->last_tick_ns + (uint64_t)NS_CKPT_TICK_MS * 1000000u;
+    if (o->last_tick_ns != 0) {
+        ns_metrics_loop_lag(now > due ? now - due : 0);
+    }
+    o->last_tick_ns = now;
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     struct ns_observe *o = t->data;
     if (o->stopping) {
         return;
     }
+    measure_lag(o);
     ns_checkpoint_tick(o);
     ns_verdict_tick(o);
     ns_recovery_tick(o);
