@@ -14,7 +14,9 @@
 #   plain and of a raftTls 3-node cluster, interleaved -- and "writes" -- issue 11's
 #   replicated writes with default timing: one PUT_KV through leader and follower,
 #   64-connection registrations through leader, follower and on one node, redis SET
-#   alongside -- run only when named)
+#   alongside -- and "fairness" -- a round of sequential 322 keep-alives idle and under
+#   pipelined route load (FAIR_BROKERS=300 FAIR_TOPICS=10000 FAIR_CONNS=16 FAIR_DEPTH=16)
+#   -- run only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -705,6 +707,90 @@ def run_issue11_writes(rport):
         one.close()
 
 
+def keepalive_round(conns):
+    """One round of sequential QUERY_DATA_VERSION (322) keep-alives, one per broker connection
+    (each answered before the next is sent): seconds, and how many were not code 0."""
+    bad = 0
+    t0 = time.monotonic()
+    for i, c in enumerate(conns):
+        ext = {"brokerAddr": "10.%d.%d.%d:10911" % ((i >> 16) & 255, (i >> 8) & 255, i & 255),
+               "brokerName": "bench-b%d" % i, "clusterName": "BenchCluster", "brokerId": "0"}
+        r = c.request(322, ext, b'{"counter":1,"stateVersion":0,"timestamp":1700000000000}',
+                      timeout=60)
+        bad += r.code != 0
+    return time.monotonic() - t0, bad
+
+
+def run_fairness():
+    """Issue 11 item 2: a round of FAIR_BROKERS sequential 322 keep-alives (one connection per
+    broker), idle and while raftns-bench reads routes with FAIR_CONNS x FAIR_DEPTH pipelining,
+    on one node holding FAIR_BROKERS x FAIR_TOPICS (whole, stock-shaped registrations); REPEATS
+    rounds each, medians."""
+    brokers = int(os.environ.get("FAIR_BROKERS", "300"))
+    topics = int(os.environ.get("FAIR_TOPICS", "10000"))
+    rconns = int(os.environ.get("FAIR_CONNS", "16"))
+    depth = int(os.environ.get("FAIR_DEPTH", "16"))
+    READ_S = 6 + 6 * REPEATS  # the readers outlast the rounds (checked below)
+    cl = Cluster(1, timing=False)
+    rec = {"brokers": brokers, "topics": topics, "read_conns": rconns, "depth": depth}
+    conns = []
+    try:
+        cl.leader()
+        pid = cl.procs[1].pid
+        t0 = time.monotonic()
+        b, res = load_state(cl.client(1), pid, "fairness load", brokers, topics, topics, 0)
+        rec["load_s"] = round(time.monotonic() - t0, 1)
+        if not res:
+            log("fairness: state not loaded within %ss" % SCALE_TIMEOUT)
+            return rec
+        conns = [nsclient.Conn(cl.client(1), timeout=30) for _ in range(brokers)]
+        idle, loaded, bad = [], [], 0
+        for _ in range(REPEATS):
+            s, e = keepalive_round(conns)
+            idle.append(s)
+            bad += e
+        reader = subprocess.Popen(
+            [BENCH, "-a", cl.client(1), "-c", str(rconns), "-d", str(depth), "--mix",
+             "route=100", "--no-setup", "--brokers", str(brokers), "--topics", str(topics),
+             "--topic-pool", str(topics), "--duration", str(READ_S), "--json",
+             "--label", "fairness readers"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        PROCS.append(reader)
+        time.sleep(3)  # let the readers reach full pipelining
+        for _ in range(REPEATS):
+            s, e = keepalive_round(conns)
+            loaded.append(s)
+            bad += e
+        rec["readers_still_running"] = reader.poll() is None  # else the rounds ran late
+        out, _ = reader.communicate(timeout=READ_S + 120)
+        try:
+            rec["readers"] = json.loads(out.decode().strip().splitlines()[0])
+        except (IndexError, ValueError):
+            rec["readers"] = None
+        rec.update({"idle_rounds_s": idle, "loaded_rounds_s": loaded, "bad_replies": bad,
+                    "idle_median_s": statistics.median(idle),
+                    "loaded_median_s": statistics.median(loaded)})
+        try:
+            rec["lag_metrics"] = [ln for ln in __import__("urllib.request").request.urlopen(
+                "http://%s/metrics" % cl.nodes[0]["http"], timeout=5).read().decode()
+                .splitlines() if ln.startswith("raftns_event_loop")]
+        except OSError:
+            pass
+        rd = rec.get("readers") or {}
+        log("fairness %dx%d: keep-alive round idle %.3f s, under %dx%d route load %.3f s "
+            "(rounds %s / %s, %d bad replies); readers %.0f req/s p99 %.1f ms%s" % (
+                brokers, topics, rec["idle_median_s"], rconns, depth, rec["loaded_median_s"],
+                ["%.3f" % x for x in idle], ["%.3f" % x for x in loaded], bad,
+                rd.get("throughput", 0), (rd.get("latency") or {}).get("p99_us", 0) / 1000,
+                "" if rec["readers_still_running"] else " (READERS ENDED FIRST)"))
+        stop(b, signal.SIGKILL)
+    finally:
+        for c in conns:
+            c.close()
+        cl.close()
+    RESULTS["fairness"] = rec
+    return rec
+
+
 def run_raft_tls():
     """Replicated writes (register, through the leader) on two 3-node clusters running side by
     side, one plain and one with raftTls=enforcing (the client port plain on both, so only the
@@ -766,6 +852,8 @@ def main():
         run_raft_tls()
     if "writes" in ONLY:
         run_issue11_writes(rport)
+    if "fairness" in ONLY:
+        run_fairness()
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()
@@ -791,8 +879,8 @@ def main():
     if FAILOVER_TRIALS > 0 and want("failover"):
         RESULTS["failover"] = run_failover(ts)
     RESULTS["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
-    if ONLY == {"writes"}:  # its own file; latest.json and the plots stay
-        path = os.path.join(OUT, "writes-%s.json" % ts)
+    if ONLY and ONLY <= {"writes", "fairness"}:  # own file; latest.json, plots stay
+        path = os.path.join(OUT, "%s-%s.json" % ("-".join(sorted(ONLY)), ts))
         with open(path, "w") as f:
             json.dump(RESULTS, f, indent=1)
         log("wrote", path)
