@@ -93,7 +93,9 @@ static void idle_cb(uv_idle_t *h)
 }
 
 /* c holds whole frames it may not dispatch now: it waits at the back of the
- * backlog, not reading, and the loop keeps turning until it is served. */
+ * backlog (still reading, up to NS_CONN_BACKLOG_READ_MAX buffered: stopping
+ * and restarting reads would cost two syscalls per turn), and the loop keeps
+ * turning until it is served. */
 static void defer(struct ns_conn *c)
 {
     struct ns_net *net = c->net;
@@ -109,7 +111,6 @@ static void defer(struct ns_conn *c)
         net->backlog_head = c;
     }
     net->backlog_tail = c;
-    uv_read_stop((uv_stream_t *)&c->tcp);
     if (net->idle_inited && !uv_is_active((uv_handle_t *)&net->idle)) {
         uv_idle_start(&net->idle, idle_cb);
     }
@@ -299,6 +300,10 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
     if (c->state == NS_CONN_OPEN && !c->deferred) {
         drain_rbuf(c, false);
         account(c);
+    } else if (c->deferred && !c->backlog_full &&
+               c->rbuf.len >= NS_CONN_BACKLOG_READ_MAX) {
+        c->backlog_full = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
     }
 }
 
@@ -387,7 +392,8 @@ static void resume(struct ns_conn *c)
 {
     ns_conn_set_state(c, NS_CONN_OPEN);
     drain_rbuf(c, false);
-    if (c->state == NS_CONN_OPEN && !c->deferred) {
+    if (c->state == NS_CONN_OPEN) { /* a deferred one reads on, too */
+        c->backlog_full = false;
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
 }
@@ -405,7 +411,8 @@ static void serve_backlog(struct ns_net *net)
         if (c->state == NS_CONN_OPEN) {
             drain_rbuf(c, true);
             account(c);
-            if (c->state == NS_CONN_OPEN && !c->deferred) {
+            if (c->state == NS_CONN_OPEN && !c->deferred && c->backlog_full) {
+                c->backlog_full = false;
                 uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
             }
         }

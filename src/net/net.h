@@ -31,7 +31,9 @@
  * NS_CONN_TURN_REQUESTS of them per visit; the rest waits, round-robin, for
  * the next turn. Broker liveness requests are never held back. */
 #define NS_NET_TURN_BUDGET_NS (100u * 1000u)
-#define NS_CONN_TURN_REQUESTS 4
+#define NS_CONN_TURN_REQUESTS 16
+/* A deferred connection keeps reading until this much input waits. */
+#define NS_CONN_BACKLOG_READ_MAX (4u * NS_READ_CHUNK)
 /* A TLS handshake on the client port must finish this long after its first
  * byte. */
 #define NS_TLS_HANDSHAKE_MS 10000
@@ -121,7 +123,9 @@ struct ns_conn {
     unsigned n_inflight;
     enum ns_conn_state state; /* changed by ns_conn_set_state only */
     bool dirty;               /* in net->dirty: flushed this loop turn */
-    bool deferred;            /* in the net's backlog; reads stopped */
+    bool deferred;            /* in the net's backlog */
+    bool backlog_full; /* ... with NS_CONN_BACKLOG_READ_MAX read: reads stopped
+                        */
     struct ns_conn *backlog_prev, *backlog_next;
     struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
     uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
