@@ -675,36 +675,53 @@ def run_issue11_writes(rport):
     registrations from 64 connections through leader and follower (3 nodes) and on one node;
     redis SET at the same connection counts in the same rounds as the baseline."""
     out = RESULTS.setdefault("issue11_writes", [])
-    three, one = Cluster(3, timing=False), Cluster(1, timing=False)
+    builds = [("this", RAFTNS)]
+    if os.environ.get("BASE_RAFTNS"):  # an older binary, interleaved run by run
+        builds.append(("base", os.environ["BASE_RAFTNS"]))
+    sets = {}
     try:
-        lid = three.leader()
-        fid = next(nd["id"] for nd in three.nodes if nd["id"] != lid)
-        one.leader()
-        points = [("3-node kv via leader c1", three.client(lid), "kv=100", 1, three.procs[lid].pid),
-                  ("3-node kv via follower c1", three.client(fid), "kv=100", 1, three.procs[fid].pid),
-                  ("3-node register via leader c64", three.client(lid), "register=100", 64,
-                   three.procs[lid].pid),
-                  ("3-node register via follower c64", three.client(fid), "register=100", 64,
-                   three.procs[fid].pid),
-                  ("1-node register c64", one.client(1), "register=100", 64, one.procs[1].pid)]
-        for name, addr, mix, conns, pid in points:
-            runs, red = [], []
+        for tag, binary in builds:
+            three = Cluster(3, timing=False, binary=binary)
+            one = Cluster(1, timing=False, binary=binary)
+            sets[tag] = (three, one)
+            lid = three.leader()
+            fid = next(nd["id"] for nd in three.nodes if nd["id"] != lid)
+            one.leader()
+            sets[tag] = (three, one, [
+                ("3-node kv via leader c1", three.client(lid), "kv=100", 1, three.procs[lid].pid),
+                ("3-node kv via follower c1", three.client(fid), "kv=100", 1,
+                 three.procs[fid].pid),
+                ("3-node register via leader c64", three.client(lid), "register=100", 64,
+                 three.procs[lid].pid),
+                ("3-node register via follower c64", three.client(fid), "register=100", 64,
+                 three.procs[fid].pid),
+                ("1-node register c64", one.client(1), "register=100", 64, one.procs[1].pid)])
+        for k in range(5):
+            runs = {tag: [] for tag, _ in builds}
+            red = []
+            conns = sets["this"][2][k][3]
             for _ in range(REPEATS):
-                runs.append(bench(addr, name, conns, 1, mix=mix, pid=pid))
+                for tag, _ in builds:
+                    name, addr, mix, conns, pid = sets[tag][2][k]
+                    runs[tag].append(bench(addr, "%s %s" % (name, tag), conns, 1, mix=mix,
+                                           pid=pid))
                 red.append(redis_set(rport, conns, 20000))
-            rec = summarize(name, runs, {"conns": conns, "mix": mix})
-            rec["redis_set_rps"] = median_of(red, lambda r: r["rps"])
-            rec["redis_set_p99_ms"] = median_of(red, lambda r: r["p99_ms"])
-            out.append({"name": name, "rps": rec["throughput_median"],
-                        "p50_us": rec["p50_us_median"], "p99_us": rec["p99_us_median"],
-                        "runs_rps": [r and r["throughput"] for r in runs],
-                        "runs_p99_us": [r and r["latency"]["p99_us"] for r in runs],
-                        "errors": rec["errors"], "redis_set_rps": rec["redis_set_rps"],
-                        "redis_set_p99_ms": rec["redis_set_p99_ms"]})
-            log("   redis SET c%d: %.0f req/s" % (conns, rec["redis_set_rps"] or 0))
+            redis_rps = median_of(red, lambda r: r["rps"])
+            for tag, _ in builds:
+                name = sets[tag][2][k][0]
+                rec = summarize("%s (%s)" % (name, tag), runs[tag], {"conns": conns})
+                out.append({"name": name, "build": tag, "rps": rec["throughput_median"],
+                            "p50_us": rec["p50_us_median"], "p99_us": rec["p99_us_median"],
+                            "runs_rps": [r and r["throughput"] for r in runs[tag]],
+                            "runs_p50_us": [r and r["latency"]["p50_us"] for r in runs[tag]],
+                            "runs_p99_us": [r and r["latency"]["p99_us"] for r in runs[tag]],
+                            "errors": rec["errors"], "redis_set_rps": redis_rps,
+                            "redis_set_p99_ms": median_of(red, lambda r: r["p99_ms"])})
+            log("   redis SET c%d: %.0f req/s" % (conns, redis_rps or 0))
     finally:
-        three.close()
-        one.close()
+        for v in sets.values():
+            v[0].close()
+            v[1].close()
 
 
 def keepalive_round(conns):
