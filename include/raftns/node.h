@@ -147,8 +147,6 @@ int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
  * 0, or NS_ENOTLEADER. */
 int ns_node_notify_commit(struct ns_node *n, uint64_t member_id,
                           uint64_t index);
-/* How many commit notices this node has sent (a metric and for tests). */
-uint64_t ns_node_notices_sent(const struct ns_node *n);
 /* Leader read point: a barrier, then cb(arg, 0, applied index). Leader only
  * (NS_ENOTLEADER otherwise, cb never runs). */
 typedef void (*ns_node_index_read_cb)(void *arg, int status, uint64_t index);

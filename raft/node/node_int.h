@@ -135,7 +135,6 @@ struct ns_node {
     struct node_notice notices[NODE_MAX_NOTICES];
     unsigned n_notices;
     raft_term notice_term; /* the leader term the notices belong to */
-    uint64_t notices_sent;
 };
 
 /* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks

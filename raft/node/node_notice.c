@@ -72,7 +72,6 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index index)
         ns_free(req);
         return false;
     }
-    n->notices_sent++;
     return true;
 }
 
@@ -156,9 +155,4 @@ void node_notice_flush(struct ns_node *n)
             k++;
         }
     }
-}
-
-uint64_t ns_node_notices_sent(const struct ns_node *n)
-{
-    return n->notices_sent;
 }
