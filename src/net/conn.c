@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "raftns/alloc.h"
-#include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/tls.h"
@@ -116,17 +115,6 @@ static void defer(struct ns_conn *c)
     }
 }
 
-/* What a broker sends to stay registered and alive: never held back behind
- * other clients' requests (issue 11: a keep-alive round must not wait for
- * pipelined route reads). Each is cheap or bounded by the bytes of one read. */
-static bool is_liveness(int32_t code)
-{
-    return code == NS_CODE_REGISTER_BROKER ||
-           code == NS_CODE_UNREGISTER_BROKER ||
-           code == NS_CODE_QUERY_DATA_VERSION ||
-           code == NS_CODE_BROKER_HEARTBEAT;
-}
-
 /* Whether c may dispatch one more ordinary request now: within the turn's
  * budget and its own share of this visit, and (outside a backlog visit) only
  * when nobody is waiting before it. */
@@ -232,7 +220,10 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len, bool visit)
             ns_conn_close(c, NULL);
             return -1;
         }
-        bool urgent = is_liveness(cmd.code);
+        /* Broker liveness (the on_request owner decides: net knows no
+         * handler) is never held back behind other clients' requests. */
+        bool urgent =
+            c->net->is_urgent != NULL && c->net->is_urgent(c->net->ctx, &cmd);
         if (!urgent && !may_dispatch(c, served, visit)) {
             ns_cmd_close(&cmd); /* decoded again when its turn comes */
             defer(c);

@@ -73,6 +73,9 @@ struct ns_net {
      * request (non-zero: close the connection), and a connection that is
      * closing (before it is freed). */
     int (*on_request)(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd);
+    /* Whether a decoded request (borrowed) is dispatched before the turn's
+     * budget (broker liveness, conn.c's fair scheduling); NULL: none is. */
+    bool (*is_urgent)(void *ctx, const struct ns_cmd *cmd);
     void (*on_conn_closed)(void *ctx, struct ns_conn *c);
     void *ctx;
     char client_addr[64];
