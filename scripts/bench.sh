@@ -11,7 +11,12 @@
 #   "security" -- route reads plain / ACL / TLS against redis, replicated
 #   writes of this build against BASE_RAFTNS=<older raftns>; SECURITY_PARTS=reads|writes
 #   runs one half -- and "raft-tls" -- replicated registrations through the leader of a
-#   plain and of a raftTls 3-node cluster, interleaved -- run only when named)
+#   plain and of a raftTls 3-node cluster, interleaved -- and "writes" -- issue 11's
+#   replicated writes with default timing: one PUT_KV through leader and follower,
+#   64-connection registrations through leader, follower and on one node, redis SET
+#   alongside -- and "fairness" -- a round of sequential 322 keep-alives idle and under
+#   pipelined route load (FAIR_BROKERS=300 FAIR_TOPICS=10000 FAIR_CONNS=16 FAIR_DEPTH=16)
+#   -- run only when named)
 #
 # Environment knobs (the defaults took 7.3 min on 2 shared, loaded cores):
 #   REPEATS=3          runs per point; medians are reported
@@ -101,7 +106,8 @@ def stop(p, sig=signal.SIGTERM, timeout=30):
 class Cluster:
     """n raftns nodes from one cluster file (1 node = the single-node setup)."""
 
-    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None, binary=None):
+    def __init__(self, n, snapshot_threshold=4096, spare=0, namesrv=None, binary=None,
+                 timing=True):
         self.binary = binary or RAFTNS
         self.dir = tempfile.mkdtemp(prefix="raftns-bench-")
         TMPDIRS.append(self.dir)
@@ -114,10 +120,13 @@ class Cluster:
         self.cfg = os.path.join(self.dir, "cluster.json")
         with open(self.cfg, "w") as f:
             # every bench client connects from 127.0.0.1: lift the per-address cap (1000)
-            json.dump({"secret": "bench-cluster-secret-0123456789", "electionTimeoutMs": 1000, "heartbeatMs": 100,
-                       "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
-                       "namesrv": dict({"clientMaxConnectionsPerIp": 10000},
-                                       **(namesrv or {}))}, f)
+            # timing=False keeps the server's default election/heartbeat
+            cfg = {"secret": "bench-cluster-secret-0123456789",
+                   "snapshotThreshold": snapshot_threshold, "nodes": self.nodes,
+                   "namesrv": dict({"clientMaxConnectionsPerIp": 10000}, **(namesrv or {}))}
+            if timing:
+                cfg.update({"electionTimeoutMs": 1000, "heartbeatMs": 100})
+            json.dump(cfg, f)
         self.procs = {}
         for nd in self.nodes[:n]:
             self.start_node(nd["id"])
@@ -649,6 +658,156 @@ def run_security(rport):
             cl.close()
 
 
+def redis_set(port, conns, n):
+    p = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(conns), "-t", "set",
+                        "-n", str(n), "--csv"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, timeout=600)
+    for line in p.stdout.decode().splitlines():
+        cols = [c.strip('"') for c in line.split(",")]
+        if cols and cols[0] == "SET":
+            return {"rps": float(cols[1]), "p50_ms": float(cols[4]), "p99_ms": float(cols[6])}
+    return None
+
+
+def run_issue11_writes(rport):
+    """Issue 11 item 3: replicated writes with the server's default timing (fsync on): one
+    PUT_KV in flight through the leader and through a follower, changed 100-topic
+    registrations from 64 connections through leader and follower (3 nodes) and on one node;
+    redis SET at the same connection counts in the same rounds as the baseline."""
+    out = RESULTS.setdefault("issue11_writes", [])
+    builds = [("this", RAFTNS)]
+    if os.environ.get("BASE_RAFTNS"):  # an older binary, interleaved run by run
+        builds.append(("base", os.environ["BASE_RAFTNS"]))
+    sets = {}
+    try:
+        for tag, binary in builds:
+            three = Cluster(3, timing=False, binary=binary)
+            one = Cluster(1, timing=False, binary=binary)
+            sets[tag] = (three, one)
+            lid = three.leader()
+            fid = next(nd["id"] for nd in three.nodes if nd["id"] != lid)
+            one.leader()
+            sets[tag] = (three, one, [
+                ("3-node kv via leader c1", three.client(lid), "kv=100", 1, three.procs[lid].pid),
+                ("3-node kv via follower c1", three.client(fid), "kv=100", 1,
+                 three.procs[fid].pid),
+                ("3-node register via leader c64", three.client(lid), "register=100", 64,
+                 three.procs[lid].pid),
+                ("3-node register via follower c64", three.client(fid), "register=100", 64,
+                 three.procs[fid].pid),
+                ("1-node register c64", one.client(1), "register=100", 64, one.procs[1].pid)])
+        for k in range(5):
+            runs = {tag: [] for tag, _ in builds}
+            red = []
+            conns = sets["this"][2][k][3]
+            for _ in range(REPEATS):
+                for tag, _ in builds:
+                    name, addr, mix, conns, pid = sets[tag][2][k]
+                    runs[tag].append(bench(addr, "%s %s" % (name, tag), conns, 1, mix=mix,
+                                           pid=pid))
+                red.append(redis_set(rport, conns, 20000))
+            redis_rps = median_of(red, lambda r: r["rps"])
+            for tag, _ in builds:
+                name = sets[tag][2][k][0]
+                rec = summarize("%s (%s)" % (name, tag), runs[tag], {"conns": conns})
+                out.append({"name": name, "build": tag, "rps": rec["throughput_median"],
+                            "p50_us": rec["p50_us_median"], "p99_us": rec["p99_us_median"],
+                            "runs_rps": [r and r["throughput"] for r in runs[tag]],
+                            "runs_p50_us": [r and r["latency"]["p50_us"] for r in runs[tag]],
+                            "runs_p99_us": [r and r["latency"]["p99_us"] for r in runs[tag]],
+                            "errors": rec["errors"], "redis_set_rps": redis_rps,
+                            "redis_set_p99_ms": median_of(red, lambda r: r["p99_ms"])})
+            log("   redis SET c%d: %.0f req/s" % (conns, redis_rps or 0))
+    finally:
+        for v in sets.values():
+            v[0].close()
+            v[1].close()
+
+
+def keepalive_round(conns):
+    """One round of sequential QUERY_DATA_VERSION (322) keep-alives, one per broker connection
+    (each answered before the next is sent): seconds, and how many were not code 0."""
+    bad = 0
+    t0 = time.monotonic()
+    for i, c in enumerate(conns):
+        ext = {"brokerAddr": "10.%d.%d.%d:10911" % ((i >> 16) & 255, (i >> 8) & 255, i & 255),
+               "brokerName": "bench-b%d" % i, "clusterName": "BenchCluster", "brokerId": "0"}
+        r = c.request(322, ext, b'{"counter":1,"stateVersion":0,"timestamp":1700000000000}',
+                      timeout=60)
+        bad += r.code != 0
+    return time.monotonic() - t0, bad
+
+
+def run_fairness():
+    """Issue 11 item 2: a round of FAIR_BROKERS sequential 322 keep-alives (one connection per
+    broker), idle and while raftns-bench reads routes with FAIR_CONNS x FAIR_DEPTH pipelining,
+    on one node holding FAIR_BROKERS x FAIR_TOPICS (whole, stock-shaped registrations); REPEATS
+    rounds each, medians."""
+    brokers = int(os.environ.get("FAIR_BROKERS", "300"))
+    topics = int(os.environ.get("FAIR_TOPICS", "10000"))
+    rconns = int(os.environ.get("FAIR_CONNS", "16"))
+    depth = int(os.environ.get("FAIR_DEPTH", "16"))
+    READ_S = 6 + 6 * REPEATS  # the readers outlast the rounds (checked below)
+    cl = Cluster(1, timing=False)
+    rec = {"brokers": brokers, "topics": topics, "read_conns": rconns, "depth": depth}
+    conns = []
+    try:
+        cl.leader()
+        pid = cl.procs[1].pid
+        t0 = time.monotonic()
+        b, res = load_state(cl.client(1), pid, "fairness load", brokers, topics, topics, 0)
+        rec["load_s"] = round(time.monotonic() - t0, 1)
+        if not res:
+            log("fairness: state not loaded within %ss" % SCALE_TIMEOUT)
+            return rec
+        conns = [nsclient.Conn(cl.client(1), timeout=30) for _ in range(brokers)]
+        idle, loaded, bad = [], [], 0
+        for _ in range(REPEATS):
+            s, e = keepalive_round(conns)
+            idle.append(s)
+            bad += e
+        reader = subprocess.Popen(
+            [BENCH, "-a", cl.client(1), "-c", str(rconns), "-d", str(depth), "--mix",
+             "route=100", "--no-setup", "--brokers", str(brokers), "--topics", str(topics),
+             "--topic-pool", str(topics), "--duration", str(READ_S), "--json",
+             "--label", "fairness readers"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        PROCS.append(reader)
+        time.sleep(3)  # let the readers reach full pipelining
+        for _ in range(REPEATS):
+            s, e = keepalive_round(conns)
+            loaded.append(s)
+            bad += e
+        rec["readers_still_running"] = reader.poll() is None  # else the rounds ran late
+        out, _ = reader.communicate(timeout=READ_S + 120)
+        try:
+            rec["readers"] = json.loads(out.decode().strip().splitlines()[0])
+        except (IndexError, ValueError):
+            rec["readers"] = None
+        rec.update({"idle_rounds_s": idle, "loaded_rounds_s": loaded, "bad_replies": bad,
+                    "idle_median_s": statistics.median(idle),
+                    "loaded_median_s": statistics.median(loaded)})
+        try:
+            rec["lag_metrics"] = [ln for ln in __import__("urllib.request").request.urlopen(
+                "http://%s/metrics" % cl.nodes[0]["http"], timeout=5).read().decode()
+                .splitlines() if ln.startswith("raftns_event_loop")]
+        except OSError:
+            pass
+        rd = rec.get("readers") or {}
+        log("fairness %dx%d: keep-alive round idle %.3f s, under %dx%d route load %.3f s "
+            "(rounds %s / %s, %d bad replies); readers %.0f req/s p99 %.1f ms%s" % (
+                brokers, topics, rec["idle_median_s"], rconns, depth, rec["loaded_median_s"],
+                ["%.3f" % x for x in idle], ["%.3f" % x for x in loaded], bad,
+                rd.get("throughput", 0), (rd.get("latency") or {}).get("p99_us", 0) / 1000,
+                "" if rec["readers_still_running"] else " (READERS ENDED FIRST)"))
+        stop(b, signal.SIGKILL)
+    finally:
+        for c in conns:
+            c.close()
+        cl.close()
+    RESULTS["fairness"] = rec
+    return rec
+
+
 def run_raft_tls():
     """Replicated writes (register, through the leader) on two 3-node clusters running side by
     side, one plain and one with raftTls=enforcing (the client port plain on both, so only the
@@ -708,6 +867,10 @@ def main():
         run_security(rport)
     if "raft-tls" in ONLY:
         run_raft_tls()
+    if "writes" in ONLY:
+        run_issue11_writes(rport)
+    if "fairness" in ONLY:
+        run_fairness()
     if want("route") or want("register") or want("heartbeat"):
         one = Cluster(1)
         one.leader()
@@ -733,6 +896,12 @@ def main():
     if FAILOVER_TRIALS > 0 and want("failover"):
         RESULTS["failover"] = run_failover(ts)
     RESULTS["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
+    if ONLY and ONLY <= {"writes", "fairness"}:  # own file; latest.json, plots stay
+        path = os.path.join(OUT, "%s-%s.json" % ("-".join(sorted(ONLY)), ts))
+        with open(path, "w") as f:
+            json.dump(RESULTS, f, indent=1)
+        log("wrote", path)
+        return
     path = os.path.join(OUT, "results-%s.json" % ts)
     with open(path, "w") as f:
         json.dump(RESULTS, f, indent=1)

@@ -40,6 +40,7 @@ enum bench_kind {
     BK_HB904,     /* 904 BROKER_HEARTBEAT */
     BK_CLUSTER,   /* 106 */
     BK_ALLTOPICS, /* 206 */
+    BK_KV,        /* 100 PUT_KV_CONFIG, a new value each time (replicated) */
     BK_SETUP,     /* 103 of the scenario setup (not measured) */
     BK_COUNT
 };

@@ -17,7 +17,7 @@ static const char usage_text[] =
     "  --duration S        measure for S seconds (10)\n"
     "  --count N           or: stop after N requests\n"
     "  --mix K=W,...       kinds route register heartbeat hb904 cluster\n"
-    "                      alltopics with weights (route=100)\n"
+    "                      alltopics kv with weights (route=100)\n"
     "  --brokers B         setup: register B brokers (0)\n"
     "  --topics T          ... with T topics each (100)\n"
     "  --topic-pool P      ... drawn from P distinct topics (B*T)\n"

@@ -13,7 +13,8 @@
 #include "bench.h"
 
 const char *const bench_kind_names[BK_COUNT] = {
-    "route", "register", "heartbeat", "hb904", "cluster", "alltopics", "setup",
+    "route",   "register",  "heartbeat", "hb904",
+    "cluster", "alltopics", "kv",        "setup",
 };
 
 static uint32_t crc_table[256];

@@ -167,6 +167,20 @@ static int register_frame(struct bench *b, struct conn *c, struct ns_buf *out,
     return rv;
 }
 
+/* A PUT_KV_CONFIG of this connection's key with a new value: every one is a
+ * replicated write (an unchanged value would be one too, but a new one shows
+ * in the state). */
+static int kv_frame(struct bench *b, struct conn *c, struct ns_buf *out,
+                    int32_t opaque)
+{
+    char key[32], value[32];
+    snprintf(key, sizeof(key), "BenchKv%d", c->idx);
+    snprintf(value, sizeof(value), "%" PRIu64, ++c->reg_counter);
+    const char *kv[] = {"namespace", "bench", "key", key, "value", value};
+    return bench_encode_simple(out, NS_CODE_PUT_KV_CONFIG, kv, 3, opaque,
+                               b->o.ser_json);
+}
+
 static int heartbeat_tmpls(struct bench *b, struct conn *c)
 {
     struct ns_buf body, fr;
@@ -265,6 +279,9 @@ static bool next_request(struct bench *b, struct conn *c)
             break;
         case BK_CLUSTER:
             rv = bench_tmpl_append(&b->cluster_tmpl, &c->out, opaque);
+            break;
+        case BK_KV:
+            rv = kv_frame(b, c, &c->out, opaque);
             break;
         default:
             rv = bench_tmpl_append(&b->alltopics_tmpl, &c->out, opaque);

@@ -17,6 +17,9 @@
  * error), and the time from dispatch to reply in nanoseconds. */
 void ns_metrics_request(int32_t req_code, int32_t reply_code,
                         uint64_t elapsed_ns);
+/* How late a periodic timer fired (nanoseconds): how long the event loop was
+ * busy when it should have run it (src/observe/observe.c measures). */
+void ns_metrics_loop_lag(uint64_t lag_ns);
 /* A write this follower forwarded to the leader. */
 void ns_metrics_forwarded(void);
 /* A read this node could not answer itself, answered by another node and

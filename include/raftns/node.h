@@ -160,6 +160,15 @@ int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes, size_t len,
  * this returns) or NS_ENOMEM / NS_ESHUTDOWN. */
 int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
                          ns_node_barrier_cb cb, void *arg);
+/* Leader only: asks this node to tell member member_id that the entries up
+ * to index committed as soon as the member has stored them and they are
+ * committed here, with an empty AppendEntries, rather than with the next
+ * heartbeat (a follower waiting to apply a write it forwarded, raft/node/
+ * node_notice.c). Best effort: a notice that cannot be sent or is not due
+ * within a few heartbeats is dropped, and the heartbeat carries the commit.
+ * 0, or NS_ENOTLEADER. */
+int ns_node_notify_commit(struct ns_node *n, uint64_t member_id,
+                          uint64_t index);
 /* Leader read point: a barrier, then cb(arg, 0, applied index). Leader only
  * (NS_ENOTLEADER otherwise, cb never runs). */
 typedef void (*ns_node_index_read_cb)(void *arg, int status, uint64_t index);

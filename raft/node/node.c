@@ -271,6 +271,7 @@ static void check(struct ns_node *n)
         changed = true;
     }
     node_flush_queue(n);
+    node_notice_flush(n);
     if (n->waiters != NULL) {
         node_run_waiters(n, false, 0);
     }

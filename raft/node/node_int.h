@@ -67,6 +67,15 @@ struct read_req {
     void *arg;
 };
 
+/* A commit notice owed to a member: tell it, once it has stored the entries
+ * lo..hi and they are committed (node_notice.c). */
+#define NODE_MAX_NOTICES 16
+struct node_notice {
+    uint64_t id;
+    uint64_t lo, hi;
+    uint64_t deadline; /* uv_now; dropped after it */
+};
+
 /* The one membership change or transfer in progress. */
 struct change {
     struct raft_change req;
@@ -136,6 +145,9 @@ struct ns_node {
     void *apply_hook_arg;
     ns_node_stop_cb stop_cb;
     void *stop_arg;
+    struct node_notice notices[NODE_MAX_NOTICES];
+    unsigned n_notices;
+    raft_term notice_term; /* the leader term the notices belong to */
 };
 
 /* The node's clock (milliseconds). */
@@ -155,6 +167,8 @@ void node_flush_queue(struct ns_node *n);
 void node_run_waiters(struct ns_node *n, bool all, int status);
 /* Issues the barrier a new leader must apply before it serves (node_read.c). */
 void node_issue_leader_barrier(struct ns_node *n);
+/* Sends the commit notices that are due (node_notice.c; every loop turn). */
+void node_notice_flush(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);
 

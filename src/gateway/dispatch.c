@@ -165,6 +165,20 @@ static int dispatch(struct ns_gateway *gw, struct ns_conn *conn,
     return h->fn(&req);
 }
 
+bool ns_dispatch_is_liveness(struct ns_gateway *gw, const struct ns_cmd *cmd)
+{
+    switch (cmd->code) {
+    case NS_CODE_UNREGISTER_BROKER:
+    case NS_CODE_QUERY_DATA_VERSION:
+    case NS_CODE_BROKER_HEARTBEAT:
+        return true;
+    case NS_CODE_REGISTER_BROKER:
+        return ns_register_memo_find(&gw->memo, cmd) != NULL;
+    default:
+        return false;
+    }
+}
+
 int ns_dispatch(struct ns_gateway *gw, struct ns_conn *conn,
                 const struct ns_cmd *cmd)
 {

@@ -92,6 +92,13 @@ void ns_gateway_stop(struct ns_gateway *gw);
  * = close the connection. */
 int ns_dispatch(struct ns_gateway *gw, struct ns_conn *conn,
                 const struct ns_cmd *cmd);
+/* Whether cmd (borrowed) is broker liveness traffic, which the transport
+ * dispatches before the turn's budget for other requests (src/net/conn.c):
+ * UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT, and a
+ * REGISTER_BROKER whose exact bytes the register memo holds (an unchanged
+ * re-registration, answered without decoding). A changed registration is a
+ * write and waits its turn like any request. Costs one memo lookup for 103. */
+bool ns_dispatch_is_liveness(struct ns_gateway *gw, const struct ns_cmd *cmd);
 
 /* --- pending.c --- */
 /* Detaches every pending reply of a closing connection. */

@@ -49,12 +49,6 @@ static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
     return ns_cmd_ext_set(c, key, text);
 }
 
-static void pending_cb(void *arg, int status, uint64_t index,
-                       const struct ns_apply_result *res)
-{
-    ns_pending_finish(arg, status, index, res);
-}
-
 /* --- FORWARD --- */
 
 static void forward_done(struct ns_pending *p, int status,
@@ -91,6 +85,27 @@ static void forward_done(struct ns_pending *p, int status,
     ns_reply_send(&p->to, &reply);
 }
 
+/* A forwarded write waiting on the leader: the node it came from (the
+ * request id's origin) learns the commit by a notice once it stored the
+ * entry, not by the next heartbeat: it answers its client only after applying
+ * the entry itself. */
+struct forwarded {
+    struct ns_pending *p;
+    struct ns_node *node;
+    uint64_t origin;
+};
+
+static void forwarded_cb(void *arg, int status, uint64_t index,
+                         const struct ns_apply_result *res)
+{
+    struct forwarded *fw = arg;
+    if (status == 0) {
+        ns_node_notify_commit(fw->node, fw->origin, index);
+    }
+    ns_pending_finish(fw->p, status, index, res);
+    ns_free(fw);
+}
+
 /* The de-duplication step on the leader (ns_dedup_registration_held): a
  * forwarded registration that the leader's state already holds exactly (an
  * identical one from another node was applied a moment ago) is answered
@@ -123,6 +138,8 @@ static int answer_applied_registration(struct ns_req *req,
         return 1;
     }
     NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
+    ns_node_notify_commit(gw->node, c->reqid.origin,
+                          ns_node_last_applied(gw->node));
     ns_pending_finish(p, 0, ns_node_last_applied(gw->node), &res);
     ns_fsm_result_close(&res);
     return 1;
@@ -159,17 +176,26 @@ static int handle_forward(struct ns_req *req)
     bool resend = false;
     ns_cmd_ext_bool(req->cmd, NS_EXT_RESEND, &resend);
     rv = resend ? 0 : answer_applied_registration(req, &c);
+    uint64_t origin = c.reqid.origin;
     ns_command_close(&c);
     if (rv != 0) {
         return rv == 1 ? 0 : rv;
     }
-    struct ns_pending *p = ns_pending_new(req, forward_done);
+    struct forwarded *fw = ns_calloc(1, sizeof *fw);
+    struct ns_pending *p =
+        fw != NULL ? ns_pending_new(req, forward_done) : NULL;
     if (p == NULL) {
+        ns_free(fw);
         return NS_ENOMEM;
     }
-    rv = ns_cluster_accept_forward(gw->cluster, req->cmd->body,
-                                   req->cmd->body_len, resend, pending_cb, p);
+    fw->p = p;
+    fw->node = gw->node;
+    fw->origin = origin;
+    rv =
+        ns_cluster_accept_forward(gw->cluster, req->cmd->body,
+                                  req->cmd->body_len, resend, forwarded_cb, fw);
     if (rv != 0) {
+        ns_free(fw);
         ns_pending_finish(p, rv, 0, NULL);
     }
     return 0;

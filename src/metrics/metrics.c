@@ -40,6 +40,10 @@ static struct {
     } acl[MAX_ACL_REASONS];
     size_t n_acl;
     uint64_t limits[NS_LIMIT_N_KINDS];
+    struct {
+        uint64_t buckets[N_BOUNDS]; /* non-cumulative */
+        uint64_t n, sum_ns, max_ns;
+    } lag;
 } m;
 
 static const char *const limit_names[NS_LIMIT_N_KINDS] = {
@@ -86,6 +90,48 @@ void ns_metrics_request(int32_t req_code, int32_t reply_code,
             break;
         }
     }
+}
+
+void ns_metrics_loop_lag(uint64_t lag_ns)
+{
+    double secs = (double)lag_ns / 1e9;
+    for (size_t b = 0; b < N_BOUNDS; b++) {
+        if (secs <= bounds[b]) {
+            m.lag.buckets[b]++;
+            break;
+        }
+    }
+    m.lag.n++;
+    m.lag.sum_ns += lag_ns;
+    if (lag_ns > m.lag.max_ns) {
+        m.lag.max_ns = lag_ns;
+    }
+}
+
+static void encode_lag(struct ns_buf *out)
+{
+    uint64_t cum = 0;
+    ns_buf_append_str(out, "# HELP raftns_event_loop_lag_seconds How late a "
+                           "200 ms timer fired: how long the event loop was "
+                           "busy with other work.\n"
+                           "# TYPE raftns_event_loop_lag_seconds histogram\n");
+    for (size_t b = 0; b < N_BOUNDS; b++) {
+        cum += m.lag.buckets[b];
+        ns_buf_printf(out,
+                      "raftns_event_loop_lag_seconds_bucket{le=\"%g\"} "
+                      "%llu\n",
+                      bounds[b], (unsigned long long)cum);
+    }
+    ns_buf_printf(out,
+                  "raftns_event_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+                  "raftns_event_loop_lag_seconds_sum %.9f\n"
+                  "raftns_event_loop_lag_seconds_count %llu\n"
+                  "# HELP raftns_event_loop_lag_max_seconds The largest "
+                  "event loop lag seen since start.\n"
+                  "# TYPE raftns_event_loop_lag_max_seconds gauge\n"
+                  "raftns_event_loop_lag_max_seconds %.6f\n",
+                  (unsigned long long)m.lag.n, (double)m.lag.sum_ns / 1e9,
+                  (unsigned long long)m.lag.n, (double)m.lag.max_ns / 1e9);
 }
 
 void ns_metrics_forwarded(void)
@@ -235,6 +281,7 @@ void ns_metrics_encode(struct ns_buf *out)
         ns_buf_printf(out, "raftns_acl_refusals_total{reason=\"%s\"} %llu\n",
                       m.acl[i].reason, (unsigned long long)m.acl[i].n);
     }
+    encode_lag(out);
     ns_buf_printf(out, "# HELP raftns_limit_refusals_total Connections and "
                        "requests refused or closed by a resource limit.\n"
                        "# TYPE raftns_limit_refusals_total counter\n");

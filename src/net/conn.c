@@ -66,6 +66,74 @@ static void mark_dirty(struct ns_conn *c)
     }
 }
 
+/* --- fair scheduling: the backlog --- */
+
+static void backlog_unlink(struct ns_net *net, struct ns_conn *c)
+{
+    if (!c->deferred) {
+        return;
+    }
+    if (c->backlog_prev != NULL) {
+        c->backlog_prev->backlog_next = c->backlog_next;
+    } else {
+        net->backlog_head = c->backlog_next;
+    }
+    if (c->backlog_next != NULL) {
+        c->backlog_next->backlog_prev = c->backlog_prev;
+    } else {
+        net->backlog_tail = c->backlog_prev;
+    }
+    c->backlog_prev = c->backlog_next = NULL;
+    c->deferred = false;
+}
+
+static void idle_cb(uv_idle_t *h)
+{
+    (void)h; /* only there so that the loop polls without blocking */
+}
+
+/* c holds whole frames it may not dispatch now: it waits at the back of the
+ * backlog (still reading, up to NS_CONN_BACKLOG_READ_MAX buffered: stopping
+ * and restarting reads would cost two syscalls per turn), and the loop keeps
+ * turning until it is served. */
+static void defer(struct ns_conn *c)
+{
+    struct ns_net *net = c->net;
+    if (c->deferred) {
+        return;
+    }
+    c->deferred = true;
+    c->backlog_next = NULL;
+    c->backlog_prev = net->backlog_tail;
+    if (net->backlog_tail != NULL) {
+        net->backlog_tail->backlog_next = c;
+    } else {
+        net->backlog_head = c;
+    }
+    net->backlog_tail = c;
+    if (net->idle_inited && !uv_is_active((uv_handle_t *)&net->idle)) {
+        uv_idle_start(&net->idle, idle_cb);
+    }
+}
+
+/* Whether c may dispatch one more ordinary request now: within the turn's
+ * budget and its own share of this visit, and (outside a backlog visit) only
+ * when nobody is waiting before it. */
+static bool may_dispatch(const struct ns_conn *c, unsigned served, bool visit)
+{
+    const struct ns_net *net = c->net;
+    if (c->sink != NULL) {
+        /* a connection without a socket belongs to a driven test, whose
+         * schedule must not depend on how fast this machine runs */
+        return true;
+    }
+    if (net->turn_spent_ns >= NS_NET_TURN_BUDGET_NS ||
+        served >= NS_CONN_TURN_REQUESTS) {
+        return false;
+    }
+    return visit || net->backlog_head == NULL;
+}
+
 /* Re-counts c's buffers, by capacity, in the server's buffer budget
  * (conn_limit.c); a closing connection counts nothing. */
 static void account(struct ns_conn *c)
@@ -100,6 +168,7 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
                (unsigned long long)c->id, c->peer, reason);
     }
     list_unlink(net, c);
+    backlog_unlink(net, c);
     net->n_conns--;
     account(c);
     if (c->ip_counted) {
@@ -138,12 +207,15 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = sizeof c->net->scratch;
 }
 
-/* Cuts and dispatches whole frames from p[0..len). Returns bytes consumed, or
- * -1 when the connection was closed. */
-static long process(struct ns_conn *c, const uint8_t *p, size_t len)
+/* Cuts and dispatches whole frames from p[0..len) while the connection may
+ * (may_dispatch; visit: it is being served from the backlog), deferring it
+ * at the first ordinary request it may not. Returns bytes consumed, or -1
+ * when the connection was closed. */
+static long process(struct ns_conn *c, const uint8_t *p, size_t len, bool visit)
 {
     size_t off = 0;
-    while (c->state == NS_CONN_OPEN) {
+    unsigned served = 0;
+    while (c->state == NS_CONN_OPEN && !c->deferred) {
         size_t frame_len = 0;
         int rv = ns_frame_check(p + off, len - off, NS_FRAME_MAX, &frame_len);
         if (rv == NS_EAGAIN) {
@@ -164,8 +236,22 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len)
             ns_conn_close(c, NULL);
             return -1;
         }
+        /* Broker liveness (the on_request owner decides: net knows no
+         * handler) is never held back behind other clients' requests. */
+        bool urgent =
+            c->net->is_urgent != NULL && c->net->is_urgent(c->net->ctx, &cmd);
+        if (!urgent && !may_dispatch(c, served, visit)) {
+            ns_cmd_close(&cmd); /* decoded again when its turn comes */
+            defer(c);
+            break;
+        }
+        uint64_t t0 = urgent ? 0 : uv_hrtime();
         rv = c->net->on_request(c->net->ctx, c, &cmd);
         ns_cmd_close(&cmd);
+        if (!urgent) {
+            c->net->turn_spent_ns += uv_hrtime() - t0;
+            served++;
+        }
         off += frame_len;
         if (rv != 0) {
             NS_LOG(NS_LOG_WARN, "conn %llu %s: request failed: %s",
@@ -177,10 +263,11 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len)
     return ns_conn_is_closing(c) ? -1 : (long)off;
 }
 
-/* Processes what is buffered (after a pause ends, or new bytes arrived). */
-static void drain_rbuf(struct ns_conn *c)
+/* Processes what is buffered (after a pause ends, new bytes arrived, or its
+ * turn in the backlog came: visit). */
+static void drain_rbuf(struct ns_conn *c, bool visit)
 {
-    long used = process(c, c->rbuf.data, c->rbuf.len);
+    long used = process(c, c->rbuf.data, c->rbuf.len, visit);
     if (used < 0) {
         return;
     }
@@ -198,8 +285,8 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
 {
     assert(c->state != NS_CONN_NEW && c->state != NS_CONN_HANDSHAKING);
     mark_active(c);
-    if (c->rbuf.len == 0 && c->state == NS_CONN_OPEN) {
-        long used = process(c, p, n);
+    if (c->rbuf.len == 0 && c->state == NS_CONN_OPEN && !c->deferred) {
+        long used = process(c, p, n, false);
         if (used < 0) {
             return;
         }
@@ -217,9 +304,15 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
     }
     account(c);
     ns_conn_limits_enforce_budget(c->net);
-    if (c->state == NS_CONN_OPEN) {
-        drain_rbuf(c);
+    if (c->state == NS_CONN_OPEN && !c->deferred) {
+        drain_rbuf(c, false);
         account(c);
+    } else if (c->deferred && !c->backlog_full &&
+               c->rbuf.len >= NS_CONN_BACKLOG_READ_MAX) {
+        c->backlog_full = true;
+        if (c->sink == NULL) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+        }
     }
 }
 
@@ -319,14 +412,49 @@ static void flush_one(struct ns_conn *c)
 static void resume(struct ns_conn *c)
 {
     ns_conn_set_state(c, NS_CONN_OPEN);
-    drain_rbuf(c);
+    drain_rbuf(c, false);
+    if (c->state == NS_CONN_OPEN) { /* a deferred one reads on, too */
+        c->backlog_full = false;
+    }
     if (c->state == NS_CONN_OPEN && c->sink == NULL) {
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
 }
 
+/* Serves the backlog from its head, each connection up to its share, until
+ * the turn's budget is spent; one that still has whole frames goes to the
+ * back. Each connection present at the start is visited at most once. */
+static void serve_backlog(struct ns_net *net)
+{
+    struct ns_conn *last = net->backlog_tail;
+    while (net->backlog_head != NULL &&
+           net->turn_spent_ns < NS_NET_TURN_BUDGET_NS) {
+        struct ns_conn *c = net->backlog_head;
+        backlog_unlink(net, c);
+        if (c->state == NS_CONN_OPEN) {
+            drain_rbuf(c, true);
+            account(c);
+            if (c->state == NS_CONN_OPEN && !c->deferred && c->backlog_full) {
+                c->backlog_full = false;
+                if (c->sink == NULL) {
+                    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+                }
+            }
+        }
+        /* a paused one resumes (and drains) through RESUMING instead */
+        if (c == last) {
+            break;
+        }
+    }
+    if (net->backlog_head == NULL && net->idle_inited) {
+        uv_idle_stop(&net->idle);
+    }
+}
+
 void ns_conn_flush_all(struct ns_net *net)
 {
+    serve_backlog(net);
+    uint64_t t0 = uv_hrtime();
     while (net->dirty != NULL) {
         struct ns_conn *c = net->dirty;
         net->dirty = c->dirty_next;
@@ -337,6 +465,10 @@ void ns_conn_flush_all(struct ns_net *net)
         }
         flush_one(c);
     }
+    /* Writing the replies out is part of what ordinary requests cost (big
+     * route replies cost more in write() than in dispatch): the next turn's
+     * budget starts with it spent. */
+    net->turn_spent_ns = uv_hrtime() - t0;
 }
 
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)

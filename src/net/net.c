@@ -56,6 +56,9 @@ int ns_net_listen(struct ns_net *net)
     uv_tcp_init(net->loop, &net->listener);
     net->listener.data = net;
     net->listening = true;
+    uv_idle_init(net->loop, &net->idle);
+    net->idle.data = net;
+    net->idle_inited = true;
     int rv = uv_tcp_bind(&net->listener, (const struct sockaddr *)&sa, 0);
     if (rv == 0) {
         rv = uv_listen((uv_stream_t *)&net->listener, BACKLOG, on_connection);
@@ -76,10 +79,10 @@ int ns_net_listen(struct ns_net *net)
     return 0;
 }
 
-static void listener_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
     struct ns_net *net = h->data;
-    if (net->stopped != NULL) {
+    if (--net->n_closing_handles == 0 && net->stopped != NULL) {
         net->stopped(net->stopped_arg);
     }
 }
@@ -97,5 +100,7 @@ void ns_net_stop(struct ns_net *net, void (*stopped)(void *arg), void *arg)
     }
     net->stopped = stopped;
     net->stopped_arg = arg;
-    uv_close((uv_handle_t *)&net->listener, listener_closed);
+    net->n_closing_handles = 2;
+    uv_close((uv_handle_t *)&net->idle, handle_closed);
+    uv_close((uv_handle_t *)&net->listener, handle_closed);
 }

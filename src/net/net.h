@@ -27,6 +27,14 @@
     (64u * 1024u * 1024u) /* unflushed output that closes                      \
                            */
 #define NS_READ_CHUNK 65536
+/* Fair scheduling (conn.c): ordinary requests of all connections together get
+ * this much of the loop's time per turn, and one connection at most
+ * NS_CONN_TURN_REQUESTS of them per visit; the rest waits, round-robin, for
+ * the next turn. Broker liveness requests are never held back. */
+#define NS_NET_TURN_BUDGET_NS (100u * 1000u)
+#define NS_CONN_TURN_REQUESTS 16
+/* A deferred connection keeps reading until this much input waits. */
+#define NS_CONN_BACKLOG_READ_MAX (4u * NS_READ_CHUNK)
 /* A TLS handshake on the client port must finish this long after its first
  * byte. */
 #define NS_TLS_HANDSHAKE_MS 10000
@@ -68,6 +76,9 @@ struct ns_net {
      * request (non-zero: close the connection), and a connection that is
      * closing (before it is freed). */
     int (*on_request)(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd);
+    /* Whether a decoded request (borrowed) is dispatched before the turn's
+     * budget (broker liveness, conn.c's fair scheduling); NULL: none is. */
+    bool (*is_urgent)(void *ctx, const struct ns_cmd *cmd);
     void (*on_conn_closed)(void *ctx, struct ns_conn *c);
     void *ctx;
     char client_addr[64];
@@ -79,6 +90,13 @@ struct ns_net {
     struct ns_conn *conn_head, *conn_tail; /* least recently active first */
     size_t n_conns;
     struct ns_conn *dirty; /* flushed this loop turn */
+    /* connections holding whole frames they may not dispatch this turn, in
+     * the order they are served (round-robin); reads stopped meanwhile */
+    struct ns_conn *backlog_head, *backlog_tail;
+    uint64_t turn_spent_ns; /* on ordinary requests since the last flush */
+    uv_idle_t idle;         /* keeps the loop turning while backlogged */
+    bool idle_inited;
+    unsigned n_closing_handles; /* listener and idle closes to wait for */
     uint64_t next_conn_id;
     struct ns_net_tls tls;
     struct ns_conn_limits limits;
@@ -130,6 +148,10 @@ struct ns_conn {
     unsigned n_inflight;
     enum ns_conn_state state; /* changed by ns_conn_set_state only */
     bool dirty;               /* in net->dirty: flushed this loop turn */
+    bool deferred;            /* in the net's backlog */
+    bool backlog_full; /* ... with NS_CONN_BACKLOG_READ_MAX read: reads stopped
+                        */
+    struct ns_conn *backlog_prev, *backlog_next;
     struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
     uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
     /* attachments: the gateway's replies waiting for apply (detached by its
@@ -150,8 +172,9 @@ void ns_net_close(struct ns_net *net);
  * address: nothing to stop) or NS_EIO (logged; ns_net_stop closes the
  * listener). */
 int ns_net_listen(struct ns_net *net);
-/* Closes every connection and the listener; stopped(arg) runs once when the
- * listener is closed (at once when it never listened). */
+/* Closes every connection, the listener and the backlog's idle handle;
+ * stopped(arg) runs once when both are closed (at once when it never
+ * listened). */
 void ns_net_stop(struct ns_net *net, void (*stopped)(void *arg), void *arg);
 
 /* --- conn.c --- */
@@ -181,7 +204,9 @@ static inline bool ns_conn_is_closing(const struct ns_conn *c)
 /* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
  * (closed). */
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
-/* Flushes every connection with pending output (once per loop turn). */
+/* Serves the backlog of deferred requests (round-robin, within the turn's
+ * budget), then flushes every connection with pending output (once per loop
+ * turn). */
 void ns_conn_flush_all(struct ns_net *net);
 /* Closes connections idle longer than idle_ms. */
 void ns_conn_sweep_idle(struct ns_net *net, uint64_t idle_ms);

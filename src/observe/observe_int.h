@@ -34,6 +34,7 @@ struct ns_observe {
     int http_port;
     uv_tcp_t listener;
     uv_timer_t timer;
+    uint64_t last_tick_ns; /* uv_hrtime of the last tick (loop lag) */
     int n_open_handles;
     bool started;
     bool stopping;

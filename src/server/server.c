@@ -42,6 +42,12 @@ static int on_request(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd)
     return ns_dispatch(&srv->gw, c, cmd);
 }
 
+static bool is_urgent(void *ctx, const struct ns_cmd *cmd)
+{
+    struct ns_server *srv = ctx;
+    return ns_dispatch_is_liveness(&srv->gw, cmd);
+}
+
 /* Every cluster tick: a leader seeds the ACL table from the cluster file. */
 static void seed_acl(void *ctx)
 {
@@ -78,6 +84,7 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         goto err_after_server;
     }
     s->net.on_request = on_request;
+    s->net.is_urgent = is_urgent;
     s->net.on_conn_closed = conn_closed;
     s->net.ctx = s;
     s->net.clock = &s->clock;

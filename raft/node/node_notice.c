@@ -1,0 +1,158 @@
+/* Commit notices: a leader tells one follower that an entry committed as soon
+ * as that follower has stored it, with an empty AppendEntries sent through
+ * raft's own io, instead of leaving it to the next heartbeat. A write a
+ * follower forwarded is answered there only once the follower applied it, so
+ * without this every such write waits up to a heartbeat interval
+ * (docs/raft-0.15.md §14). It decides nothing about commitment itself: the
+ * notice carries an index this leader has committed and the follower has
+ * acknowledged, and the follower's raft checks it like any heartbeat. */
+#include <string.h>
+
+#include "raftns/alloc.h"
+#include "raftns/err.h"
+
+#include "node_int.h"
+
+/* A notice not sent within this many heartbeat intervals is dropped: raft's
+ * own heartbeats have carried the commit index by then. */
+#define NOTICE_HEARTBEATS 4
+
+/* The term of the entry at index in raft's in-memory log (struct raft_log is
+ * public in raft.h 0.15; the lookup is logTermOf's): 0 when the log no longer
+ * (or does not yet) hold it. */
+static raft_term log_term_of(const struct raft_log *l, raft_index index)
+{
+    size_t n =
+        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+    if (index == l->snapshot.last_index && index != 0) {
+        return l->snapshot.last_term;
+    }
+    if (n == 0 || index <= l->offset || index > l->offset + n) {
+        return 0;
+    }
+    return l->entries[(l->front + (size_t)(index - 1 - l->offset)) % l->size]
+        .term;
+}
+
+static void notice_sent(struct raft_io_send *req, int status)
+{
+    (void)status; /* a lost notice costs only the wait for a heartbeat */
+    ns_free(req);
+}
+
+/* Sends member i the empty AppendEntries that lets it commit up to index. It
+ * names (index, term of index) as the previous entry: a follower commits
+ * min(leader commit, last stored) only when its own entry at index has that
+ * term, so everything it commits is on this leader's log; the commit index is
+ * index itself, never more than what both sides hold. */
+static bool send_notice(struct ns_node *n, unsigned i, raft_index index)
+{
+    struct raft *r = n->raft;
+    raft_term term = log_term_of(&r->log, index);
+    if (term == 0) {
+        return false;
+    }
+    struct raft_io_send *req = ns_malloc(sizeof *req);
+    if (req == NULL) {
+        return false;
+    }
+    struct raft_message m;
+    memset(&m, 0, sizeof m);
+    m.type = RAFT_IO_APPEND_ENTRIES;
+    m.server_id = r->configuration.servers[i].id;
+    m.server_address = r->configuration.servers[i].address;
+    m.append_entries.term = r->current_term;
+    m.append_entries.prev_log_index = index;
+    m.append_entries.prev_log_term = term;
+    m.append_entries.leader_commit = index;
+    m.append_entries.entries = NULL;
+    m.append_entries.n_entries = 0;
+    req->data = NULL;
+    if (r->io->send(r->io, req, &m, notice_sent) != 0) {
+        ns_free(req);
+        return false;
+    }
+    return true;
+}
+
+static int member_slot(const struct raft *r, uint64_t id)
+{
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        if (r->configuration.servers[i].id == id) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+int ns_node_notify_commit(struct ns_node *n, uint64_t member_id, uint64_t index)
+{
+    struct raft *r = n->raft;
+    if (!n->started || n->stopping || raft_state(r) != RAFT_LEADER) {
+        return NS_ENOTLEADER;
+    }
+    if (member_id == n->id || member_id == 0 || index == 0) {
+        return 0;
+    }
+    if (n->notice_term != r->current_term) {
+        n->n_notices = 0;
+        n->notice_term = r->current_term;
+    }
+    uint64_t deadline =
+        ns_clock_now(&n->clock) + (uint64_t)NOTICE_HEARTBEATS * r->heartbeat_timeout;
+    for (unsigned k = 0; k < n->n_notices; k++) {
+        struct node_notice *t = &n->notices[k];
+        if (t->id == member_id) {
+            t->lo = index < t->lo ? index : t->lo;
+            t->hi = index > t->hi ? index : t->hi;
+            t->deadline = deadline;
+            return 0;
+        }
+    }
+    if (n->n_notices == NODE_MAX_NOTICES) {
+        return 0; /* the heartbeat will do */
+    }
+    struct node_notice *t = &n->notices[n->n_notices++];
+    t->id = member_id;
+    t->lo = index;
+    t->hi = index;
+    t->deadline = deadline;
+    return 0;
+}
+
+void node_notice_flush(struct ns_node *n)
+{
+    struct raft *r = n->raft;
+    if (n->n_notices == 0) {
+        return;
+    }
+    if (raft_state(r) != RAFT_LEADER || n->notice_term != r->current_term) {
+        n->n_notices = 0;
+        return;
+    }
+    uint64_t now = ns_clock_now(&n->clock);
+    unsigned k = 0;
+    while (k < n->n_notices) {
+        struct node_notice *t = &n->notices[k];
+        int i = member_slot(r, t->id);
+        bool done = i < 0 || now >= t->deadline;
+        if (!done) {
+            /* What the member acknowledged (progress is public in raft.h
+             * 0.15 and indexed like the configuration) and this leader
+             * committed. */
+            raft_index x = r->leader_state.progress[i].match_index;
+            if (x > r->commit_index) {
+                x = r->commit_index;
+            }
+            if (x >= t->lo && send_notice(n, (unsigned)i, x)) {
+                done = x >= t->hi;
+                t->lo = x + 1;
+            }
+        }
+        if (done) {
+            n->notices[k] = n->notices[--n->n_notices];
+        } else {
+            k++;
+        }
+    }
+}
