@@ -98,8 +98,8 @@ int ns_node_notify_commit(struct ns_node *n, uint64_t member_id, uint64_t index)
         n->n_notices = 0;
         n->notice_term = r->current_term;
     }
-    uint64_t deadline =
-        ns_clock_now(&n->clock) + (uint64_t)NOTICE_HEARTBEATS * r->heartbeat_timeout;
+    uint64_t deadline = ns_clock_now(&n->clock) +
+                        (uint64_t)NOTICE_HEARTBEATS * r->heartbeat_timeout;
     for (unsigned k = 0; k < n->n_notices; k++) {
         struct node_notice *t = &n->notices[k];
         if (t->id == member_id) {
