@@ -15,6 +15,7 @@
 #include "raftns/fsm.h"
 #include "raftns/liveness_table.h"
 #include "raftns/node.h"
+#include "raftns/rcbuf.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
@@ -95,6 +96,13 @@ struct ns_pending {
     void *data; /* owned: the handler's, one block freed with ns_free */
 };
 
+/* A shared body queued on a connection, sent after the connection's own output
+ * bytes [0, at). */
+struct ns_conn_shared {
+    size_t at;
+    struct ns_rcbuf *body; /* one reference owned */
+};
+
 struct ns_conn {
     uv_tcp_t tcp; /* first: the handle is the allocation */
     struct ns_server *srv;
@@ -109,8 +117,15 @@ struct ns_conn {
     size_t held_bytes;  /* bytes those requests hold */
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
+    /* Shared reply bodies (ns_conn_queue_shared) to send after out's bytes
+     * up to their .at: one reference each, owned array. */
+    struct ns_conn_shared *shared;
+    size_t n_shared, cap_shared;
+    size_t shared_bytes; /* their bodies' bytes */
     uv_write_t wreq;
     uint8_t *wdata; /* owned while a write is in flight, else NULL */
+    struct ns_conn_shared *wshared; /* the shared bodies of that write */
+    size_t n_wshared;
     size_t wlen;
     uint64_t last_active;
     unsigned n_inflight;
@@ -224,6 +239,12 @@ static inline bool ns_conn_is_closing(const struct ns_conn *c)
 /* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
  * (closed). */
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
+/* The same for a frame whose body is shared: head (borrowed) is copied, body
+ * (borrowed; the connection takes its own reference) is written from the
+ * shared block without a copy (TLS connections and small bodies are
+ * copied). */
+int ns_conn_queue_shared(struct ns_conn *c, const struct ns_buf *head,
+                         struct ns_rcbuf *body);
 /* Flushes every connection with pending output (once per loop turn). */
 void ns_conn_flush_all(struct ns_server *srv);
 /* Closes connections idle longer than idle_ms. */
@@ -355,6 +376,10 @@ int ns_reply_buf(const struct ns_reply_to *to, int rv, const struct ns_buf *b);
 /* A reply with a body (borrowed bytes). */
 int ns_reply_body(const struct ns_reply_to *to, int32_t code,
                   const uint8_t *body, size_t len);
+/* A reply whose body is a shared block (borrowed; the connection takes its
+ * own reference until the bytes are written): the cached route replies. */
+int ns_reply_shared_body(const struct ns_reply_to *to, int32_t code,
+                         struct ns_rcbuf *body);
 /* SYSTEM_ERROR for a failed proposal, with a remark naming the cause. */
 int ns_reply_write_error(const struct ns_reply_to *to, int status);
 
