@@ -65,6 +65,8 @@ int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
     return out->err;
 }
 
+int32_t bench_route_version = NS_SERVER_VERSION;
+
 static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
                       size_t n_kv, int32_t opaque, bool json,
                       const uint8_t *body, size_t body_len)
@@ -74,7 +76,8 @@ static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
     ns_cmd_init(&c);
     c.code = code;
     c.language = NS_LANG_JAVA;
-    c.version = NS_SERVER_VERSION;
+    c.version = code == NS_CODE_GET_ROUTEINFO_BY_TOPIC ? bench_route_version
+                                                       : NS_SERVER_VERSION;
     c.opaque = opaque;
     c.flag = 0;
     c.ser = json ? NS_SER_JSON : NS_SER_ROCKETMQ;

@@ -450,6 +450,42 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         ns_node_diverge(o->node)->last.index, o->srv->n_conns,
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
+    struct ns_route_cache_stats cs;
+    ns_route_cache_stats(o->state->route, &cs);
+    ns_buf_printf(
+        out,
+        "# HELP raftns_route_cache_hits_total Route reads answered from the "
+        "reply cache.\n"
+        "# TYPE raftns_route_cache_hits_total counter\n"
+        "raftns_route_cache_hits_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_misses_total Route reads that encoded a "
+        "reply.\n"
+        "# TYPE raftns_route_cache_misses_total counter\n"
+        "raftns_route_cache_misses_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_shared_total Misses whose reply was "
+        "already cached for another topic (stored once).\n"
+        "# TYPE raftns_route_cache_shared_total counter\n"
+        "raftns_route_cache_shared_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_uncached_total Replies served without "
+        "caching (zone queries, over the budget).\n"
+        "# TYPE raftns_route_cache_uncached_total counter\n"
+        "raftns_route_cache_uncached_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_evictions_total Reply bodies dropped to "
+        "stay within the budget.\n"
+        "# TYPE raftns_route_cache_evictions_total counter\n"
+        "raftns_route_cache_evictions_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_bytes Bytes the reply cache holds.\n"
+        "# TYPE raftns_route_cache_bytes gauge\n"
+        "raftns_route_cache_bytes %zu\n"
+        "# HELP raftns_route_cache_budget_bytes The reply cache's byte "
+        "budget (routeCacheBytes, or automatic).\n"
+        "# TYPE raftns_route_cache_budget_bytes gauge\n"
+        "raftns_route_cache_budget_bytes %zu\n"
+        "# HELP raftns_route_cache_bodies Distinct reply bodies cached.\n"
+        "# TYPE raftns_route_cache_bodies gauge\n"
+        "raftns_route_cache_bodies %zu\n",
+        cs.hits, cs.misses, cs.shared, cs.uncached, cs.evictions, cs.bytes,
+        cs.budget, cs.n_bodies);
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     ns_buf_printf(
         out,

@@ -11,6 +11,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/route.h"
 #include "cluster/cluster.h"
 #include "gateway/register_memo.h"
 #include "server/server_int.h"
@@ -51,6 +52,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->on_request = ns_dispatch;
     s->on_conn_closed = conn_closed;
     s->waits = cfg->waits;
+    ns_route_set_cache_budget(state->route,
+                              (size_t)cfg->limits.route_cache_bytes);
     ns_waits_fill_defaults(&s->waits);
     snprintf(s->client_addr, sizeof s->client_addr, "%s", cfg->client_addr);
     int rv = NS_ENOMEM;
