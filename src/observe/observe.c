@@ -483,9 +483,19 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         "raftns_route_cache_budget_bytes %zu\n"
         "# HELP raftns_route_cache_bodies Distinct reply bodies cached.\n"
         "# TYPE raftns_route_cache_bodies gauge\n"
-        "raftns_route_cache_bodies %zu\n",
+        "raftns_route_cache_bodies %zu\n"
+        "# HELP raftns_raft_log_unsnapshotted_bytes Bytes of the entries "
+        "applied since the last snapshot (a snapshot follows past "
+        "snapshotBytes).\n"
+        "# TYPE raftns_raft_log_unsnapshotted_bytes gauge\n"
+        "raftns_raft_log_unsnapshotted_bytes %" PRIu64 "\n"
+        "# HELP raftns_raft_log_trailing_entries Entries the next snapshot "
+        "keeps in the log.\n"
+        "# TYPE raftns_raft_log_trailing_entries gauge\n"
+        "raftns_raft_log_trailing_entries %u\n",
         cs.hits, cs.misses, cs.shared, cs.uncached, cs.evictions, cs.bytes,
-        cs.budget, cs.n_bodies);
+        cs.budget, cs.n_bodies, ns_node_log_bytes(o->node),
+        ns_node_log_trailing(o->node));
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     ns_buf_printf(
         out,
