@@ -6,7 +6,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static void applied_cb(void *arg, int status, uint64_t index,
                        const struct ns_apply_result *res)
@@ -23,7 +23,7 @@ static int propose_from(struct ns_req *req, const struct ns_command *c,
         return NS_ENOMEM;
     }
     /* answered once applied HERE */
-    int rv = ns_cluster_submit(req->srv->cluster, c, from, applied_cb, p);
+    int rv = ns_cluster_submit(req->gw->cluster, c, from, applied_cb, p);
     if (rv != 0) {
         ns_pending_drop(p);
         return rv;
@@ -38,25 +38,6 @@ int ns_propose(struct ns_req *req, const struct ns_command *c,
                ns_pending_done done, struct ns_pending **out)
 {
     return propose_from(req, c, NS_SUBMIT_CLIENT, done, out);
-}
-
-static void internal_done(struct ns_pending *p, int status,
-                          const struct ns_apply_result *res)
-{
-    (void)res;
-    if (status != 0) {
-        /* If it was an expiry, its brokers left the liveness table. */
-        p->srv->live.reseed = true;
-        NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
-               ns_strerror(status));
-    }
-}
-
-int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
-{
-    struct ns_req req = {.srv = srv};
-    req.to.oneway = true;
-    return propose_from(&req, c, NS_SUBMIT_LEADER, internal_done, NULL);
 }
 
 void ns_propose_simple_done(struct ns_pending *p, int status,
