@@ -5,7 +5,8 @@
 # registrations and after the reads (raftns-bench --pid, while it still holds the brokers'
 # connections) and the route cache's /metrics lines.
 # usage: scripts/mem-scale.sh BROKERS TOPICS [BUILD_DIR [raftns args...]]
-#   env: DEPTH (1), CONNS (1), READS (T), BENCH_ARGS (extra raftns-bench arguments)
+#   env: DEPTH (1), CONNS (1), POOL (T: distinct topics, each broker registers T of them),
+#        READS (POOL), BENCH_ARGS (extra raftns-bench arguments)
 set -eu
 B=$1; T=$2; BUILD=${3:-build}; shift 2; [ $# -gt 0 ] && shift
 DIR=$(mktemp -d /tmp/raftns-mem-XXXXXX)
@@ -19,7 +20,8 @@ trap '[ -n "$BPID" ] && kill $BPID 2>/dev/null; kill $PID 2>/dev/null; wait 2>/d
 i=0; until python3 -c "import socket; socket.create_connection(('127.0.0.1',$C),0.2)" 2>/dev/null; do
     i=$((i+1)); [ $i -lt 100 ] || { cat "$DIR/log"; exit 1; }; sleep 0.1; done
 "$BUILD/raftns-bench" -a 127.0.0.1:$C -c "${CONNS:-1}" -d "${DEPTH:-1}" --mix route=100 \
-    --count "${READS:-$T}" --brokers "$B" --topics "$T" --topic-pool "$T" --setup-conns 4 \
+    --count "${READS:-${POOL:-$T}}" --brokers "$B" --topics "$T" --topic-pool "${POOL:-$T}" \
+    --setup-conns 4 \
     --pid $PID --grace 60 --hold 600 --json --label "mem $B x $T" ${BENCH_ARGS:-} \
     >"$DIR/out.json" 2>"$DIR/bench.err" &
 BPID=$!
