@@ -42,6 +42,11 @@ def wait_port(port, timeout=20):
 
 
 def redis_get(port, conns, depth, n, size):
+    # GET reads the benchmark's one key ("key:__rand_int__" without -r): SET it to a value of
+    # the reply's size first, or GET answers nil.
+    subprocess.run(["redis-benchmark", "-p", str(port), "-c", "1", "-t", "set", "-n", "10",
+                    "-d", str(size)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=600, check=True)
     p = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(conns), "-P", str(depth),
                         "-t", "get", "-n", str(n), "-d", str(size), "--csv"],
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
