@@ -477,6 +477,10 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         "stay within the budget.\n"
         "# TYPE raftns_route_cache_evictions_total counter\n"
         "raftns_route_cache_evictions_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_hit_ratio hits / (hits + misses) since "
+        "start (0 before the first read).\n"
+        "# TYPE raftns_route_cache_hit_ratio gauge\n"
+        "raftns_route_cache_hit_ratio %.4f\n"
         "# HELP raftns_route_cache_bytes Bytes the reply cache holds.\n"
         "# TYPE raftns_route_cache_bytes gauge\n"
         "raftns_route_cache_bytes %zu\n"
@@ -496,8 +500,11 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         "keeps in the log.\n"
         "# TYPE raftns_raft_log_trailing_entries gauge\n"
         "raftns_raft_log_trailing_entries %u\n",
-        cs.hits, cs.misses, cs.shared, cs.uncached, cs.evictions, cs.bytes,
-        cs.budget, cs.n_bodies, ns_node_log_bytes(o->node),
+        cs.hits, cs.misses, cs.shared, cs.uncached, cs.evictions,
+        cs.hits + cs.misses > 0
+            ? (double)cs.hits / (double)(cs.hits + cs.misses)
+            : 0.0,
+        cs.bytes, cs.budget, cs.n_bodies, ns_node_log_bytes(o->node),
         ns_node_log_trailing(o->node));
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     ns_buf_printf(

@@ -7,6 +7,7 @@ in /metrics and count; the raft log is snapshotted by bytes (snapshotBytes), not
 
 import json
 import os
+import socket
 import sys
 import urllib.request
 
@@ -124,10 +125,38 @@ class SharedReplies(harness.NodeTestCase):
         m = metrics(self.node)
         self.assertGreaterEqual(m["raftns_route_cache_hits_total"], 48)
 
+    def test_close_with_shared_replies_queued(self):
+        c = self.conn()
+        for i in range(80):
+            register(c, "broker-%02d" % i, "127.0.0.1:%d" % (20000 + i), ["Big", "Small%d" % i])
+        self.assertEqual(c.request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "Big"}).code, 0)
+        base = metrics(self.node)["raftns_route_cache_hits_total"]  # cached from here on
+
+        def asked(n):
+            return b"".join(ns.build_request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "Big"},
+                                             opaque=ns.Conn.new_opaque()) for _ in range(n))
+
+        def served(n):
+            m = metrics(self.node)["raftns_route_cache_hits_total"]
+            return harness.observed(m >= base + n, m - base)
+        # A reader that never reads: 300 replies (~5 MB) are more than the sockets buffer
+        # (net.ipv4.tcp_wmem allows 4 MiB), so one write stays in flight; the next 50 wait in
+        # the connection's queue of shared bodies (5.9 MB in all: below the 8 MiB that pauses
+        # reading). Closing then drops both (a sanitizer build checks for the leak at exit).
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(self.node.addr)
+        s.sendall(asked(300))
+        wait_until(lambda: served(300), T(10.0), "300 big reads served")
+        s.sendall(asked(50))
+        wait_until(lambda: served(350), T(10.0), "50 more big reads served")
+        s.close()
+        self.assertEqual(c.request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "Big"}).code, 0)
+
     def test_cache_metrics_present_and_counting(self):
         m = metrics(self.node)
         for name in ("hits_total", "misses_total", "shared_total", "uncached_total",
-                     "evictions_total", "bytes", "budget_bytes", "bodies"):
+                     "evictions_total", "hit_ratio", "bytes", "budget_bytes", "bodies"):
             self.assertIn("raftns_route_cache_" + name, m)
         self.assertIn("raftns_raft_log_unsnapshotted_bytes", m)
         self.assertIn("raftns_raft_log_trailing_entries", m)
@@ -143,6 +172,9 @@ class SharedReplies(harness.NodeTestCase):
         self.assertEqual(m2["raftns_route_cache_shared_total"] - m["raftns_route_cache_shared_total"], 1)
         self.assertEqual(m2["raftns_route_cache_hits_total"] - m["raftns_route_cache_hits_total"], 4)
         self.assertEqual(m2["raftns_route_cache_bodies"], 1)
+        hits, misses = m2["raftns_route_cache_hits_total"], m2["raftns_route_cache_misses_total"]
+        self.assertAlmostEqual(m2["raftns_route_cache_hit_ratio"], hits / (hits + misses),
+                               places=3)
 
 
 class CacheBudgetSetting(harness.NodeTestCase):
