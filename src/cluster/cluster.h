@@ -29,19 +29,14 @@ int64_t ns_clock_wall_ms(void);
 
 /* --- waiting for the cluster (docs/waits.md) --- */
 
-/* A request that waits for a leader to be known or to answer: a write with no
- * leader (cluster_submit.c), a read no node could answer yet (held_read.c),
- * the removal relayed to a new leader (handle_cluster.c). Every cluster tick
- * and role change takes each off the list and calls its retry once; retry
- * finishes the request or waits again (ns_cluster_wait_again). Once the
+/* A request that waits for a leader to be known or to answer (a struct
+ * ns_wait, raftns/waits.h): a write with no leader (cluster_submit.c), a read
+ * no node could answer yet (gateway/held_read.c), the removal relayed to a new
+ * leader (gateway/handle_cluster.c). Every cluster tick and role change takes
+ * each off the cluster's wait list and calls its retry once, oldest first;
+ * retry finishes the request or waits again (ns_cluster_wait_again). Once the
  * cluster is stopping (ns_cluster_is_stopping), retry must finish it. */
-struct ns_cluster_wait {
-    struct ns_cluster_wait *next;
-    void (*retry)(void *data);
-    void *data; /* the waiting request */
-};
-
-void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_cluster_wait *w);
+void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_wait *w);
 bool ns_cluster_is_stopping(const struct ns_cluster *cl);
 /* uv_now since which no leader has been known, or 0 while one is known. */
 uint64_t ns_cluster_leaderless_since(const struct ns_cluster *cl);
@@ -129,6 +124,20 @@ int ns_cluster_propose_member(struct ns_cluster *cl, uint64_t id,
                               const char *raft_addr, const char *client_addr,
                               const char *http_addr, ns_node_index_cb cb,
                               void *arg);
+/* --- dedup.c: the de-duplication step (docs/exactly-once.md) --- */
+
+/* Whether the state already holds exactly what registering reg (borrowed)
+ * would write (ns_route_is_unchanged_registration under this node's
+ * deleteTopicWithBrokerRegistration): 1 with *master filled as the FSM would
+ * answer (caller closes it), 0 (nothing filled: it must be written), or
+ * NS_ENOMEM (caller closes *master). Any node's heartbeat short-cut and the
+ * leader's answer to a forwarded registration ask this; the leader's sharing
+ * of identical pending commands is the same step's other half, inside
+ * ns_cluster_submit and ns_cluster_accept_forward. */
+int ns_dedup_registration_held(const struct ns_cluster *cl,
+                               const struct ns_register *reg,
+                               struct ns_register_result *master);
+
 uint64_t ns_cluster_self_id(const struct ns_cluster *cl);
 const char *ns_cluster_secret(const struct ns_cluster *cl);
 

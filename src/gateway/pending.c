@@ -1,4 +1,4 @@
-/* Pending replies (server_int.h): a request answered later keeps its reply
+/* Pending replies (gateway_int.h): a request answered later keeps its reply
  * target here, attached to its connection so that a close detaches it. */
 #include "raftns/alloc.h"
 #include "gateway/gateway_int.h"

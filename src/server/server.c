@@ -1,7 +1,8 @@
-/* The server object: the listener, the per-turn flush, the expiry and idle
- * timers, and the reaction to node role changes (liveness seeding and reset).
- * Connection handling is in conn.c, request handling in dispatch.c and
- * handle_*.c. */
+/* The composition root (docs/ARCHITECTURE.md): it creates the rooms of a
+ * server (net, cluster, liveness, gateway), wires the transport's hooks to the
+ * gateway and liveness, and owns the timers: the per-turn flush, the expiry
+ * scan, the idle sweep, and the reaction to node role changes (liveness
+ * seeding and reset). What a request means is the gateway's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
