@@ -69,6 +69,11 @@ static void mark_dirty(struct ns_conn *c)
  * more than the copy. */
 #define SHARED_MIN_BYTES 4096
 
+/* A written output buffer up to this capacity is kept for the next replies:
+ * allocating and freeing one per flush moved the heap's top (brk) on nearly
+ * every write of a pipelining client. */
+#define SPARE_MAX_BYTES (256u * 1024u)
+
 /* Bytes queued or being written. */
 static size_t out_bytes(const struct ns_conn *c)
 {
@@ -82,8 +87,8 @@ static void account(struct ns_conn *c)
 {
     size_t now = ns_conn_is_closing(c)
                      ? 0
-                     : c->rbuf.cap + c->out.cap + c->shared_bytes + c->wlen +
-                           c->held_bytes;
+                     : c->rbuf.cap + c->out.cap + c->spare.cap +
+                           c->shared_bytes + c->wlen + c->held_bytes;
     c->net->limits.buffered = c->net->limits.buffered - c->acct + now;
     c->acct = now;
 }
@@ -102,6 +107,7 @@ static void closed_cb(uv_handle_t *h)
     ns_conn_set_state(c, NS_CONN_CLOSED);
     ns_buf_close(&c->rbuf);
     ns_buf_close(&c->out);
+    ns_buf_close(&c->spare);
     release_shared(c->shared, c->n_shared);
     release_shared(c->wshared, c->n_wshared);
     ns_tls_destroy(c->tls);
@@ -272,7 +278,12 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void write_cb(uv_write_t *w, int status)
 {
     struct ns_conn *c = w->data;
-    ns_free(c->wdata);
+    if (c->tls == NULL && c->spare.data == NULL && c->wcap <= SPARE_MAX_BYTES) {
+        c->spare.data = c->wdata;
+        c->spare.cap = c->wcap;
+    } else {
+        ns_free(c->wdata);
+    }
     c->wdata = NULL;
     c->wlen = 0;
     release_shared(c->wshared, c->n_wshared);
@@ -308,7 +319,12 @@ static int write_plain(struct ns_conn *c)
             return UV_ENOMEM;
         }
     }
+    c->wcap = c->out.cap;
     c->wdata = ns_buf_take(&c->out, &len);
+    if (c->spare.data != NULL) {
+        c->out = c->spare; /* empty, its memory kept */
+        ns_buf_init(&c->spare);
+    }
     for (size_t i = 0; i < c->n_shared; i++) {
         const struct ns_conn_shared *sh = &c->shared[i];
         if (sh->at > prev) {

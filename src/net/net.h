@@ -113,7 +113,9 @@ struct ns_conn {
     size_t n_shared, cap_shared;
     size_t shared_bytes; /* their bodies' bytes */
     uv_write_t wreq;
-    uint8_t *wdata; /* owned while a write is in flight, else NULL */
+    uint8_t *wdata;      /* owned while a write is in flight, else NULL */
+    size_t wcap;         /* its capacity (plain connections) */
+    struct ns_buf spare; /* a written output buffer kept for reuse (empty) */
     struct ns_conn_shared *wshared; /* the shared bodies of that write */
     size_t n_wshared;
     size_t wlen;
