@@ -66,6 +66,7 @@ int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
 }
 
 int32_t bench_route_version = NS_SERVER_VERSION;
+const char *bench_broker_timeout;
 
 static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
                       size_t n_kv, int32_t opaque, bool json,
@@ -113,10 +114,13 @@ int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
         "clusterName", br->cluster, "haServerAddr",       br->ha,
         "brokerId",    "0",         "compressed",         "false",
         "bodyCrc32",   crc,         "enableActingMaster", "false",
+        "heartbeatTimeoutMillis", bench_broker_timeout,
     };
+    size_t n = sizeof(kv) / sizeof(kv[0]) / 2;
+    /* Without --broker-timeout the field is left out (the 120 s default). */
     return encode_cmd(out, NS_CODE_REGISTER_BROKER, kv,
-                      sizeof(kv) / sizeof(kv[0]) / 2, opaque, json, body,
-                      body_len);
+                      bench_broker_timeout != NULL ? n : n - 1, opaque, json,
+                      body, body_len);
 }
 
 int bench_tmpl_init(struct bench_tmpl *t, uint8_t *frame, size_t len, bool json)
