@@ -96,7 +96,9 @@ def main():
         ns = subprocess.Popen([a.raftns or os.path.join(a.build, "raftns"), "--id", "1", "--data-dir",
                                os.path.join(work, "d"), "--client-addr", "127.0.0.1:%d" % c,
                                "--raft-addr", "127.0.0.1:%d" % r, "--http-addr",
-                               "127.0.0.1:%d" % h, "--log-level", "warn"], stdout=log,
+                               "127.0.0.1:%d" % h, "--log-level", "warn",
+                               # the held brokers' connections are idle: not closed at 120 s
+                               "--set", "serverChannelMaxIdleTimeSeconds=3600"], stdout=log,
                               stderr=log)
         procs.append(ns)
         red = subprocess.Popen(["redis-server", "--port", str(rp), "--save", "",
