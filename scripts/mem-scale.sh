@@ -37,7 +37,7 @@ while not line and time.monotonic() < deadline:
     time.sleep(0.2)
 r = json.loads(line)
 m = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[3], timeout=5).read().decode()
-cache = {l.split()[0][len("raftns_"):]: int(l.split()[1]) for l in m.splitlines()
+cache = {l.split()[0][len("raftns_"):]: float(l.split()[1]) for l in m.splitlines()
          if l.startswith("raftns_route_cache") or l.startswith("raftns_raft_log")}
 sys.stderr.write(open(sys.argv[4]).read())
 print(json.dumps({"setup_s": r["setup"]["seconds"], "setup_errors": r["setup"]["errors"],
