@@ -155,6 +155,7 @@ static int run(struct app *app, const struct options *o)
         .election_timeout_ms = o->election_ms,
         .heartbeat_ms = o->heartbeat_ms,
         .snapshot_threshold = o->snapshot_threshold,
+        .snapshot_bytes = o->snapshot_bytes,
         .bootstrap = n_boot > 0 ? boot : NULL,
         .n_bootstrap = n_boot,
         .remote_ready = o->cluster.n_nodes > 1,

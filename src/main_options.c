@@ -55,6 +55,9 @@ static void usage(FILE *out)
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
         "  --snapshot-threshold N entries between snapshots (default 4096)\n"
+        "  --snapshot-bytes N     ... or once the entries since the last\n"
+        "                         pass N bytes; a snapshot keeps the newest\n"
+        "                         entries within N/4 (default 64 MiB)\n"
         "  --wait NAME=MS         how long a request waits on the cluster\n"
         "                         (repeatable; docs/waits.md): write 3000,\n"
         "                         apply-min 1000, consistent-read 3000,\n"
@@ -102,6 +105,7 @@ static const char *const VALUE_FLAGS[] = {
     "--election-timeout-ms",
     "--heartbeat-ms",
     "--snapshot-threshold",
+    "--snapshot-bytes",
     "--checkpoint-entries",
     "--checkpoint-ms",
     "--wait",
@@ -167,6 +171,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             }
             o->snapshot_threshold = (unsigned)n;
+        } else if (strcmp(a, "--snapshot-bytes") == 0) {
+            if (parse_uint(v, &n) != 0 || n < 4096 || n > (1u << 30)) {
+                fprintf(stderr, "raftns: bad %s %s\n", a, v);
+                return 2;
+            }
+            o->snapshot_bytes = (unsigned)n;
         } else if (strcmp(a, "--id") == 0) {
             if (parse_uint(v, &o->id) != 0 || o->id == 0) {
                 fprintf(stderr, "raftns: bad --id %s\n", v);
@@ -276,6 +286,8 @@ static int apply_cluster_file(struct options *o)
     o->snapshot_threshold = o->snapshot_threshold
                                 ? o->snapshot_threshold
                                 : o->cluster.snapshot_threshold;
+    o->snapshot_bytes =
+        o->snapshot_bytes ? o->snapshot_bytes : o->cluster.snapshot_bytes;
     return 0;
 }
 

@@ -26,6 +26,7 @@ struct options {
     unsigned checkpoint_entries, checkpoint_ms; /* 0 = defaults (metrics.h) */
     unsigned heartbeat_ms;
     unsigned snapshot_threshold;
+    unsigned snapshot_bytes;
     struct ns_props sets;
     struct ns_cluster_config cluster; /* from --config */
     bool insecure_dev;                /* weak or empty secrets allowed */

@@ -66,6 +66,12 @@ struct bench_broker {
 int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
                           const uint8_t *body, size_t body_len, int32_t opaque,
                           bool json);
+/* The version field of route requests (--client-version; default the
+ * server's own): below 413 the server answers in Java 4.9.8's shape. */
+extern int32_t bench_route_version;
+/* heartbeatTimeoutMillis of the bench's registrations (--broker-timeout), or
+ * NULL: left out, the server's 120 s, after which held brokers expire. */
+extern const char *bench_broker_timeout;
 /* Appends a whole request frame (code, optional ext pairs, no body). */
 int bench_encode_simple(struct ns_buf *out, int32_t code, const char *const *kv,
                         size_t n_kv, int32_t opaque, bool json);

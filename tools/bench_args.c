@@ -30,6 +30,8 @@ static const char usage_text[] =
     "  --pid PID           report VmRSS/VmHWM of this local server process\n"
     "  --binary            ROCKETMQ binary headers (default JSON)\n"
     "  --grace S           wait S s for late replies at the end (5)\n"
+    "  --client-version V  version field of route requests (the server's)\n"
+    "  --broker-timeout MS heartbeatTimeoutMillis of the registrations\n"
     "  --hold S            keep connections (registrations) open S s after\n"
     "                      the report\n"
     "  --label TEXT        label in the report\n"
@@ -143,6 +145,10 @@ int bench_parse_args(struct opts *o, int argc, char **argv)
             o->pid = atoi(v);
         } else if (strcmp(a, "--grace") == 0) {
             o->grace = atof(v);
+        } else if (strcmp(a, "--broker-timeout") == 0) {
+            bench_broker_timeout = v;
+        } else if (strcmp(a, "--client-version") == 0) {
+            bench_route_version = (int32_t)atoi(v);
         } else if (strcmp(a, "--hold") == 0) {
             o->hold = atof(v);
         } else if (strcmp(a, "--label") == 0) {

@@ -66,6 +66,9 @@ int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
     return out->err;
 }
 
+int32_t bench_route_version = NS_SERVER_VERSION;
+const char *bench_broker_timeout;
+
 static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
                       size_t n_kv, int32_t opaque, bool json,
                       const uint8_t *body, size_t body_len)
@@ -75,7 +78,8 @@ static int encode_cmd(struct ns_buf *out, int32_t code, const char *const *kv,
     ns_cmd_init(&c);
     c.code = code;
     c.language = NS_LANG_JAVA;
-    c.version = NS_SERVER_VERSION;
+    c.version = code == NS_CODE_GET_ROUTEINFO_BY_TOPIC ? bench_route_version
+                                                       : NS_SERVER_VERSION;
     c.opaque = opaque;
     c.flag = 0;
     c.ser = json ? NS_SER_JSON : NS_SER_ROCKETMQ;
@@ -107,14 +111,30 @@ int bench_encode_register(struct ns_buf *out, const struct bench_broker *br,
     snprintf(crc, sizeof(crc), "%u",
              (unsigned)(bench_crc32(body, body_len) & 0x7FFFFFFFu));
     const char *kv[] = {
-        "brokerName",  br->name,    "brokerAddr",         br->addr,
-        "clusterName", br->cluster, "haServerAddr",       br->ha,
-        "brokerId",    "0",         "compressed",         "false",
-        "bodyCrc32",   crc,         "enableActingMaster", "false",
+        "brokerName",
+        br->name,
+        "brokerAddr",
+        br->addr,
+        "clusterName",
+        br->cluster,
+        "haServerAddr",
+        br->ha,
+        "brokerId",
+        "0",
+        "compressed",
+        "false",
+        "bodyCrc32",
+        crc,
+        "enableActingMaster",
+        "false",
+        "heartbeatTimeoutMillis",
+        bench_broker_timeout,
     };
+    size_t n = sizeof(kv) / sizeof(kv[0]) / 2;
+    /* Without --broker-timeout the field is left out (the 120 s default). */
     return encode_cmd(out, NS_CODE_REGISTER_BROKER, kv,
-                      sizeof(kv) / sizeof(kv[0]) / 2, opaque, json, body,
-                      body_len);
+                      bench_broker_timeout != NULL ? n : n - 1, opaque, json,
+                      body, body_len);
 }
 
 int bench_tmpl_init(struct bench_tmpl *t, uint8_t *frame, size_t len, bool json)

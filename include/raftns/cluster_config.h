@@ -29,6 +29,7 @@ struct ns_cluster_config {
     unsigned election_timeout_ms;  /* 0 = default */
     unsigned heartbeat_ms;         /* 0 = default */
     unsigned snapshot_threshold;   /* 0 = default */
+    unsigned snapshot_bytes;       /* "snapshotBytes", 0 = default */
     struct ns_cluster_node *nodes; /* owned, in file order */
     size_t n_nodes;
     struct ns_props namesrv; /* NamesrvConfig keys, values as text */

@@ -95,9 +95,13 @@ struct ns_client_limits {
     int64_t max_connections;        /* clientMaxConnections */
     int64_t max_connections_per_ip; /* clientMaxConnectionsPerIp */
     int64_t buffer_budget_bytes;    /* clientBufferBudgetBytes */
+    /* routeCacheBytes: the route reply cache's budget, 0 = automatic
+     * (ns_route_set_cache_budget) */
+    int64_t route_cache_bytes;
 };
 
-/* The defaults: 10000 connections, 1000 per source address, 256 MiB. */
+/* The defaults: 10000 connections, 1000 per source address, 256 MiB, an
+ * automatic route cache. */
 void ns_config_client_limits_init(struct ns_client_limits *l);
 /* Takes the limit keys of props (borrowed; validated before, values outside
  * their range are clamped); other keys are ignored. */

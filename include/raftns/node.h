@@ -23,6 +23,10 @@ struct ns_node_config {
     unsigned heartbeat_ms;        /* 0 = 50 */
     unsigned snapshot_threshold;  /* 0 = 4096 */
     unsigned snapshot_trailing;   /* 0 = 1024 */
+    /* 0 = 64 MiB: a snapshot also follows once the entries applied since the
+     * last one pass this many bytes, and it keeps only the newest entries
+     * within a quarter of it (raft/node/node_log.c). */
+    uint64_t snapshot_bytes;
     /* Initial voters when the data dir is pristine (borrowed array). NULL/0:
      * this node alone. A node that is not in the list does not bootstrap: it
      * waits to be added (ns_node_member_add on the leader). */
@@ -274,6 +278,10 @@ uint64_t ns_node_leader_id(const struct ns_node *n); /* 0 when unknown */
  * short-cut of REGISTER_BROKER). */
 bool ns_node_has_leader_contact(const struct ns_node *n);
 uint64_t ns_node_last_applied(const struct ns_node *n);
+/* Bytes of the entries applied since the last completed snapshot, and the
+ * trailing entries the next snapshot keeps (node_log.c). */
+uint64_t ns_node_log_bytes(const struct ns_node *n);
+unsigned ns_node_log_trailing(const struct ns_node *n);
 
 /* Graceful stop: fails queued proposals with NS_ESHUTDOWN, transfers leadership
  * if leader, closes raft, the transport and every handle; cb (borrowed arg)

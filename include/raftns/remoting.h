@@ -97,6 +97,11 @@ int ns_cmd_set_remark(struct ns_cmd *c, const char *remark);
 /* Appends the whole frame (length, header info, header in c->ser, body) to out.
  * 0 or the buffer's error. */
 int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out);
+/* The frame without its body: length (counting c->body_len body bytes),
+ * header info and header, for a caller that sends the c->body_len bytes
+ * itself right after (c->body is not read). 0, NS_ETOOBIG or the buffer's
+ * error. */
+int ns_cmd_encode_head(const struct ns_cmd *c, struct ns_buf *out);
 
 /* Ext fields as RemotingCommand.decodeCommandCustomHeader fills a Long /
  * Integer / Boolean field (docs/compat.md): Long.parseLong / Integer.parseInt

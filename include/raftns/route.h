@@ -14,6 +14,7 @@
 
 #include "raftns/buf.h"
 #include "raftns/json.h"
+#include "raftns/rcbuf.h"
 
 #define NS_DEFAULT_HEARTBEAT_TIMEOUT_MS 120000
 #define NS_PERM_PRIORITY 8
@@ -158,7 +159,8 @@ void ns_route_destroy(struct ns_route *route);
 uint64_t ns_route_epoch(const struct ns_route *route);
 /* A route replacing `before` (borrowed; a snapshot restore) continues its
  * count: route's epoch becomes greater than both routes' epochs, so an epoch
- * remembered against `before` never matches route. */
+ * remembered against `before` never matches route. It also takes over
+ * before's cache budget and counters (this node's settings, not state). */
 void ns_route_continue_epoch(struct ns_route *route,
                              const struct ns_route *before);
 
@@ -236,26 +238,59 @@ struct ns_route_query {
     const char *order_topic_conf; /* orderTopicConf to include, or NULL */
     const char
         *zone_name; /* non-NULL: zone filter (5.7 step 8), forces legacy JSON */
+    /* A client older than 5.0 (request version < 413, docs/protocol.md §4.6,
+     * §4.7): BrokerData without enableActingMaster and zoneName, no
+     * topicQueueMappingByBroker, as a Java 4.9.8 name server writes them. */
+    bool omit_5x;
 };
 
 /* TopicRouteData of 5.7. Returns 0, NS_ENOTFOUND (reply 17) or NS_ENOMEM. */
 int ns_route_encode_topic_route(const struct ns_route *route,
                                 const struct ns_route_query *q,
                                 struct ns_buf *out);
-/* The same through a cache of encoded replies per (topic, flavour) that stays
- * valid until a mutation touches the topic or a broker group it uses, or
- * context_gen changes (the caller's generation of settings/KV that the reply
- * depends on). Zone queries bypass the cache. *body borrows from the cache
- * until the next call or mutation. */
+/* The same through the reply cache: one entry per (topic, shape), shape =
+ * JSON flavour x omit_5x, valid until a mutation touches the topic or a broker
+ * group it uses, or context_gen changes (the caller's generation of
+ * settings/KV that the reply depends on). Entries with byte-identical bodies
+ * share one body; bodies are evicted least recently used first so that the
+ * cache stays within its byte budget (ns_route_set_cache_budget); a body over
+ * the budget, and a zone query, is encoded for this call only. *body is
+ * borrowed until the next call or mutation (take a reference with
+ * ns_rcbuf_ref to keep it). Returns 0, NS_ENOTFOUND or NS_ENOMEM. */
 int ns_route_cached_topic_route(struct ns_route *route,
                                 const struct ns_route_query *q,
-                                uint64_t context_gen, const uint8_t **body,
-                                size_t *len);
+                                uint64_t context_gen, struct ns_rcbuf **body);
 /* How many times a TopicRouteData was JSON-encoded (cache misses included). */
 uint64_t ns_route_n_route_encodes(const struct ns_route *route);
 
+/* The reply cache's byte budget; 0 (the default) is automatic: an eighth of
+ * ns_route_state_bytes, at least NS_ROUTE_CACHE_MIN_BYTES. Takes effect at the
+ * next insertion. */
+#define NS_ROUTE_CACHE_MIN_BYTES (4u * 1024u * 1024u)
+void ns_route_set_cache_budget(struct ns_route *route, size_t bytes);
+
+struct ns_route_cache_stats {
+    uint64_t hits;     /* reads answered from an entry */
+    uint64_t misses;   /* reads that encoded (shared + stored + uncached) */
+    uint64_t shared;   /* misses whose body was already cached (deduplicated) */
+    uint64_t uncached; /* misses served without caching (over budget, zone) */
+    uint64_t evictions; /* bodies dropped to stay within the budget */
+    size_t bytes;       /* bodies and bookkeeping held now */
+    size_t budget;      /* the budget in force (automatic resolved) */
+    size_t n_bodies;    /* distinct bodies held */
+};
+void ns_route_cache_stats(const struct ns_route *route,
+                          struct ns_route_cache_stats *out);
+/* An estimate of the heap bytes of the route tables (queue data, topics,
+ * groups; not the cache): what the automatic cache budget is a fraction of. */
+size_t ns_route_state_bytes(const struct ns_route *route);
+
 int ns_route_encode_cluster_info(const struct ns_route *route,
                                  struct ns_buf *out);
+/* The same for a client older than 5.0 when omit_5x (BrokerData as in
+ * ns_route_query.omit_5x). */
+int ns_route_encode_cluster_info_shaped(const struct ns_route *route,
+                                        bool omit_5x, struct ns_buf *out);
 int ns_route_encode_all_topics(const struct ns_route *route,
                                struct ns_buf *out);
 int ns_route_encode_topics_by_cluster(const struct ns_route *route,

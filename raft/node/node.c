@@ -430,6 +430,12 @@ static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
     return false;
 }
 
+/* raft's entry counts (docs/raft-0.15.md §5) and the byte bound over them
+ * (node_log.c). */
+#define DEFAULT_SNAPSHOT_THRESHOLD 4096u
+#define DEFAULT_SNAPSHOT_TRAILING 1024u
+#define DEFAULT_SNAPSHOT_BYTES (64u * 1024u * 1024u)
+
 static uint64_t loop_now(void *arg)
 {
     return uv_now(arg);
@@ -458,10 +464,8 @@ static void configure_raft(struct ns_node *n, const struct ns_node_config *cfg)
         n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
     raft_set_heartbeat_timeout(n->raft,
                                cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
-    raft_set_snapshot_threshold(
-        n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
-    raft_set_snapshot_trailing(
-        n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
+    raft_set_snapshot_threshold(n->raft, n->logmem.threshold);
+    raft_set_snapshot_trailing(n->raft, n->logmem.trailing);
     raft_set_pre_vote(n->raft, true);
 }
 
@@ -474,6 +478,16 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
         return NS_ENOMEM;
     }
     node_init(n, cfg, state);
+    if (node_log_init(
+            &n->logmem,
+            cfg->snapshot_bytes ? cfg->snapshot_bytes : DEFAULT_SNAPSHOT_BYTES,
+            cfg->snapshot_threshold ? cfg->snapshot_threshold
+                                    : DEFAULT_SNAPSHOT_THRESHOLD,
+            cfg->snapshot_trailing ? cfg->snapshot_trailing
+                                   : DEFAULT_SNAPSHOT_TRAILING) != 0) {
+        ns_free(n);
+        return NS_ENOMEM;
+    }
     n->id = r->id;
     n->clock = *clock;
     n->driven = true;
@@ -503,7 +517,14 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     node_init(n, cfg, state);
     n->dir = ns_strdup(cfg->data_dir);
     n->addr = ns_strdup(cfg->raft_addr);
-    if (n->dir == NULL || n->addr == NULL) {
+    if (n->dir == NULL || n->addr == NULL ||
+        node_log_init(
+            &n->logmem,
+            cfg->snapshot_bytes ? cfg->snapshot_bytes : DEFAULT_SNAPSHOT_BYTES,
+            cfg->snapshot_threshold ? cfg->snapshot_threshold
+                                    : DEFAULT_SNAPSHOT_THRESHOLD,
+            cfg->snapshot_trailing ? cfg->snapshot_trailing
+                                   : DEFAULT_SNAPSHOT_TRAILING) != 0) {
         goto err_after_node;
     }
     rv = make_dirs(n->dir);
@@ -578,6 +599,7 @@ err_after_node:
     if (n->lock_fd >= 0) {
         close(n->lock_fd);
     }
+    node_log_close(&n->logmem);
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);
@@ -789,6 +811,7 @@ void ns_node_destroy(struct ns_node *n)
     if (n->lock_fd >= 0) {
         close(n->lock_fd); /* releases the flock */
     }
+    node_log_close(&n->logmem);
     ns_free(n->dir);
     ns_free(n->addr);
     ns_free(n);

@@ -94,6 +94,7 @@ static bool on_applied(void *arg, uint64_t index, const uint8_t *cmd,
                        size_t len, const struct ns_apply_result *res)
 {
     struct ns_node *n = arg;
+    node_log_applied(&n->logmem, n->raft, index, len);
 #ifdef RAFTNS_BREAK_APPLY_TWICE
     break_apply_twice(n, index, cmd, len);
 #endif

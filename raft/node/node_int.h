@@ -90,6 +90,26 @@ struct change {
     void *arg;
 };
 
+/* The raft log bounded by bytes (node_log.c). */
+struct node_log_entry {
+    uint64_t index;
+    size_t len;
+};
+
+struct node_log {
+    uint64_t snapshot_bytes; /* 0: entry counts only */
+    uint64_t trailing_bytes;
+    unsigned threshold;          /* configured entries between snapshots */
+    unsigned trailing;           /* configured entries kept after one (>= 2) */
+    struct node_log_entry *ring; /* owned: the newest applied entries */
+    size_t cap, next, n;
+    size_t win_n;           /* the newest entries within trailing_bytes */
+    uint64_t win_bytes;     /* their bytes */
+    uint64_t since_bytes;   /* applied since the last completed snapshot */
+    uint64_t seen_snapshot; /* its index */
+    bool lowered;           /* the threshold is lowered for a snapshot */
+};
+
 struct ns_node {
     uv_loop_t *loop; /* NULL for a driven node */
     /* What the node reads its time from: the loop's uv_now, or the driver's
@@ -99,10 +119,10 @@ struct ns_node {
      * data dir, transport or libuv handle; ns_node_tick does what the check
      * and timer handles do. */
     bool driven;
-    uint64_t write_wait_ms; /* a proposal waits this long for a leader */
+    uint64_t write_wait_ms;    /* a proposal waits this long for a leader */
     uint64_t leaderless_since; /* the clock's ms; 0 = a leader is known */
     uint64_t quorum_logged_ms; /* the last "cannot reach a quorum" warning */
-    struct raft *raft;      /* &own_raft, or the driver's */
+    struct raft *raft;         /* &own_raft, or the driver's */
     struct raft own_raft;
     struct raft_io io;
     struct raft_uv_transport transport;
@@ -141,6 +161,7 @@ struct ns_node {
     bool remote_ready;
     ns_node_watch_cb watch_cb;
     void *watch_arg;
+    struct node_log logmem;        /* the log's byte bound (node_log.c) */
     ns_node_apply_hook apply_hook; /* checkpoint digests (observe) */
     void *apply_hook_arg;
     ns_node_stop_cb stop_cb;
@@ -155,6 +176,17 @@ static inline uint64_t node_now(const struct ns_node *n)
 {
     return ns_clock_now(&n->clock);
 }
+
+/* --- node_log.c: the raft log bounded by bytes --- */
+/* Records the configured counts and the byte bound (trailing: a quarter of
+ * it). 0 or NS_ENOMEM. */
+int node_log_init(struct node_log *l, uint64_t snapshot_bytes,
+                  unsigned threshold, unsigned trailing);
+void node_log_close(struct node_log *l);
+/* After entry index (len bytes) was applied: sets r's trailing and threshold
+ * so that the log stays within the bounds. */
+void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
+                      size_t len);
 
 /* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks
  * (the in-flight result, the apply hook, test mutants), bound to n->raft

@@ -17,6 +17,7 @@
 #include "raftns/fsm.h"
 #include "raftns/liveness_table.h"
 #include "raftns/node.h"
+#include "raftns/rcbuf.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
@@ -146,6 +147,10 @@ int ns_reply_buf(const struct ns_reply_to *to, int rv, const struct ns_buf *b);
 /* A reply with a body (borrowed bytes). */
 int ns_reply_body(const struct ns_reply_to *to, int32_t code,
                   const uint8_t *body, size_t len);
+/* A reply whose body is a shared block (borrowed; the connection takes its
+ * own reference until the bytes are written): the cached route replies. */
+int ns_reply_shared_body(const struct ns_reply_to *to, int32_t code,
+                         struct ns_rcbuf *body);
 /* SYSTEM_ERROR for a failed proposal, with a remark naming the cause. */
 int ns_reply_write_error(const struct ns_reply_to *to, int status);
 

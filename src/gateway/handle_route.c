@@ -13,6 +13,9 @@
 #include "gateway/gateway_int.h"
 
 #define FAQ_URL "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+/* MQVersion V5_0_0 (docs/protocol.md §2.6): older clients get the BrokerData
+ * and TopicRouteData of Java 4.9.8 (§4.6, §4.7). */
+#define V5_0_0 413
 
 static const struct ns_settings *settings(const struct ns_req *req)
 {
@@ -72,6 +75,7 @@ int ns_handle_route(struct ns_req *req)
                 ? ns_kv_find(state->kv, NS_KV_ORDER_TOPIC_CONFIG, topic)
                 : NULL,
         .zone_name = (zone_mode && !is_blank(zone)) ? zone : NULL,
+        .omit_5x = req->cmd->version < V5_0_0,
     };
     int rv;
     if (q.zone_name != NULL) {
@@ -88,24 +92,26 @@ int ns_handle_route(struct ns_req *req)
     }
     uint64_t gen =
         ns_config_generation(state->config) + ns_kv_generation(state->kv);
-    const uint8_t *body = NULL;
-    size_t len = 0;
-    rv = ns_route_cached_topic_route(state->route, &q, gen, &body, &len);
+    struct ns_rcbuf *body = NULL;
+    rv = ns_route_cached_topic_route(state->route, &q, gen, &body);
     if (rv == NS_ENOTFOUND) {
         return not_found(req, topic);
     }
     if (rv != 0) {
         return rv;
     }
-    return ns_reply_body(&req->to, NS_CODE_SUCCESS, body, len);
+    return ns_reply_shared_body(&req->to, NS_CODE_SUCCESS, body);
 }
 
 int ns_handle_cluster_info(struct ns_req *req)
 {
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_reply_buf(
-        &req->to, ns_route_encode_cluster_info(req->gw->state->route, &b), &b);
+    int rv =
+        ns_reply_buf(&req->to,
+                     ns_route_encode_cluster_info_shaped(
+                         req->gw->state->route, req->cmd->version < V5_0_0, &b),
+                     &b);
     ns_buf_close(&b);
     return rv;
 }

@@ -22,7 +22,10 @@ void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
     reply->ser = to->ser;
 }
 
-int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
+/* Encodes and queues reply (closing it); with shared, reply->body_len bytes
+ * of shared follow the header without being copied. */
+static int send_reply(const struct ns_reply_to *to, struct ns_cmd *reply,
+                      struct ns_rcbuf *shared)
 {
     int rv = 0;
     if (to->start_ns != 0) {
@@ -42,12 +45,17 @@ int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
     }
     struct ns_buf frame;
     ns_buf_init(&frame);
-    rv = ns_cmd_encode(reply, &frame);
+    rv = shared != NULL ? ns_cmd_encode_head(reply, &frame)
+                        : ns_cmd_encode(reply, &frame);
     if (rv == 0 && frame.err != 0) {
         rv = frame.err;
     }
     if (rv == 0) {
-        rv = ns_conn_queue(to->conn, &frame);
+        if (shared != NULL) {
+            ns_conn_queue_shared(to->conn, &frame, shared);
+        } else {
+            ns_conn_queue(to->conn, &frame);
+        }
         /* A queue failure already closed the connection: not the caller's
          * error. */
         rv = 0;
@@ -56,6 +64,20 @@ int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
 out:
     ns_cmd_close(reply);
     return rv;
+}
+
+int ns_reply_send(const struct ns_reply_to *to, struct ns_cmd *reply)
+{
+    return send_reply(to, reply, NULL);
+}
+
+int ns_reply_shared_body(const struct ns_reply_to *to, int32_t code,
+                         struct ns_rcbuf *body)
+{
+    struct ns_cmd reply;
+    ns_reply_init(&reply, to, code);
+    reply.body_len = body->len;
+    return send_reply(to, &reply, body);
 }
 
 int ns_reply_simple(const struct ns_reply_to *to, int32_t code,

@@ -134,15 +134,40 @@ static bool may_dispatch(const struct ns_conn *c, unsigned served, bool visit)
     return visit || net->backlog_head == NULL;
 }
 
+/* Bodies below this are copied into the output: a separate write buffer costs
+ * more than the copy. */
+#define SHARED_MIN_BYTES 4096
+
+/* A written output buffer up to this capacity is kept for the next replies:
+ * allocating and freeing one per flush moved the heap's top (brk) on nearly
+ * every write of a pipelining client. */
+#define SPARE_MAX_BYTES (256u * 1024u)
+
+/* Bytes queued or being written. */
+static size_t out_bytes(const struct ns_conn *c)
+{
+    return c->out.len + c->shared_bytes + c->wlen;
+}
+
 /* Re-counts c's buffers, by capacity, in the server's buffer budget
- * (conn_limit.c); a closing connection counts nothing. */
+ * (conn_limit.c); a closing connection counts nothing. Shared bodies count
+ * in full: this connection's reference may be the one keeping them. */
 static void account(struct ns_conn *c)
 {
     size_t now = ns_conn_is_closing(c)
                      ? 0
-                     : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
+                     : c->rbuf.cap + c->out.cap + c->spare.cap +
+                           c->shared_bytes + c->wlen + c->held_bytes;
     c->net->limits.buffered = c->net->limits.buffered - c->acct + now;
     c->acct = now;
+}
+
+static void release_shared(struct ns_conn_shared *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ns_rcbuf_unref(v[i].body);
+    }
+    ns_free(v);
 }
 
 static void closed_cb(uv_handle_t *h)
@@ -151,6 +176,9 @@ static void closed_cb(uv_handle_t *h)
     ns_conn_set_state(c, NS_CONN_CLOSED);
     ns_buf_close(&c->rbuf);
     ns_buf_close(&c->out);
+    ns_buf_close(&c->spare);
+    release_shared(c->shared, c->n_shared);
+    release_shared(c->wshared, c->n_wshared);
     ns_tls_destroy(c->tls);
     ns_free(c->wdata);
     ns_free(c);
@@ -319,7 +347,8 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
 /* Replies queued, or TLS records (handshake, alerts) waiting to be sent. */
 static bool has_output(const struct ns_conn *c)
 {
-    return c->out.len > 0 || (c->tls != NULL && ns_tls_pending(c->tls) > 0);
+    return c->out.len > 0 || c->n_shared > 0 ||
+           (c->tls != NULL && ns_tls_pending(c->tls) > 0);
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -354,9 +383,17 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * took the bytes at once). */
 static void written(struct ns_conn *c, int status)
 {
-    ns_free(c->wdata);
+    if (c->tls == NULL && c->spare.data == NULL && c->wcap <= SPARE_MAX_BYTES) {
+        c->spare.data = c->wdata;
+        c->spare.cap = c->wcap;
+    } else {
+        ns_free(c->wdata);
+    }
     c->wdata = NULL;
     c->wlen = 0;
+    release_shared(c->wshared, c->n_wshared);
+    c->wshared = NULL;
+    c->n_wshared = 0;
     account(c);
     if (ns_conn_is_closing(c)) {
         return;
@@ -377,31 +414,95 @@ static void write_cb(uv_write_t *w, int status)
     written(w->data, status);
 }
 
+/* Hands out and the shared bodies to one uv_write: the output's own bytes
+ * between the bodies, each body from its shared block. */
+static int write_plain(struct ns_conn *c)
+{
+    uv_buf_t small[9];
+    uv_buf_t *bufs = small;
+    size_t n_bufs = 0, prev = 0, len = 0;
+    int rv;
+
+    if (2 * c->n_shared + 1 > sizeof small / sizeof small[0]) {
+        bufs = ns_malloc((2 * c->n_shared + 1) * sizeof(*bufs));
+        if (bufs == NULL) {
+            return UV_ENOMEM;
+        }
+    }
+    c->wcap = c->out.cap;
+    c->wdata = ns_buf_take(&c->out, &len);
+    if (c->spare.data != NULL) {
+        c->out = c->spare; /* empty, its memory kept */
+        ns_buf_init(&c->spare);
+    }
+    for (size_t i = 0; i < c->n_shared; i++) {
+        const struct ns_conn_shared *sh = &c->shared[i];
+        if (sh->at > prev) {
+            bufs[n_bufs++] =
+                uv_buf_init((char *)c->wdata + prev, (unsigned)(sh->at - prev));
+        }
+        bufs[n_bufs++] =
+            uv_buf_init((char *)sh->body->data, (unsigned)sh->body->len);
+        prev = sh->at;
+    }
+    if (len > prev) {
+        bufs[n_bufs++] =
+            uv_buf_init((char *)c->wdata + prev, (unsigned)(len - prev));
+    }
+    c->wlen = len + c->shared_bytes;
+    c->wshared = c->shared;
+    c->n_wshared = c->n_shared;
+    c->shared = NULL;
+    c->n_shared = c->cap_shared = 0;
+    c->shared_bytes = 0;
+    account(c);
+    if (c->sink != NULL) {
+        /* Written at once: what write_cb does after a socket write. */
+        for (size_t i = 0; i < n_bufs; i++) {
+            c->sink->write(c->sink->arg, (const uint8_t *)bufs[i].base,
+                           bufs[i].len);
+        }
+        if (bufs != small) {
+            ns_free(bufs);
+        }
+        written(c, 0);
+        return 0;
+    }
+    c->wreq.data = c;
+    /* uv_write copies the array of buffers, not the bytes. */
+    rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, (unsigned)n_bufs,
+                  write_cb);
+    if (bufs != small) {
+        ns_free(bufs);
+    }
+    return rv;
+}
+
 static void flush_one(struct ns_conn *c)
 {
     if (ns_conn_is_closing(c) || c->wdata != NULL || !has_output(c)) {
         return;
     }
-    size_t len = 0;
+    int rv;
     if (c->tls != NULL) {
+        size_t len = 0;
         c->wdata = ns_conn_tls_output(c, &len);
         if (c->wdata == NULL) {
             return;
         }
+        c->wlen = len;
+        account(c);
+        if (c->sink != NULL) {
+            c->sink->write(c->sink->arg, c->wdata, len);
+            written(c, 0);
+            return;
+        }
+        uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
+        c->wreq.data = c;
+        rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
     } else {
-        c->wdata = ns_buf_take(&c->out, &len);
+        rv = write_plain(c);
     }
-    c->wlen = len;
-    account(c);
-    if (c->sink != NULL) {
-        /* Written at once: what write_cb does after a socket write. */
-        c->sink->write(c->sink->arg, c->wdata, len);
-        written(c, 0);
-        return;
-    }
-    uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
-    c->wreq.data = c;
-    int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
     if (rv != 0) {
         ns_conn_close(c, uv_strerror(rv));
     }
@@ -476,11 +577,57 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
     if (ns_conn_is_closing(c)) {
         return 0;
     }
-    if (c->out.len + c->wlen + frame->len > NS_CONN_OUT_MAX) {
+    if (out_bytes(c) + frame->len > NS_CONN_OUT_MAX) {
         ns_conn_close(c, "unflushed output over the limit (peer not reading)");
         return NS_ETOOBIG;
     }
     if (ns_buf_append(&c->out, frame->data, frame->len) != 0) {
+        ns_conn_close(c, "out of memory queueing a reply");
+        return NS_ENOMEM;
+    }
+    account(c);
+    ns_conn_limits_enforce_budget(c->net);
+    if (ns_conn_is_closing(c)) {
+        return NS_ETOOBIG;
+    }
+    mark_dirty(c);
+    ns_conn_update_flow(c);
+    return 0;
+}
+
+int ns_conn_queue_shared(struct ns_conn *c, const struct ns_buf *head,
+                         struct ns_rcbuf *body)
+{
+    if (ns_conn_is_closing(c)) {
+        return 0;
+    }
+    if (out_bytes(c) + head->len + body->len > NS_CONN_OUT_MAX) {
+        ns_conn_close(c, "unflushed output over the limit (peer not reading)");
+        return NS_ETOOBIG;
+    }
+    if (c->tls != NULL || body->len < SHARED_MIN_BYTES) {
+        if (ns_buf_append(&c->out, head->data, head->len) == 0) {
+            ns_buf_append(&c->out, body->data, body->len);
+        }
+    } else {
+        if (c->n_shared == c->cap_shared) {
+            size_t cap = c->cap_shared ? 2 * c->cap_shared : 8;
+            void *p = ns_realloc(c->shared, cap * sizeof(*c->shared));
+            if (p == NULL) {
+                ns_conn_close(c, "out of memory queueing a reply");
+                return NS_ENOMEM;
+            }
+            c->shared = p;
+            c->cap_shared = cap;
+        }
+        if (ns_buf_append(&c->out, head->data, head->len) == 0) {
+            c->shared[c->n_shared].at = c->out.len;
+            c->shared[c->n_shared].body = ns_rcbuf_ref(body);
+            c->n_shared++;
+            c->shared_bytes += body->len;
+        }
+    }
+    if (c->out.err != 0) {
         ns_conn_close(c, "out of memory queueing a reply");
         return NS_ENOMEM;
     }
@@ -500,7 +647,7 @@ void ns_conn_update_flow(struct ns_conn *c)
         return;
     }
     bool over = c->n_inflight >= NS_CONN_MAX_INFLIGHT || c->n_held > 0 ||
-                c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
+                out_bytes(c) >= NS_CONN_OUT_PAUSE;
     if (over && c->state == NS_CONN_OPEN) {
         ns_conn_set_state(c, NS_CONN_PAUSED);
         if (c->sink == NULL) {
@@ -508,7 +655,7 @@ void ns_conn_update_flow(struct ns_conn *c)
         }
     } else if (!over && c->state == NS_CONN_PAUSED &&
                c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
-               c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
+               out_bytes(c) < NS_CONN_OUT_PAUSE / 2) {
         ns_conn_set_state(c, NS_CONN_RESUMING);
         mark_dirty(c);
     }

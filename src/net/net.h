@@ -15,6 +15,7 @@
 #include "net/conn_state.h"
 #include "raftns/buf.h"
 #include "raftns/clock.h"
+#include "raftns/rcbuf.h"
 #include "raftns/config.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
@@ -121,6 +122,13 @@ static inline uint64_t ns_net_now(const struct ns_net *net)
     return net->clock != NULL ? ns_clock_now(net->clock) : uv_now(net->loop);
 }
 
+/* A shared body queued on a connection, sent after the connection's own output
+ * bytes [0, at). */
+struct ns_conn_shared {
+    size_t at;
+    struct ns_rcbuf *body; /* one reference owned */
+};
+
 /* One client connection. The fields up to `state` are the transport's; a room
  * above reads id and peer (logs) and keeps its own attachment in the last
  * fields. */
@@ -139,8 +147,17 @@ struct ns_conn {
     size_t held_bytes;  /* bytes those requests hold */
     struct ns_buf rbuf; /* partial frame bytes */
     struct ns_buf out;  /* encoded replies not yet handed to uv_write */
+    /* Shared reply bodies (ns_conn_queue_shared) to send after out's bytes
+     * up to their .at: one reference each, owned array. */
+    struct ns_conn_shared *shared;
+    size_t n_shared, cap_shared;
+    size_t shared_bytes; /* their bodies' bytes */
     uv_write_t wreq;
-    uint8_t *wdata; /* owned while a write is in flight, else NULL */
+    uint8_t *wdata;      /* owned while a write is in flight, else NULL */
+    size_t wcap;         /* its capacity (plain connections) */
+    struct ns_buf spare; /* a written output buffer kept for reuse (empty) */
+    struct ns_conn_shared *wshared; /* the shared bodies of that write */
+    size_t n_wshared;
     size_t wlen;
     uint64_t last_active;
     /* requests answered later (gateway/pending.c counts them): reads pause
@@ -204,6 +221,12 @@ static inline bool ns_conn_is_closing(const struct ns_conn *c)
 /* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
  * (closed). */
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
+/* The same for a frame whose body is shared: head (borrowed) is copied, body
+ * (borrowed; the connection takes its own reference until the bytes are
+ * written) is handed to uv_write from the shared block without a copy (TLS
+ * connections and small bodies are copied). */
+int ns_conn_queue_shared(struct ns_conn *c, const struct ns_buf *head,
+                         struct ns_rcbuf *body);
 /* Serves the backlog of deferred requests (round-robin, within the turn's
  * budget), then flushes every connection with pending output (once per loop
  * turn). */

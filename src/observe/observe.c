@@ -494,6 +494,59 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         ns_node_diverge(o->node)->last.index, ns_server_n_conns(o->srv),
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
+    struct ns_route_cache_stats cs;
+    ns_route_cache_stats(o->state->route, &cs);
+    ns_buf_printf(
+        out,
+        "# HELP raftns_route_cache_hits_total Route reads answered from the "
+        "reply cache.\n"
+        "# TYPE raftns_route_cache_hits_total counter\n"
+        "raftns_route_cache_hits_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_misses_total Route reads that encoded a "
+        "reply.\n"
+        "# TYPE raftns_route_cache_misses_total counter\n"
+        "raftns_route_cache_misses_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_shared_total Misses whose reply was "
+        "already cached for another topic (stored once).\n"
+        "# TYPE raftns_route_cache_shared_total counter\n"
+        "raftns_route_cache_shared_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_uncached_total Replies served without "
+        "caching (zone queries, over the budget).\n"
+        "# TYPE raftns_route_cache_uncached_total counter\n"
+        "raftns_route_cache_uncached_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_evictions_total Reply bodies dropped to "
+        "stay within the budget.\n"
+        "# TYPE raftns_route_cache_evictions_total counter\n"
+        "raftns_route_cache_evictions_total %" PRIu64 "\n"
+        "# HELP raftns_route_cache_hit_ratio hits / (hits + misses) since "
+        "start (0 before the first read).\n"
+        "# TYPE raftns_route_cache_hit_ratio gauge\n"
+        "raftns_route_cache_hit_ratio %.4f\n"
+        "# HELP raftns_route_cache_bytes Bytes the reply cache holds.\n"
+        "# TYPE raftns_route_cache_bytes gauge\n"
+        "raftns_route_cache_bytes %zu\n"
+        "# HELP raftns_route_cache_budget_bytes The reply cache's byte "
+        "budget (routeCacheBytes, or automatic).\n"
+        "# TYPE raftns_route_cache_budget_bytes gauge\n"
+        "raftns_route_cache_budget_bytes %zu\n"
+        "# HELP raftns_route_cache_bodies Distinct reply bodies cached.\n"
+        "# TYPE raftns_route_cache_bodies gauge\n"
+        "raftns_route_cache_bodies %zu\n"
+        "# HELP raftns_raft_log_unsnapshotted_bytes Bytes of the entries "
+        "applied since the last snapshot (a snapshot follows past "
+        "snapshotBytes).\n"
+        "# TYPE raftns_raft_log_unsnapshotted_bytes gauge\n"
+        "raftns_raft_log_unsnapshotted_bytes %" PRIu64 "\n"
+        "# HELP raftns_raft_log_trailing_entries Entries the next snapshot "
+        "keeps in the log.\n"
+        "# TYPE raftns_raft_log_trailing_entries gauge\n"
+        "raftns_raft_log_trailing_entries %u\n",
+        cs.hits, cs.misses, cs.shared, cs.uncached, cs.evictions,
+        cs.hits + cs.misses > 0
+            ? (double)cs.hits / (double)(cs.hits + cs.misses)
+            : 0.0,
+        cs.bytes, cs.budget, cs.n_bodies, ns_node_log_bytes(o->node),
+        ns_node_log_trailing(o->node));
     const struct ns_diverge *dv = ns_node_diverge(o->node);
     ns_buf_printf(
         out,

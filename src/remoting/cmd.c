@@ -244,13 +244,16 @@ err_after_header:
     return rv;
 }
 
-int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
+/* The frame up to its body; with_body reserves room for it too. */
+static int encode_head(const struct ns_cmd *c, bool with_body,
+                       struct ns_buf *out)
 {
     size_t start = out->len;
     /* One reservation for the common case instead of growing per append. */
     size_t hint = header_json_size_hint(c);
-    if (c->body_len <= SIZE_MAX - 8 - hint) {
-        ns_buf_reserve(out, 8 + hint + c->body_len);
+    size_t body = with_body ? c->body_len : 0;
+    if (body <= SIZE_MAX - 8 - hint) {
+        ns_buf_reserve(out, 8 + hint + body);
     }
     ns_buf_put_u32(out, 0);
     ns_buf_put_u32(out, 0);
@@ -266,12 +269,23 @@ int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
     if (h_len > 0xFFFFFFu || c->body_len > UINT32_MAX - 4 - h_len) {
         return out->err = NS_ETOOBIG;
     }
-    if (c->body_len > 0) {
-        ns_buf_append(out, c->body, c->body_len);
-    }
     uint32_t ser = c->ser == NS_SER_ROCKETMQ ? 1u : 0u;
     ns_buf_patch_u32(out, start, (uint32_t)(4 + h_len + c->body_len));
     ns_buf_patch_u32(out, start + 4, ser << 24 | (uint32_t)h_len);
+    return out->err;
+}
+
+int ns_cmd_encode_head(const struct ns_cmd *c, struct ns_buf *out)
+{
+    return encode_head(c, false, out);
+}
+
+int ns_cmd_encode(const struct ns_cmd *c, struct ns_buf *out)
+{
+    int rv = encode_head(c, true, out);
+    if (rv == 0 && c->body_len > 0) {
+        ns_buf_append(out, c->body, c->body_len);
+    }
     return out->err;
 }
 

@@ -397,6 +397,10 @@ int ns_cluster_config_parse(const char *text, size_t len,
                       &c->snapshot_threshold, err, errlen);
     }
     if (rv == 0) {
+        rv = get_uint(root, "snapshotBytes", 1u << 30, &c->snapshot_bytes, err,
+                      errlen);
+    }
+    if (rv == 0) {
         rv = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), c,
                          err, errlen);
     }

@@ -130,6 +130,8 @@ static const struct known_setting LOCAL[] = {
      CS_NONE, F_LOCAL},
     {"clientMaxConnections", T_INT, "10000", 1, 1000000, CS_NONE, F_LOCAL},
     {"clientMaxConnectionsPerIp", T_INT, "1000", 1, 1000000, CS_NONE, F_LOCAL},
+    /* The route reply cache (src/route/route_cache.c); 0 = automatic. */
+    {"routeCacheBytes", T_LONG, "0", 0, 64 * GIB, CS_NONE, F_LOCAL},
     /* ACL (src/gateway/acl_gate.c): node-local so no request can turn it off */
     {"aclEnable", T_BOOL, "false", 0, 0, CS_NONE, F_LOCAL},
     {"aclAnonymousRead", T_BOOL, "true", 0, 0, CS_NONE, F_LOCAL},
@@ -591,6 +593,7 @@ void ns_config_client_limits_init(struct ns_client_limits *l)
     l->max_connections = local_default("clientMaxConnections");
     l->max_connections_per_ip = local_default("clientMaxConnectionsPerIp");
     l->buffer_budget_bytes = local_default("clientBufferBudgetBytes");
+    l->route_cache_bytes = local_default("routeCacheBytes");
 }
 
 void ns_config_client_limits_update(struct ns_client_limits *l,
@@ -609,8 +612,10 @@ void ns_config_client_limits_update(struct ns_client_limits *l,
             l->max_connections = v;
         } else if (strcmp(p->key, "clientMaxConnectionsPerIp") == 0) {
             l->max_connections_per_ip = v;
-        } else {
+        } else if (strcmp(p->key, "clientBufferBudgetBytes") == 0) {
             l->buffer_budget_bytes = v;
+        } else if (strcmp(p->key, "routeCacheBytes") == 0) {
+            l->route_cache_bytes = v;
         }
     }
 }

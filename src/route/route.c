@@ -46,10 +46,21 @@ uint64_t ns_route_epoch(const struct ns_route *r)
 
 void ns_route_continue_epoch(struct ns_route *r, const struct ns_route *before)
 {
+    const struct route_cache *old = &before->stats->cache;
+    struct route_cache *c = &r->stats->cache;
+
     if (before->epoch >= r->epoch) {
         r->epoch = before->epoch;
     }
     route_bump_epoch(r);
+    /* The cache's settings and counters are this node's, not the state's. */
+    c->budget = old->budget;
+    c->hits += old->hits;
+    c->misses += old->misses;
+    c->shared += old->shared;
+    c->uncached += old->uncached;
+    c->evictions += old->evictions;
+    r->stats->n_encodes += before->stats->n_encodes;
 }
 
 struct ns_route *ns_route_create(void)
@@ -64,7 +75,6 @@ struct ns_route *ns_route_create(void)
     if (r->stats == NULL) {
         goto err_after_route;
     }
-    ns_buf_init(&r->stats->scratch);
     return r;
 
 err_after_route:
@@ -73,16 +83,15 @@ err:
     return NULL;
 }
 
-static void free_topic(struct topic *t)
+/* The queue data's broker names borrow the reverse index: not freed here. */
+static void free_topic(struct ns_route *r, struct topic *t)
 {
     for (size_t i = 0; i < t->qds.n; i++) {
-        struct ns_queue_data *qd = t->qds.items[i];
-        ns_free(qd->broker_name);
-        ns_free(qd);
+        ns_free(t->qds.items[i]);
     }
+    r->n_qds -= t->qds.n;
     svec_close(&t->qds);
-    ns_free(t->cache[0].body);
-    ns_free(t->cache[1].body);
+    route_cache_drop_topic(r, t);
     ns_free(t->name);
     ns_free(t);
 }
@@ -144,14 +153,23 @@ static void free_named_set(struct named_set *b)
     ns_free(b);
 }
 
+/* A reverse-index entry: its items are borrowed topic names. */
+static void free_index_set(struct named_set *b)
+{
+    svec_close(&b->items);
+    ns_free(b->name);
+    ns_free(b);
+}
+
 void ns_route_destroy(struct ns_route *r)
 {
     if (r == NULL) {
         return;
     }
     for (size_t i = 0; i < r->topics.n; i++) {
-        free_topic(r->topics.items[i]);
+        free_topic(r, r->topics.items[i]);
     }
+    route_cache_close(r);
     for (size_t i = 0; i < r->groups.n; i++) {
         free_group(r->groups.items[i]);
     }
@@ -168,7 +186,7 @@ void ns_route_destroy(struct ns_route *r)
         free_tmap(r->tmaps.items[i]);
     }
     for (size_t i = 0; i < r->bidx.n; i++) {
-        free_named_set(r->bidx.items[i]);
+        free_index_set(r->bidx.items[i]);
     }
     svec_close(&r->topics);
     svec_close(&r->groups);
@@ -177,7 +195,6 @@ void ns_route_destroy(struct ns_route *r)
     svec_close(&r->filters);
     svec_close(&r->tmaps);
     svec_close(&r->bidx);
-    ns_buf_close(&r->stats->scratch);
     ns_free(r->stats);
     ns_free(r);
 }
@@ -372,11 +389,16 @@ void route_remove_cluster_name(struct ns_route *r, const char *cluster,
 
 /* --- queue data and the reverse index --- */
 
-static int index_add(struct ns_route *r, const char *bname, const char *topic)
+/* Records that topic (t->name, borrowed: it outlives the entry) has queue
+ * data of bname. *name gets the index's copy of bname, which the queue data
+ * borrows. 0 or NS_ENOMEM. */
+static int index_add(struct ns_route *r, const char *bname, char *topic,
+                     const char **name)
 {
     bool found;
     size_t pos = svec_search(&r->bidx, bname, svec_cmp_named, &found);
     struct named_set *b;
+    size_t tpos;
 
     if (!found) {
         b = ns_calloc(1, sizeof(*b));
@@ -391,29 +413,38 @@ static int index_add(struct ns_route *r, const char *bname, const char *topic)
         }
     }
     b = r->bidx.items[pos];
-    if (svec_add_str(&b->items, topic, NULL) != 0) {
+    tpos = svec_search(&b->items, topic, svec_cmp_str, &found);
+    if (!found && svec_insert(&b->items, tpos, topic) != 0) {
         if (b->items.n == 0) {
-            free_named_set(svec_remove_at(&r->bidx, pos));
+            free_index_set(svec_remove_at(&r->bidx, pos));
         }
         return NS_ENOMEM;
     }
+    *name = b->name;
     return 0;
 }
 
+/* Forgets topic under bname; frees the entry (and with it the name the queue
+ * data borrowed) when it empties, so bname must not be used afterwards if it
+ * is a queue data's broker_name. */
 static void index_remove(struct ns_route *r, const char *bname,
                          const char *topic)
 {
     bool found;
     size_t pos = svec_search(&r->bidx, bname, svec_cmp_named, &found);
     struct named_set *b;
+    size_t tpos;
 
     if (!found) {
         return;
     }
     b = r->bidx.items[pos];
-    svec_remove_str(&b->items, topic);
+    tpos = svec_search(&b->items, topic, svec_cmp_str, &found);
+    if (found) {
+        svec_remove_at(&b->items, tpos);
+    }
     if (b->items.n == 0) {
-        free_named_set(svec_remove_at(&r->bidx, pos));
+        free_index_set(svec_remove_at(&r->bidx, pos));
     }
 }
 
@@ -455,7 +486,7 @@ static void drop_topic_if_empty(struct ns_route *r, struct topic *t)
     if (found) {
         svec_remove_at(&r->topics, pos);
     }
-    free_topic(t);
+    free_topic(r, t);
 }
 
 int route_put_qd(struct ns_route *r, const char *topic,
@@ -483,7 +514,7 @@ int route_put_qd(struct ns_route *r, const char *topic,
             cur->write_queues = qd->write_queues;
             cur->perm = qd->perm;
             cur->sys_flag = qd->sys_flag;
-            route_touch_topic(t);
+            route_touch_topic(r, t);
             if (changed != NULL) {
                 *changed = true;
             }
@@ -495,25 +526,22 @@ int route_put_qd(struct ns_route *r, const char *topic,
         goto err_after_topic;
     }
     *copy = *qd;
-    copy->broker_name = ns_strdup(qd->broker_name);
-    if (copy->broker_name == NULL) {
-        goto err_after_copy;
-    }
-    if (index_add(r, qd->broker_name, topic) != 0) {
+    if (index_add(r, qd->broker_name, t->name,
+                  (const char **)&copy->broker_name) != 0) {
         goto err_after_copy;
     }
     if (svec_insert(&t->qds, pos, copy) != 0) {
-        index_remove(r, qd->broker_name, topic);
+        index_remove(r, qd->broker_name, t->name);
         goto err_after_copy;
     }
-    route_touch_topic(t);
+    r->n_qds++;
+    route_touch_topic(r, t);
     if (changed != NULL) {
         *changed = true;
     }
     return 0;
 
 err_after_copy:
-    ns_free(copy->broker_name);
     ns_free(copy);
 err_after_topic:
     drop_topic_if_empty(r, t);
@@ -529,19 +557,21 @@ void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname)
 
     if (found) {
         qd = svec_remove_at(&t->qds, pos);
-        index_remove(r, bname, t->name);
-        ns_free(qd->broker_name);
+        r->n_qds--;
         ns_free(qd);
-        route_touch_topic(t);
+        route_touch_topic(r, t);
+        /* Last: bname may be the name the index frees here. */
+        index_remove(r, bname, t->name);
     }
     drop_topic_if_empty(r, t);
 }
 
-void route_set_perm(struct topic *t, struct ns_queue_data *qd, int32_t perm)
+void route_set_perm(struct ns_route *r, struct topic *t,
+                    struct ns_queue_data *qd, int32_t perm)
 {
     if (qd->perm != perm) {
         qd->perm = perm;
-        route_touch_topic(t);
+        route_touch_topic(r, t);
     }
 }
 
@@ -717,7 +747,7 @@ int route_merge_mapping(struct ns_route *r, const struct ns_mapping_info *info)
     }
     t = route_find_topic(r, info->topic);
     if (t != NULL) {
-        route_touch_topic(t);
+        route_touch_topic(r, t);
     }
     return 0;
 
@@ -732,14 +762,9 @@ err_after_tmap:
 
 /* --- cache invalidation --- */
 
-void route_touch_topic(struct topic *t)
+void route_touch_topic(struct ns_route *r, struct topic *t)
 {
-    for (int i = 0; i < 2; i++) {
-        ns_free(t->cache[i].body);
-        t->cache[i].body = NULL;
-        t->cache[i].len = 0;
-        t->cache[i].valid = false;
-    }
+    route_cache_drop_topic(r, t);
 }
 
 void route_touch_group(struct ns_route *r, const char *bname)
@@ -752,7 +777,7 @@ void route_touch_group(struct ns_route *r, const char *bname)
     for (size_t i = 0; i < b->items.n; i++) {
         struct topic *t = route_find_topic(r, b->items.items[i]);
         if (t != NULL) {
-            route_touch_topic(t);
+            route_touch_topic(r, t);
         }
     }
 }
@@ -760,7 +785,7 @@ void route_touch_group(struct ns_route *r, const char *bname)
 void route_touch_all(struct ns_route *r)
 {
     for (size_t i = 0; i < r->topics.n; i++) {
-        route_touch_topic(r->topics.items[i]);
+        route_touch_topic(r, r->topics.items[i]);
     }
 }
 

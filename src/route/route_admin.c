@@ -23,7 +23,7 @@ static int operate_write_perm(struct ns_route *r, const char *bname, bool add,
         if (qd == NULL) {
             continue;
         }
-        route_set_perm(t, qd,
+        route_set_perm(r, t, qd,
                        add ? (NS_PERM_READ | NS_PERM_WRITE)
                            : (qd->perm & ~NS_PERM_WRITE));
         n++;

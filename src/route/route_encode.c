@@ -38,8 +38,9 @@ static void write_addrs(struct ns_json_writer *w, const struct group *g,
     ns_json_write_obj_end(w);
 }
 
+/* omit_5x: the BrokerData of Java 4.9.8, which has neither field. */
 static void write_broker_data(struct ns_json_writer *w, const struct group *g,
-                              bool acting_rewrite)
+                              bool acting_rewrite, bool omit_5x)
 {
     ns_json_write_obj_begin(w);
     ns_json_write_key(w, "brokerAddrs");
@@ -48,6 +49,10 @@ static void write_broker_data(struct ns_json_writer *w, const struct group *g,
     ns_json_write_str(w, g->name);
     ns_json_write_key(w, "cluster");
     ns_json_write_str(w, g->cluster);
+    if (omit_5x) {
+        ns_json_write_obj_end(w);
+        return;
+    }
     ns_json_write_key(w, "enableActingMaster");
     ns_json_write_bool(w, g->acting_master);
     if (g->zone != NULL) {
@@ -240,7 +245,8 @@ static void write_route(const struct ns_route *r, const struct topic *t,
     ns_json_write_arr_begin(w);
     for (size_t i = 0; i < t->qds.n; i++) {
         if (views[i].g != NULL && !views[i].dropped) {
-            write_broker_data(w, views[i].g, views[i].acting_rewrite);
+            write_broker_data(w, views[i].g, views[i].acting_rewrite,
+                              q->omit_5x);
         }
     }
     ns_json_write_arr_end(w);
@@ -258,7 +264,7 @@ static void write_route(const struct ns_route *r, const struct topic *t,
         }
     }
     ns_json_write_arr_end(w);
-    if (tm != NULL && tm->infos.n > 0) {
+    if (tm != NULL && tm->infos.n > 0 && !q->omit_5x) {
         ns_json_write_key(w, "topicQueueMappingByBroker");
         ns_json_write_obj_begin(w);
         for (size_t i = 0; i < tm->infos.n; i++) {
@@ -321,6 +327,12 @@ out:
 
 int ns_route_encode_cluster_info(const struct ns_route *r, struct ns_buf *out)
 {
+    return ns_route_encode_cluster_info_shaped(r, false, out);
+}
+
+int ns_route_encode_cluster_info_shaped(const struct ns_route *r, bool omit_5x,
+                                        struct ns_buf *out)
+{
     struct ns_json_writer w;
 
     ns_json_write_init(&w, out, NS_JSON_LEGACY);
@@ -330,7 +342,7 @@ int ns_route_encode_cluster_info(const struct ns_route *r, struct ns_buf *out)
     for (size_t i = 0; i < r->groups.n; i++) {
         const struct group *g = r->groups.items[i];
         ns_json_write_key(&w, g->name);
-        write_broker_data(&w, g, false);
+        write_broker_data(&w, g, false, omit_5x);
     }
     ns_json_write_obj_end(&w);
     ns_json_write_key(&w, "clusterAddrTable");

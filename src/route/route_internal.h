@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "raftns/buf.h"
+#include "raftns/rcbuf.h"
 #include "raftns/route.h"
 
 /* A vector of item pointers kept sorted by a key: O(log n) lookups,
@@ -62,26 +63,59 @@ struct group {
     size_t n_addrs;
 };
 
-/* A named set of strings: a clusterAddrTable entry (cluster -> broker names) or
- * a reverse-index entry (broker name -> topics that have queue data for it). */
+/* A named set of strings: a clusterAddrTable entry (cluster -> broker names,
+ * owned copies) or a reverse-index entry (broker name -> topics that have queue
+ * data for it: borrowed topic names, which live as long as the entry). */
 struct named_set {
     char *name;
     struct svec items; /* owned strings */
 };
 
-/* One cached encoded TopicRouteData (per JSON flavour). */
-struct cached_route {
-    uint8_t *body; /* owned or NULL */
-    size_t len;
-    uint64_t gen;
-    bool valid;
+/* One encoded TopicRouteData body in the reply cache (route_cache.c), shared
+ * by every (topic, shape) entry whose reply has exactly these bytes: a
+ * TopicRouteData does not name its topic, so topics served by the same brokers
+ * with the same queue settings share one body. */
+struct route_blob {
+    struct ns_rcbuf *body; /* one reference owned */
+    uint64_t hash;
+    uint64_t gen;               /* context generation it was encoded for */
+    struct route_blob *hnext;   /* hash bucket chain */
+    struct route_blob *newer;   /* LRU list, towards the most recent */
+    struct route_blob *older;   /* LRU list, towards the eviction end */
+    struct cached_route *users; /* entries pointing here */
 };
 
-/* topicQueueTable entry. Never empty: a topic without queue data is removed. */
+/* Reply shapes kept apart: JSON flavour x 5.x fields (route_cache.c). */
+#define ROUTE_CACHE_SHAPES 4
+
+/* A topic's cache entry of one shape: a blob or nothing. */
+struct cached_route {
+    struct route_blob *blob;          /* borrowed from the cache, or NULL */
+    struct cached_route *prev, *next; /* in blob->users */
+};
+
+/* The reply cache: blobs by content hash, in LRU order, within a byte budget.
+ * Local to this node (never encoded, digested or replicated). */
+struct route_cache {
+    struct route_blob **buckets; /* owned array of n_buckets chains */
+    size_t n_buckets;
+    size_t n_blobs;
+    struct route_blob *newest, *oldest;
+    size_t bytes;  /* bodies plus bookkeeping of every blob */
+    size_t budget; /* 0: automatic (ns_route_set_cache_budget) */
+    uint64_t hits, misses, evictions, shared, uncached;
+    struct ns_rcbuf *last_uncached; /* one reference: the last reply served
+                                       outside the cache */
+};
+
+/* topicQueueTable entry. Never empty: a topic without queue data is removed.
+ */
 struct topic {
-    char *name;
-    struct svec qds; /* owned struct ns_queue_data *, by broker_name */
-    struct cached_route cache[2];
+    char *name; /* owned, first member (svec_cmp_named) */
+    /* owned struct ns_queue_data *, by broker_name; each broker_name borrows
+     * the reverse index's name of that broker (no copy per topic) */
+    struct svec qds;
+    struct cached_route cache[ROUTE_CACHE_SHAPES];
 };
 
 /* Key of brokerLiveTable and filterServerTable. */
@@ -113,7 +147,7 @@ struct tmap {
 
 struct route_stats {
     uint64_t n_encodes;
-    struct ns_buf scratch; /* zone replies of the cached path */
+    struct route_cache cache;
 };
 
 struct ns_route {
@@ -126,6 +160,7 @@ struct ns_route {
     struct svec bidx;          /* struct named_set *, by broker name */
     struct route_stats *stats; /* owned; mutable even through a const route */
     uint64_t epoch;            /* ns_route_epoch: moved by every mutation */
+    size_t n_qds;              /* queue data entries of all topics */
 };
 
 /* Called first by every function that mutates or decodes the route
@@ -170,7 +205,8 @@ int route_put_qd(struct ns_route *r, const char *topic,
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);
 /* Sets the perm of an existing queue data, invalidating the topic's cache when
  * it changes. */
-void route_set_perm(struct topic *t, struct ns_queue_data *qd, int32_t perm);
+void route_set_perm(struct ns_route *r, struct topic *t,
+                    struct ns_queue_data *qd, int32_t perm);
 
 int route_put_live(struct ns_route *r, const char *cluster, const char *addr,
                    const struct ns_data_version *dv, const char *ha_addr,
@@ -187,9 +223,14 @@ void route_remove_filter(struct ns_route *r, const char *cluster,
 int route_merge_mapping(struct ns_route *r, const struct ns_mapping_info *info);
 
 /* Cache invalidation. */
-void route_touch_topic(struct topic *t);
+void route_touch_topic(struct ns_route *r, struct topic *t);
 void route_touch_group(struct ns_route *r, const char *bname);
 void route_touch_all(struct ns_route *r);
+
+/* route_cache.c: drops t's entries (freeing blobs nobody else uses); frees
+ * every blob and the table (the route is being destroyed, no entry is left). */
+void route_cache_drop_topic(struct ns_route *r, struct topic *t);
+void route_cache_close(struct ns_route *r);
 
 void route_free_mapping(struct ns_mapping_info *m);
 int route_copy_mapping(const struct ns_mapping_info *src,

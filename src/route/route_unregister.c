@@ -18,8 +18,8 @@ static void clean_removed(struct ns_route *r, const char *bname)
         const char *topic = b->items.items[b->items.n - 1];
         struct topic *t = route_find_topic(r, topic);
         if (t == NULL) {
-            svec_remove_str(&b->items,
-                            topic); /* cannot happen: the index is exact */
+            /* cannot happen: the index is exact (its names are borrowed) */
+            svec_remove_at(&b->items, b->items.n - 1);
             continue;
         }
         route_remove_qd(r, t, bname);
@@ -50,7 +50,7 @@ static void wipe_reduced(struct ns_route *r, const char *bname)
         }
         qd = svec_find(&t->qds, bname, svec_cmp_named);
         if (qd != NULL) {
-            route_set_perm(t, qd, qd->perm & ~NS_PERM_WRITE);
+            route_set_perm(r, t, qd, qd->perm & ~NS_PERM_WRITE);
         }
     }
 }

@@ -11,6 +11,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/route.h"
 #include "cluster/cluster.h"
 #include "server/server_int.h"
 
@@ -78,6 +79,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->state = state;
     s->node = node;
     s->waits = cfg->waits;
+    ns_route_set_cache_budget(state->route,
+                              (size_t)cfg->limits.route_cache_bytes);
     ns_waits_fill_defaults(&s->waits);
     int rv = ns_net_init(&s->net, loop, cfg);
     if (rv != 0) {

@@ -34,13 +34,13 @@ static void test_defaults(void **state)
 {
     (void)state;
     struct ns_conn_limits l;
-    struct ns_client_limits zero = {0, 0, 0};
+    struct ns_client_limits zero = {0, 0, 0, 0};
     assert_int_equal(ns_conn_limits_init(&l, &zero), 0);
     assert_int_equal(l.cfg.max_connections, 10000);
     assert_int_equal(l.cfg.max_connections_per_ip, 1000);
     assert_int_equal(l.cfg.buffer_budget_bytes, 256 * 1024 * 1024);
     ns_conn_limits_close(&l);
-    struct ns_client_limits some = {5, 2, 64 << 20};
+    struct ns_client_limits some = {5, 2, 64 << 20, 0};
     assert_int_equal(ns_conn_limits_init(&l, &some), 0);
     assert_int_equal(l.cfg.max_connections, 5);
     assert_int_equal(l.cfg.max_connections_per_ip, 2);
@@ -51,7 +51,7 @@ static void test_caps(void **state)
 {
     (void)state;
     struct ns_conn_limits l;
-    struct ns_client_limits cfg = {4, 2, 0};
+    struct ns_client_limits cfg = {4, 2, 0, 0};
     assert_int_equal(ns_conn_limits_init(&l, &cfg), 0);
     unsigned long long ip0 = refused("client_connections_per_ip");
     unsigned long long node0 = refused("client_connections");
@@ -84,7 +84,7 @@ static void test_many_addresses(void **state)
 {
     (void)state;
     struct ns_conn_limits l;
-    struct ns_client_limits cfg = {100000, 3, 0};
+    struct ns_client_limits cfg = {100000, 3, 0, 0};
     assert_int_equal(ns_conn_limits_init(&l, &cfg), 0);
     char ip[48];
     for (int round = 0; round < 3; round++) {

@@ -1,8 +1,9 @@
 """Replays the frames recorded from a real Java 4.9.8 name server (NS_VECTORS_DIR) in order on
 one connection against a fresh raftns and compares every reply as data, after removing the
-documented 5.x differences (server version, FAQ link, BrokerData.enableActingMaster, code 3 for
-unknown codes, the 5.x single-topic register guard). It does not test anything the recording
-does not show; test_acceptance.py covers the rest."""
+documented 5.x differences (server version, FAQ link, code 3 for unknown codes, the 5.x
+single-topic register guard). The recorded requests come from 4.9 clients (version < 413), so
+their route and cluster replies must have exactly Java 4.9.8's fields (no enableActingMaster).
+It does not test anything the recording does not show; test_acceptance.py covers the rest."""
 
 import glob
 import json
@@ -32,16 +33,6 @@ def load_steps():
                 rs = f.read()
         steps.append((os.path.basename(stem), rq, rs))
     return steps
-
-
-def strip_acting(obj):
-    if isinstance(obj, dict):
-        if "brokerAddrs" in obj and "brokerName" in obj:
-            obj = {k: v for k, v in obj.items() if k != "enableActingMaster"}
-        return {k: strip_acting(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [strip_acting(v) for v in obj]
-    return obj
 
 
 def canon(obj):
@@ -78,11 +69,11 @@ def compare(expected_frame, actual):
         diffs.append("body presence: expected %r, got %r" % (exp.body, actual.body))
     elif exp.body:
         try:
-            got = canon(strip_acting(ns.loads_tolerant(actual.body)))
+            got = canon(ns.loads_tolerant(actual.body))
         except ValueError as e:
             diffs.append("body does not parse (%s): %r" % (e, actual.body))
             return diffs
-        want = canon(strip_acting(ns.loads_tolerant(exp.body)))
+        want = canon(ns.loads_tolerant(exp.body))
         if got != want:
             diffs.append("body: expected %s, got %s" % (json.dumps(want, sort_keys=True),
                                                         json.dumps(got, sort_keys=True)))

@@ -76,7 +76,7 @@ static void cmd_member(struct ns_command *c, uint64_t id, const char *raft)
 static char *route_json(struct ns_state *s, const char *topic)
 {
     static char text[2048];
-    struct ns_route_query q = {topic, NS_JSON_LEGACY, false, NULL, NULL};
+    struct ns_route_query q = {topic, NS_JSON_LEGACY, false, NULL, NULL, false};
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_route_encode_topic_route(s->route, &q, &b);

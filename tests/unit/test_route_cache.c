@@ -42,8 +42,7 @@ static void read_a(struct ns_route *route, uint64_t gen)
     uint64_t before = ns_route_n_route_encodes(route);
     char *fresh;
 
-    assert_int_equal(ns_route_cached_topic_route(route, &q, gen, &body, &len),
-                     0);
+    assert_int_equal(cached_route_body(route, &q, gen, &body, &len), 0);
     fresh = route_json(route, "TopicA", NS_JSON_STANDARD);
     assert_int_equal(len, strlen(fresh));
     assert_memory_equal(body, fresh, len);
@@ -60,8 +59,7 @@ static uint64_t cached_read(struct ns_route *route, const char *topic,
     size_t len;
     uint64_t before = ns_route_n_route_encodes(route);
 
-    assert_int_equal(ns_route_cached_topic_route(route, &q, gen, &body, &len),
-                     0);
+    assert_int_equal(cached_route_body(route, &q, gen, &body, &len), 0);
     assert_true(len > 0);
     return ns_route_n_route_encodes(route) - before;
 }
@@ -162,10 +160,10 @@ static void test_topic_change_invalidates(void **state)
                                    .flavour = NS_JSON_STANDARD};
         const uint8_t *body;
         size_t len;
-        assert_int_equal(ns_route_cached_topic_route(route, &q, 0, &body, &len),
+        assert_int_equal(cached_route_body(route, &q, 0, &body, &len),
                          NS_ENOTFOUND);
         q.topic = NULL;
-        assert_int_equal(ns_route_cached_topic_route(route, &q, 0, &body, &len),
+        assert_int_equal(cached_route_body(route, &q, 0, &body, &len),
                          NS_ENOTFOUND);
     }
 }
@@ -180,8 +178,7 @@ static void test_zone_bypasses_cache(void **state)
     uint64_t before = ns_route_n_route_encodes(route);
 
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(ns_route_cached_topic_route(route, &q, 0, &body, &len),
-                         0);
+        assert_int_equal(cached_route_body(route, &q, 0, &body, &len), 0);
         /* Groups with a master outside the zone are dropped, with their queue
          * data. */
         assert_int_equal(len,

@@ -60,11 +60,9 @@ static void mutations_move_reads_stay(void **state)
     STAYS(route,
           assert_int_equal(ns_route_encode_topic_route(route, &q, &out), 0));
     STAYS(route,
-          assert_int_equal(
-              ns_route_cached_topic_route(route, &q, 0, &body, &len), 0));
+          assert_int_equal(cached_route_body(route, &q, 0, &body, &len), 0));
     STAYS(route,
-          assert_int_equal(
-              ns_route_cached_topic_route(route, &q, 0, &body, &len), 0));
+          assert_int_equal(cached_route_body(route, &q, 0, &body, &len), 0));
     STAYS(route,
           assert_true(ns_route_is_unchanged_registration(route, &a0, false)));
     STAYS(route, assert_int_equal(ns_route_find_master(route, &a0, &res), 0));

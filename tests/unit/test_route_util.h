@@ -149,6 +149,20 @@ static inline char *route_json_q(const struct ns_route *route,
     return buf_string(&b);
 }
 
+/* ns_route_cached_topic_route with the body as bytes (borrowed like it). */
+static inline int cached_route_body(struct ns_route *route,
+                                    const struct ns_route_query *q,
+                                    uint64_t gen, const uint8_t **body,
+                                    size_t *len)
+{
+    struct ns_rcbuf *rc = NULL;
+    int rv = ns_route_cached_topic_route(route, q, gen, &rc);
+
+    *body = rv == 0 ? rc->data : NULL;
+    *len = rv == 0 ? rc->len : 0;
+    return rv;
+}
+
 static inline char *route_json(const struct ns_route *route, const char *topic,
                                enum ns_json_flavour flavour)
 {
