@@ -613,6 +613,16 @@ static int add_addrs(struct ctl *ctl, const char *list)
             a = ns_strndup(p, n);
             if (!a)
                 return usage_error("out of memory", NULL);
+            /* a typo (no port, a name with a space) is the operator's, not
+             * "no name server answered" */
+            const char *colon = strrchr(a, ':');
+            long long port = 0;
+            if (colon == NULL || colon == a || !is_integer(colon + 1, &port) ||
+                port < 1 || port > 65535) {
+                int rv = usage_error("bad -n address (want HOST:PORT)", a);
+                ns_free(a);
+                return rv;
+            }
             ctl->addrs[ctl->n_addrs++] = a;
         }
         p += n;

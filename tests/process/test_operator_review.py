@@ -70,6 +70,18 @@ class OneNodeCluster(unittest.TestCase):
         self.assertNotIn("i/o error", err)
 
 
+class CommandLineMistakes(unittest.TestCase):
+    """No server needed: the mistake is in the command line."""
+
+    def test_address_without_port_is_a_usage_error(self):
+        # "-n 127.0.0.1" (the port forgotten) used to be exit 3 "no name server answered"
+        for bad in ("127.0.0.1", "nohost:x", ":9876", "127.0.0.1:0", "127.0.0.1:65536"):
+            rc, out, err = run([CTL_BIN, "-n", bad, "status"])
+            self.assertEqual(rc, 2, "%s: %s" % (bad, out + err))
+            self.assertIn("bad -n address (want HOST:PORT): " + bad, err)
+            self.assertEqual(out, "")
+
+
 def roles(nodes):
     rc, out, err = ctl(nodes, "--json", "member", "list")
     if rc != 0:
