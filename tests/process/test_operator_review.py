@@ -81,6 +81,16 @@ class CommandLineMistakes(unittest.TestCase):
             self.assertIn("bad -n address (want HOST:PORT): " + bad, err)
             self.assertEqual(out, "")
 
+    def test_usage_error_is_short(self):
+        # the whole help after each mistake pushed the line saying what was wrong off the screen
+        rc, out, err = run([CTL_BIN, "-n", "127.0.0.1:1", "kv", "put", "ns"])
+        self.assertEqual(rc, 2, out + err)
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith("raftnsctl: kv needs"), err)
+        self.assertLessEqual(len(lines), 3, err)
+        self.assertIn("usage: raftnsctl", err)
+        self.assertIn("raftnsctl --help", err)
+
 
 def roles(nodes):
     rc, out, err = ctl(nodes, "--json", "member", "list")
