@@ -92,6 +92,56 @@ class CommandLineMistakes(unittest.TestCase):
         self.assertIn("raftnsctl --help", err)
 
 
+class DataDirOfAnotherCluster(unittest.TestCase):
+    """A data dir made by a cluster with the same ids but other addresses (a restored one, a
+    test one), started with this cluster's file: the start must say so."""
+
+    def setUp(self):
+        why = clusterh.config_unsupported()
+        if why:
+            raise unittest.SkipTest(why)
+        del harness.TEST_NODES[:]
+        self.c = clusterh.Cluster(3)
+        self.proc = None
+
+    def tearDown(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(T(10.0))
+        self.c.cleanup(check=False)
+
+    def test_other_clusters_data_dir_explained(self):
+        c = self.c.start()
+        for nd in c.all():
+            nd.stop()
+        other = json.loads(json.dumps(c.config))
+        ports = harness.free_ports(6)
+        for k, n in enumerate(other["nodes"]):
+            n["raft"] = "127.0.0.1:%d" % ports[2 * k]
+            n["client"] = "127.0.0.1:%d" % ports[2 * k + 1]
+            n.pop("http", None)
+        path = os.path.join(c.dir, "other.json")
+        with open(path, "w") as f:
+            json.dump(other, f)
+        log = os.path.join(c.dir, "other.log")
+        self.proc = subprocess.Popen([harness.RAFTNS_BIN, "--config", path, "--id", "1",
+                                      "--data-dir", c[1].data_dir, "--log-file", log],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+
+        def text():
+            try:
+                with open(log) as f:
+                    return f.read()
+            except OSError:
+                return ""
+        wait_until(lambda: observed("belongs to a 3-voter cluster" in text(), text()[-800:]),
+                   T(15.0), "the start explains the other cluster's data dir")
+        line = [ln for ln in text().splitlines() if "belongs to a 3-voter cluster" in ln][0]
+        self.assertIn("2@127.0.0.1:%d" % c[2].raft_port, line)
+        self.assertIn("2@127.0.0.1:%d" % ports[2], line)
+
+
 def roles(nodes):
     rc, out, err = ctl(nodes, "--json", "member", "list")
     if rc != 0:
