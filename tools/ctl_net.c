@@ -471,6 +471,14 @@ int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
         fprintf(stderr, "raftnsctl: error %" PRId32 " (%s): %s\n",
                 out->cmd.code, code_name(out->cmd.code),
                 out->cmd.remark ? out->cmd.remark : "");
+        if (out->cmd.code == NS_CODE_NO_PERMISSION &&
+            (ctl->secret == NULL || ctl->secret[0] == '\0') &&
+            out->cmd.remark != NULL &&
+            strstr(out->cmd.remark, "private request refused") != NULL) {
+            /* the remark blames a wrong secret; the usual cause is none */
+            fprintf(stderr, "raftnsctl: no cluster secret was given: pass "
+                            "--secret S or set RAFTNS_SECRET\n");
+        }
         ns_ctl_reply_close(out);
         rv = EXIT_SERVER;
         goto err_after_req;

@@ -69,6 +69,16 @@ class OneNodeCluster(unittest.TestCase):
         self.assertIn("cannot create " + bad, err)
         self.assertNotIn("i/o error", err)
 
+    def test_missing_secret_is_named(self):
+        # without RAFTNS_SECRET the reply blames a "wrong cluster secret"; say that none was given
+        rc, out, err = ctl([self.nd], "member", "list", secret="")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("no cluster secret was given: pass --secret S or set RAFTNS_SECRET", err)
+        rc, out, err = ctl([self.nd], "member", "list", secret="a-wrong-secret-123456")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("signature mismatch", err)
+        self.assertNotIn("no cluster secret was given", err)
+
 
 class CommandLineMistakes(unittest.TestCase):
     """No server needed: the mistake is in the command line."""
