@@ -297,7 +297,9 @@ static int receive_reply(struct wire *w, int32_t opaque, int64_t deadline,
         if (r > 0) {
             rx->len += (size_t)r;
         } else if (r == 0) {
-            *why = "connection closed before the reply";
+            /* what an operator sees who gave the raft or http port */
+            *why = "connection closed before the reply (is it a client "
+                   "port? a raft or http port closes such requests)";
             return -1;
         } else {
             return -1;

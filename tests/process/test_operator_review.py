@@ -79,6 +79,15 @@ class OneNodeCluster(unittest.TestCase):
         self.assertIn("signature mismatch", err)
         self.assertNotIn("no cluster secret was given", err)
 
+    def test_http_or_raft_port_given_for_the_client_port(self):
+        c = self.c.config["nodes"][0]
+        for addr in (c["http"], c["raft"]):
+            rc, out, err = run([CTL_BIN, "--timeout-ms", str(int(T(5.0) * 1000)), "-n", addr,
+                                "clusters"])
+            self.assertEqual(rc, 3, out + err)
+            self.assertIn(addr + ": connection closed before the reply (is it a client port? "
+                          "a raft or http port closes such requests)", err)
+
 
 class CommandLineMistakes(unittest.TestCase):
     """No server needed: the mistake is in the command line."""
