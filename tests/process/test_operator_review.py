@@ -111,6 +111,30 @@ class CommandLineMistakes(unittest.TestCase):
         self.assertIn("raftnsctl --help", err)
 
 
+    def test_address_override_taking_another_members_address(self):
+        # used to start and fail in raft's bootstrap with "server address already in use ()"
+        d = tempfile.mkdtemp(prefix="raftns-opreview-")
+        try:
+            p = harness.free_ports(4)
+            cfg = {"secret": SECRET, "nodes": [
+                {"id": 1, "raft": "127.0.0.1:%d" % p[0], "client": "127.0.0.1:%d" % p[1],
+                 "bootstrap": True},
+                {"id": 2, "raft": "127.0.0.1:%d" % p[2], "client": "127.0.0.1:%d" % p[3],
+                 "bootstrap": True}]}
+            path = os.path.join(d, "cluster.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f)
+            data = os.path.join(d, "data")
+            for flag, addr in (("--raft-addr", p[2]), ("--client-addr", p[3])):
+                rc, out, err = run([harness.RAFTNS_BIN, "--config", path, "--id", "1",
+                                    "--data-dir", data, flag, "127.0.0.1:%d" % addr],
+                                   timeout=T(20.0))
+                self.assertEqual(rc, 2, out + err)
+                self.assertIn("%s 127.0.0.1:%d is node 2's address in %s" % (flag, addr, path),
+                              err)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
 class DataDirOfAnotherCluster(unittest.TestCase):
     """A data dir made by a cluster with the same ids but other addresses (a restored one, a
     test one), started with this cluster's file: the start must say so."""
