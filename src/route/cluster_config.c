@@ -398,6 +398,7 @@ int ns_cluster_config_parse(const char *text, size_t len,
         ns_errf(err, errlen, "top level must be an object");
         goto err_after_root;
     }
+    /* every top-level key read below: a key added to the parse goes here too */
     static const char *const known[] = {"secret",
                                         "secretFile",
                                         "electionTimeoutMs",
