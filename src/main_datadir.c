@@ -52,6 +52,20 @@ static bool in_file(const struct options *o, uint64_t id)
     return ns_cluster_config_find(&o->cluster, id) != NULL;
 }
 
+/* A voter the file lists under the same id but at another raft address: the
+ * data dir of another cluster with the same ids (a restored or a test
+ * cluster) is told apart by its addresses. This node's own address has its
+ * own warning. */
+static bool moved_in_file(const struct options *o,
+                          const struct ns_node_member *m)
+{
+    const struct ns_cluster_node *nd =
+        o->cluster.n_nodes != 0 ? ns_cluster_config_find(&o->cluster, m->id)
+                                : NULL;
+    return m->id != o->id && nd != NULL &&
+           strcmp(nd->raft_addr, m->raft_addr) != 0;
+}
+
 void ns_main_explain_data_dir(const struct options *o, const char *dir,
                               const struct ns_node *node)
 {
@@ -67,8 +81,8 @@ void ns_main_explain_data_dir(const struct options *o, const char *dir,
     bool differ = false;
     for (size_t i = 0; i < n; i++) {
         me = m[i].id == o->id ? &m[i] : me;
-        differ =
-            differ || (m[i].role == NS_MEMBER_VOTER && !in_file(o, m[i].id));
+        differ = differ || (m[i].role == NS_MEMBER_VOTER &&
+                            (!in_file(o, m[i].id) || moved_in_file(o, &m[i])));
     }
     const char *source = o->config_path != NULL ? o->config_path
                                                 : "the one-node default (no "

@@ -279,6 +279,22 @@ static int apply_cluster_file(struct options *o)
     o->client_addr = o->client_addr ? o->client_addr : me->client_addr;
     o->raft_addr = o->raft_addr ? o->raft_addr : me->raft_addr;
     o->http_addr = o->http_addr ? o->http_addr : me->http_addr;
+    /* an override that takes another member's address: raft's own word for
+     * it is "server address already in use", read as a taken port */
+    for (size_t i = 0; i < o->cluster.n_nodes; i++) {
+        const struct ns_cluster_node *nd = &o->cluster.nodes[i];
+        const char *taken =
+            nd == me                                       ? NULL
+            : strcmp(o->raft_addr, nd->raft_addr) == 0     ? "--raft-addr"
+            : strcmp(o->client_addr, nd->client_addr) == 0 ? "--client-addr"
+                                                           : NULL;
+        if (taken != NULL) {
+            fprintf(stderr, "raftns: %s %s is node %llu's address in %s\n",
+                    taken, taken[2] == 'r' ? o->raft_addr : o->client_addr,
+                    (unsigned long long)nd->id, o->config_path);
+            return 2;
+        }
+    }
     o->election_ms =
         o->election_ms ? o->election_ms : o->cluster.election_timeout_ms;
     o->heartbeat_ms =

@@ -297,7 +297,9 @@ static int receive_reply(struct wire *w, int32_t opaque, int64_t deadline,
         if (r > 0) {
             rx->len += (size_t)r;
         } else if (r == 0) {
-            *why = "connection closed before the reply";
+            /* what an operator sees who gave the raft or http port */
+            *why = "connection closed before the reply (is it a client "
+                   "port? a raft or http port closes such requests)";
             return -1;
         } else {
             return -1;
@@ -471,6 +473,14 @@ int ns_ctl_call(const struct ctl *ctl, int32_t code, const char *const *ext,
         fprintf(stderr, "raftnsctl: error %" PRId32 " (%s): %s\n",
                 out->cmd.code, code_name(out->cmd.code),
                 out->cmd.remark ? out->cmd.remark : "");
+        if (out->cmd.code == NS_CODE_NO_PERMISSION &&
+            (ctl->secret == NULL || ctl->secret[0] == '\0') &&
+            out->cmd.remark != NULL &&
+            strstr(out->cmd.remark, "private request refused") != NULL) {
+            /* the remark blames a wrong secret; the usual cause is none */
+            fprintf(stderr, "raftnsctl: no cluster secret was given: pass "
+                            "--secret S or set RAFTNS_SECRET\n");
+        }
         ns_ctl_reply_close(out);
         rv = EXIT_SERVER;
         goto err_after_req;

@@ -276,6 +276,14 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
 {
     uint8_t *file = NULL;
     size_t len = 0;
+    /* The operator names a fresh dir for a comparison more often than an
+     * existing one; a dir that cannot be made is named now, not as an I/O
+     * error of the backup file after half the table was printed. */
+    if (dump != NULL && mkdir(dump, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "raftnsctl: cannot create %s: %s\n", dump,
+                strerror(errno));
+        return EXIT_SERVER;
+    }
     int rv = read_file(path, &file, &len);
     if (rv != 0) {
         return rv;
@@ -301,6 +309,7 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
     }
     cJSON *doc = NULL, *tables = NULL;
     char hex[24];
+    bool dump_ok = true;
     if (rv == 0 && ctl->json) {
         doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "file", path);
@@ -335,8 +344,10 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
             printf("%-12s %10zu %08" PRIx32 "\n", ns_backup_table_name(t),
                    b.len, crc);
         }
-        if (rv == 0 && dump != NULL) {
-            rv = dump_table(dump, (enum ns_backup_table)t, &b) ? NS_EIO : 0;
+        if (rv == 0 && dump != NULL &&
+            dump_table(dump, (enum ns_backup_table)t, &b) != 0) {
+            dump_ok = false; /* dump_table named the path */
+            rv = NS_EIO;
         }
         ns_buf_close(&b);
     }
@@ -347,11 +358,10 @@ static int cmd_inspect(const struct ctl *ctl, const char *path,
     cJSON_Delete(doc);
     ns_state_close(&s);
     ns_free(file);
-    if (rv != 0) {
+    if (rv != 0 && dump_ok) {
         fprintf(stderr, "raftnsctl: %s: %s\n", path, ns_strerror(rv));
-        return EXIT_SERVER;
     }
-    return 0;
+    return rv != 0 ? EXIT_SERVER : 0;
 }
 
 int ns_ctl_cmd_snapshot(struct ctl *ctl)

@@ -93,11 +93,18 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
+/* The whole help after every mistake pushed the one line that says what was
+ * wrong off the screen: the help is printed only when no command was given. */
 static int usage_error(const char *what, const char *arg)
 {
     fprintf(stderr, "raftnsctl: %s%s%s\n", what, arg ? ": " : "",
             arg ? arg : "");
-    fputs(usage_text, stderr);
+    if (strcmp(what, "no command given") == 0) {
+        fputs(usage_text, stderr);
+    } else {
+        fprintf(stderr, "%.*s(raftnsctl --help lists the commands)\n",
+                (int)(strchr(usage_text, '\n') + 1 - usage_text), usage_text);
+    }
     return EXIT_USAGE;
 }
 
@@ -613,6 +620,16 @@ static int add_addrs(struct ctl *ctl, const char *list)
             a = ns_strndup(p, n);
             if (!a)
                 return usage_error("out of memory", NULL);
+            /* a typo (no port, a name with a space) is the operator's, not
+             * "no name server answered" */
+            const char *colon = strrchr(a, ':');
+            long long port = 0;
+            if (colon == NULL || colon == a || !is_integer(colon + 1, &port) ||
+                port < 1 || port > 65535) {
+                int rv = usage_error("bad -n address (want HOST:PORT)", a);
+                ns_free(a);
+                return rv;
+            }
             ctl->addrs[ctl->n_addrs++] = a;
         }
         p += n;

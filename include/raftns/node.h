@@ -230,6 +230,12 @@ struct ns_node_quorum {
     uint64_t leaderless_ms; /* how long no leader has been known, 0 = known */
 };
 void ns_node_quorum(const struct ns_node *n, struct ns_node_quorum *q);
+/* Whether this node heard authenticated raft traffic from member id within
+ * one election timeout (the window in which a leader must hear a majority to
+ * stay leader; always true for itself). On a leader this is "the member
+ * answers heartbeats"; a promotion checks it, because raft promotes a member
+ * whose last known match index is current at once, even while it is down. */
+bool ns_node_heard_recently(const struct ns_node *n, uint64_t id);
 /* The leader's view of replication: for each member of the configuration (up
  * to cap), its id and how many entries of the leader's log it has not
  * confirmed (last index - match index; 0 for the leader itself). Returns the

@@ -42,6 +42,14 @@ void ns_node_quorum(const struct ns_node *n, struct ns_node_quorum *q)
     q->leaderless_ms = n->leaderless_since != 0 ? now - n->leaderless_since : 0;
 }
 
+bool ns_node_heard_recently(const struct ns_node *n, uint64_t id)
+{
+    uint64_t now = ns_clock_now(&n->clock);
+    uint64_t last =
+        id == n->id ? now : node_transport_last_heard(&n->transport, id);
+    return last != 0 && now - last <= (uint64_t)n->raft->election_timeout;
+}
+
 /* "2@127.0.0.1:9887 3@127.0.0.1:9888" for the ids of list. */
 static void describe(const struct ns_node *n, const uint64_t *ids, size_t n_ids,
                      char *out, size_t cap)

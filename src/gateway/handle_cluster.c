@@ -721,6 +721,13 @@ static const char *role_refusal(struct ns_gateway *gw, int32_t code,
                  "raftns: member %llu is the leader; transfer leadership "
                  "first (raftnsctl leader transfer)",
                  (unsigned long long)id);
+    } else if (role == NS_MEMBER_VOTER &&
+               !ns_node_heard_recently(gw->node, id)) {
+        /* a down voter would count for the majority at once */
+        snprintf(buf, len,
+                 "raftns: member %llu does not answer the leader; start it "
+                 "(or check its address and secret) before promoting it",
+                 (unsigned long long)id);
     } else {
         return NULL;
     }

@@ -5,9 +5,11 @@
 #include "raftns/cluster_config.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cJSON.h>
 
@@ -100,6 +102,32 @@ static int dup_addr(const cJSON *node, const char *key, bool required,
     return *out == NULL ? NS_ENOMEM : 0;
 }
 
+/* A typo'd key ("electionTimeoutMS", "bootstrp") would silently keep the
+ * default, so every key must be known; "comment" and keys starting with '_'
+ * are the file's own notes. NULL-terminated known[]. */
+static int check_keys(const cJSON *obj, const char *const *known,
+                      const char *where, char *err, size_t errlen)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj)
+    {
+        const char *k = it->string;
+        bool ok = strcmp(k, "comment") == 0 || k[0] == '_';
+        const char *near = NULL;
+        for (size_t i = 0; !ok && known[i] != NULL; i++) {
+            ok = strcmp(k, known[i]) == 0;
+            near = strcasecmp(k, known[i]) == 0 ? known[i] : near;
+        }
+        if (!ok) {
+            ns_errf(err, errlen, "%sunknown key \"%s\"%s%s%s", where, k,
+                    near ? " (did you mean \"" : "", near ? near : "",
+                    near ? "\"?)" : "");
+            return NS_EPROTO;
+        }
+    }
+    return 0;
+}
+
 static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
                       char *err, size_t errlen)
 {
@@ -115,6 +143,13 @@ static int parse_node(const cJSON *item, size_t idx, struct ns_cluster_node *nd,
         return NS_EPROTO;
     }
     nd->id = (uint64_t)id->valuedouble;
+    static const char *const known[] = {"id",   "raft",      "client",
+                                        "http", "bootstrap", NULL};
+    char where[32];
+    snprintf(where, sizeof where, "nodes[%zu]: ", idx);
+    if (check_keys(item, known, where, err, errlen) != 0) {
+        return NS_EPROTO;
+    }
     int rv = dup_addr(item, "raft", true, &nd->raft_addr, idx, err, errlen);
     if (rv == 0) {
         rv = dup_addr(item, "client", true, &nd->client_addr, idx, err, errlen);
@@ -361,6 +396,19 @@ int ns_cluster_config_parse(const char *text, size_t len,
     }
     if (!cJSON_IsObject(root)) {
         ns_errf(err, errlen, "top level must be an object");
+        goto err_after_root;
+    }
+    /* every top-level key read below: a key added to the parse goes here too */
+    static const char *const known[] = {"secret",
+                                        "secretFile",
+                                        "electionTimeoutMs",
+                                        "heartbeatMs",
+                                        "snapshotThreshold",
+                                        "nodes",
+                                        "namesrv",
+                                        "acl",
+                                        NULL};
+    if (check_keys(root, known, "", err, errlen) != 0) {
         goto err_after_root;
     }
     const cJSON *secret = cJSON_GetObjectItemCaseSensitive(root, "secret");

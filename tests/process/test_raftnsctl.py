@@ -159,10 +159,11 @@ class UsageTest(unittest.TestCase):
         self.assertIn(b, err)
         self.assertIn("no name server answered", err)
 
-    def test_bad_address_is_skipped(self):
+    def test_bad_address_is_a_usage_error(self):
+        # a typo'd -n is the operator's mistake, not "no name server answered"
         rc, _, err = ctl("-n", "no-port-here", "clusters")
-        self.assertEqual(rc, 3)
-        self.assertIn("no-port-here", err)
+        self.assertEqual(rc, 2)
+        self.assertIn("bad -n address (want HOST:PORT): no-port-here", err)
 
 
 class FakeServerTest(unittest.TestCase):

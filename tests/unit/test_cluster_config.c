@@ -175,10 +175,10 @@ static void full_file_values(void **state)
     struct ns_cluster_config c;
     parse_ok("{\"secret\":\"abc\",\"electionTimeoutMs\":600000,"
              "\"heartbeatMs\":1,\"snapshotThreshold\":1073741824,"
-             "\"unknownKey\":[1,{\"x\":null}],"
+             "\"comment\":[1,{\"x\":null}],\"_note\":1,"
              "\"nodes\":[{\"id\":9007199254740991,\"raft\":\"10.0.0.1:1\","
              "\"client\":\"10.0.0.1:65535\",\"http\":\"10.0.0.1:3\","
-             "\"bootstrap\":true,\"zone\":\"ignored\"},"
+             "\"bootstrap\":true,\"comment\":\"ignored\"},"
              "{\"id\":2,\"raft\":\"10.0.0.2:1\",\"client\":\"10.0.0.2:2\","
              "\"bootstrap\":false},"
              "{\"id\":3,\"raft\":\"10.0.0.3:1\",\"client\":\"10.0.0.3:2\"}],"
@@ -389,6 +389,15 @@ static void top_level_rules(void **state)
                     "\"namesrv\":{\"b\":null}}",
                     "namesrv.b must be a string, number or boolean");
     assert_rejected("", "not valid JSON");
+    /* a typo'd key is named, not silently left at its default */
+    assert_rejected("{\"electionTimeoutMS\":500,\"nodes\":[" N1
+                    "\"bootstrap\":true}]}",
+                    "unknown key \"electionTimeoutMS\" (did you mean "
+                    "\"electionTimeoutMs\"?)");
+    assert_rejected("{\"zone\":1,\"nodes\":[" N1 "\"bootstrap\":true}]}",
+                    "unknown key \"zone\"");
+    assert_rejected("{\"nodes\":[" N1 "\"bootstrp\":true}]}",
+                    "nodes[0]: unknown key \"bootstrp\"");
     /* cJSON stops after the first value: text after it is not read (this
      * is how raftns has always read cluster files). */
     struct ns_cluster_config c;
