@@ -258,6 +258,10 @@ static void put_member(struct ns_json_writer *w, const struct ns_observe *o,
     ns_json_write_bool(w, strcmp(role, "voter") == 0);
     ns_json_write_key(w, "leader");
     ns_json_write_bool(w, leader);
+    /* raft traffic from it within one election timeout (this node's view):
+     * what member promote asks of a standby */
+    ns_json_write_key(w, "heard");
+    ns_json_write_bool(w, ns_node_heard_recently(o->node, id));
     ns_json_write_obj_end(w);
 }
 

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -224,10 +223,16 @@ class StandbyPromotedWhileDown(unittest.TestCase):
         c = self.c
         c.wait_converged(nodes=c.all())
         c[4].stop()
-        # The leader judges "answers" by raft traffic within one election timeout; nothing
-        # else shows that window passing, so the test waits it out (no write in between, so
-        # the standby's match index stays current: the case raft promotes at once).
-        time.sleep(2 * clusterh.ELECTION_MS / 1000.0)
+        # The leader judges "answers" by raft traffic within one election timeout, which
+        # /status shows per member as "heard"; no write in between, so the standby's match
+        # index stays current: the case raft promotes at once.
+        lead = c.leader(nodes=self.voters)
+
+        def heard_4():
+            return [m.get("heard") for m in lead.status().get("members", []) if m["id"] == 4]
+
+        wait_until(lambda: observed(heard_4() == [False], heard_4()), T(15.0),
+                   "the leader no longer hears node 4")
         rc, out, err = ctl(self.voters, "member", "promote", "4")
         self.assertEqual(rc, 1, out + err)
         self.assertIn("member 4 does not answer the leader", err)
