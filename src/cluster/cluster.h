@@ -1,4 +1,4 @@
-/* The cluster room's API (cluster.c, cluster_submit.c, clock.c;
+/* The cluster room's API (cluster.c, cluster_submit.c, dedup.c, clock.c;
  * docs/ARCHITECTURE.md): the one way to write, the leader connection and the
  * signatures of private requests, the cluster state of a server. It knows no
  * request handler: what it answers goes back through callbacks with plain
