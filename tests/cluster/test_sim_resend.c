@@ -83,6 +83,61 @@ static void test_resent_registration_reaches_the_log(void **state)
     }
 }
 
+static int32_t send_forward(struct sim_client *c, uint64_t seq, bool resend)
+{
+    struct ns_command kv;
+    ns_command_init(&kv, NS_CMD_KV_PUT);
+    kv.leader_time_ms = 1;
+    kv.u.kv.ns = "sim";
+    kv.u.kv.key = "k";
+    kv.u.kv.value = "same";
+    kv.reqid.origin = 42;
+    kv.reqid.run = 1;
+    kv.reqid.seq = seq;
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_command_encode(&kv, &b), 0);
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_FORWARD);
+    req.language = NS_LANG_OTHER;
+    req.body = b.data;
+    req.body_len = b.len;
+    if (resend) {
+        assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_RESEND, "true"), 0);
+    }
+    sim_sign(&req);
+    int32_t op = sim_client_send(c, &req);
+    ns_cmd_close(&req);
+    ns_buf_close(&b);
+    return op;
+}
+
+/* Two forwarded writes equal but for their request ids reach the leader
+ * together: a first send and a resend. The resend does not share the first
+ * one's entry (its id must reach the log), so each id is applied: two
+ * entries on every node, both new. */
+static void test_resend_never_joins_another_id(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    int32_t first = send_forward(c, 1, false);
+    int32_t again = send_forward(c, 2, true);
+    struct ns_cmd reply;
+    assert_non_null(sim_wait_reply(c, first, 30000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    ns_cmd_close(&reply);
+    assert_non_null(sim_wait_reply(c, again, 30000, &reply));
+    assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    ns_cmd_close(&reply);
+    sim_settle(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k", "same");
+        assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, false), 2);
+        assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true), 2);
+    }
+}
+
 #define BOTH(test)                                                             \
     cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
         cmocka_unit_test_setup_teardown(test, setup5, teardown)
@@ -91,6 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         BOTH(test_resent_registration_reaches_the_log),
+        BOTH(test_resend_never_joins_another_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
