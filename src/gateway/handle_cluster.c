@@ -1,8 +1,8 @@
 /* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
  * read indexes on the leader, member list/add/remove/assign (promote, demote)
- * and leader transfer; the client side of these codes is cluster.c (nodes)
- * and tools/ctl_cluster.c (raftnsctl). Held reads (raftnsConsistent) are
- * held_read.c. */
+ * and leader transfer; the client side of these codes is cluster.c and
+ * cluster_submit.c (nodes) and tools/ctl_cluster.c (raftnsctl). Held reads
+ * (raftnsConsistent) are held_read.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
