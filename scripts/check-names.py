@@ -126,6 +126,28 @@ for where, line, text in comments:
         if not name_exists(name, family):
             bad.append(f"{where}:{line}: name {name} is not in the code")
 
+# Every file of a room is in docs/ARCHITECTURE.md's table of the rooms' files
+# (a handle_*.c pattern counts for each handler file).
+ROOMS = ("net", "cluster", "liveness", "gateway", "server", "observe",
+         "metrics")
+arch = open("docs/ARCHITECTURE.md", encoding="utf-8").read()
+rows = {}
+for line in arch.splitlines():
+    cells = [c.strip() for c in line.split("|")]
+    files = re.findall(r"[\w*]+\.c\b", cells[2]) if len(cells) > 3 else []
+    if files and cells[1] in ROOMS:
+        rows[cells[1]] = files
+for p in tracked:
+    parts = p.split("/")
+    if len(parts) != 3 or parts[0] != "src" or not p.endswith(".c"):
+        continue
+    if parts[1] not in ROOMS:
+        continue
+    names = rows.get(parts[1], [])
+    if not any(re.fullmatch(re.escape(n).replace(r"\*", ".*"), parts[2])
+               for n in names):
+        bad.append(f"docs/ARCHITECTURE.md: {p} is in no room's row")
+
 for b in bad:
     print("check-names: " + b)
 if "-v" in sys.argv:
