@@ -138,6 +138,10 @@ grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/
     raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |
     while IFS= read -r line; do report "pure layer includes the server: $line"; done
 
+# Every file and raftns name that docs/ and the comments cite exists.
+python3 scripts/check-names.py |
+    while IFS= read -r line; do report "${line#check-names: }"; done
+
 if [ -s "$violations" ]; then
     exit 1
 fi

@@ -1,4 +1,4 @@
-/* The cluster room's API (cluster.c, cluster_submit.c, clock.c;
+/* The cluster room's API (cluster.c, cluster_submit.c, dedup.c, clock.c;
  * docs/ARCHITECTURE.md): the one way to write, the leader connection and the
  * signatures of private requests, the cluster state of a server. It knows no
  * request handler: what it answers goes back through callbacks with plain
@@ -135,6 +135,11 @@ int ns_cluster_submit(struct ns_cluster *cl, const struct ns_command *c,
 int ns_cluster_accept_forward(struct ns_cluster *cl, const uint8_t *bytes,
                               size_t len, bool resend, ns_node_index_cb cb,
                               void *arg);
+/* The leader's answer to a FORWARD, as exts of reply (borrowed), read back
+ * by the forwarding node (cluster_submit.c): the entry's index and what
+ * applying it returned (res borrowed, may be NULL). 0 or NS_ENOMEM. */
+int ns_cluster_forward_answer(struct ns_cmd *reply, uint64_t index,
+                              const struct ns_apply_result *res);
 /* Leader: proposes SET_MEMBER (addresses borrowed; all NULL = remove). cb
  * NULL: the outcome is only logged. As ns_cluster_submit. */
 int ns_cluster_propose_member(struct ns_cluster *cl, uint64_t id,

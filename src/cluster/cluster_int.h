@@ -1,5 +1,6 @@
-/* Private to the cluster part (cluster.c, cluster_submit.c): the cluster
- * state of a server and what the two files call of each other. */
+/* Private to the cluster room (cluster.c, cluster_submit.c, dedup.c,
+ * integrity.c): the cluster state of a server and what its files call of
+ * each other. */
 #ifndef RAFTNS_CLUSTER_INT_H
 #define RAFTNS_CLUSTER_INT_H
 

@@ -4,6 +4,7 @@
  * forwarded with NS_CODE_FORWARD (parked while no leader is known, sent again
  * after a failure with the same id), answered once THIS node applied it. The
  * leader's half of a forwarded write is ns_cluster_accept_forward. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -192,6 +193,37 @@ static char *dup_ext(const struct ns_cmd *c, const char *key)
     return v != NULL ? ns_strdup(v) : NULL;
 }
 
+static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return ns_cmd_ext_set(c, key, text);
+}
+
+int ns_cluster_forward_answer(struct ns_cmd *reply, uint64_t index,
+                              const struct ns_apply_result *res)
+{
+    int rv = set_ext_u64(reply, NS_EXT_INDEX, index);
+    if (res != NULL) {
+        rv |= set_ext_u64(reply, NS_EXT_RES_TYPE, (uint64_t)res->type);
+        rv |= set_ext_u64(reply, NS_EXT_REG_STATUS, (uint64_t)res->reg.status);
+        rv |= set_ext_u64(reply, NS_EXT_COUNT, (uint64_t)res->count);
+        if (res->reg.master_addr != NULL) {
+            rv |=
+                ns_cmd_ext_set(reply, NS_EXT_REG_MASTER, res->reg.master_addr);
+        }
+        if (res->reg.ha_addr != NULL) {
+            rv |= ns_cmd_ext_set(reply, NS_EXT_REG_HA, res->reg.ha_addr);
+        }
+        if (res->reqid != NS_REQID_NEW) {
+            rv |= set_ext_u64(reply, NS_EXT_REQID, (uint64_t)res->reqid);
+            ns_metrics_write_copy(res->reqid == NS_REQID_STALE);
+        }
+    }
+    return rv != 0 ? NS_ENOMEM : 0;
+}
+
+/* Reads what ns_cluster_forward_answer wrote. */
 static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct fwd *f = arg;

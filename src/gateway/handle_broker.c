@@ -235,16 +235,15 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg,
     return rv;
 }
 
-/* The short-cut for a registration the memo remembers as held at the route's
- * current epoch (or that the route check finds unchanged again): the
- * de-duplication step's answer, without asking it again. */
-static int reply_remembered(struct ns_req *req, const struct ns_register *reg)
+/* A registration the memo found held at the route's current epoch: the
+ * de-duplication step's answer (held: 1, or the error it met), without
+ * asking it again; only the master's addresses are looked up. */
+static int held_at_checked_epoch(const struct ns_gateway *gw,
+                                 const struct ns_register *reg,
+                                 struct ns_register_result *master)
 {
-    struct ns_register_result master;
-    int rv = ns_route_find_master(req->gw->state->route, reg, &master);
-    rv = reply_unchanged(req, reg, rv == 0 ? 1 : rv, &master);
-    ns_register_result_close(&master);
-    return rv;
+    int rv = ns_route_find_master(gw->state->route, reg, master);
+    return rv != 0 ? rv : 1;
 }
 
 int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
@@ -325,11 +324,15 @@ int ns_handle_register_broker(struct ns_req *req)
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
         uint64_t epoch = ns_route_epoch(gw->state->route);
-        if (ns_register_memo_is_current(known, epoch, delete_missing) ||
-            ns_route_is_unchanged_registration(gw->state->route, kreg,
-                                               delete_missing)) {
+        struct ns_register_result master;
+        int held = ns_register_memo_is_current(known, epoch, delete_missing)
+                       ? held_at_checked_epoch(gw, kreg, &master)
+                       : ns_dedup_registration_held(gw->cluster, kreg, &master);
+        if (held != 0) {
             ns_register_memo_mark(known, epoch, delete_missing);
-            return reply_remembered(req, kreg);
+            int rv = reply_unchanged(req, kreg, held, &master);
+            ns_register_result_close(&master);
+            return rv;
         }
         ns_register_memo_drop(&gw->memo, cmd);
     }

@@ -1,8 +1,8 @@
 /* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
  * read indexes on the leader, member list/add/remove/assign (promote, demote)
- * and leader transfer; the client side of these codes is cluster.c (nodes)
- * and tools/ctl_cluster.c (raftnsctl). Held reads (raftnsConsistent) are
- * held_read.c. */
+ * and leader transfer; the client side of these codes is cluster.c and
+ * cluster_submit.c (nodes) and tools/ctl_cluster.c (raftnsctl). Held reads
+ * (raftnsConsistent) are held_read.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,6 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "raftns/metrics.h"
 
 struct member_op {
     uint64_t id;
@@ -60,24 +59,7 @@ static void forward_done(struct ns_pending *p, int status,
     }
     struct ns_cmd reply;
     ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
-    int rv = set_ext_u64(&reply, NS_EXT_INDEX, p->index);
-    if (res != NULL) {
-        rv |= set_ext_u64(&reply, NS_EXT_RES_TYPE, (uint64_t)res->type);
-        rv |= set_ext_u64(&reply, NS_EXT_REG_STATUS, (uint64_t)res->reg.status);
-        rv |= set_ext_u64(&reply, NS_EXT_COUNT, (uint64_t)res->count);
-        if (res->reg.master_addr != NULL) {
-            rv |=
-                ns_cmd_ext_set(&reply, NS_EXT_REG_MASTER, res->reg.master_addr);
-        }
-        if (res->reg.ha_addr != NULL) {
-            rv |= ns_cmd_ext_set(&reply, NS_EXT_REG_HA, res->reg.ha_addr);
-        }
-        if (res->reqid != NS_REQID_NEW) {
-            rv |= set_ext_u64(&reply, NS_EXT_REQID, (uint64_t)res->reqid);
-            ns_metrics_write_copy(res->reqid == NS_REQID_STALE);
-        }
-    }
-    if (rv != 0) {
+    if (ns_cluster_forward_answer(&reply, p->index, res) != 0) {
         ns_cmd_close(&reply);
         ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
         return;

@@ -1,6 +1,7 @@
-/* Proposals from request handlers: encode a command, hand it to the node, and
- * keep the reply target until the local FSM applied it. Handlers decide what
- * the reply says. */
+/* Proposals from request handlers: a command goes to the cluster room's one
+ * way to write (ns_cluster_submit, which encodes, forwards and waits), and
+ * its reply target waits as a pending reply until this node applied it.
+ * Handlers decide what the reply says. */
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"

@@ -1,6 +1,8 @@
 /* Process-wide request counters and latency histograms, and their Prometheus
- * text. Counting happens in one place (ns_reply_send); this file only stores
- * and prints. Gauges that read the node or the state are in observe.c. */
+ * text. Requests are counted in one place (ns_reply_send); the other counters
+ * (forwards, write copies, refusals, expiries, limits) where the event
+ * happens. This file only stores and prints. Gauges that read the node or the
+ * state are in observe.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -172,6 +172,7 @@ struct sim {
     unsigned n_clients;
     /* Test hook: drop the next n replies to a FORWARD (0 = none) */
     unsigned drop_forward_replies;
+    struct ns_waits waits; /* every server's (zero fields = the defaults) */
 };
 
 static inline uint64_t sim_now(struct sim *s)
@@ -461,6 +462,7 @@ static inline void sim_node_start(struct sim *s, unsigned i)
         .cluster = &s->file,
         .clock = &s->clock,
         .acl = &s->acl,
+        .waits = s->waits,
     };
     assert_int_equal(
         ns_server_create(&s->loop, &scfg, &nd->state, nd->node, &nd->server),
@@ -515,6 +517,7 @@ struct sim_opts {
     bool acl; /* aclEnable on every node (anonymous reads allowed) */
     /* the cluster file's "acl" accounts (JSON array text), or NULL */
     const char *acl_accounts;
+    struct ns_waits waits; /* zero fields = the defaults (raftns/waits.h) */
 };
 
 /* n voters (node ids 1..n) out of n_file members of the cluster file (the
@@ -528,6 +531,7 @@ static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
         s->checkpoint_entries = opts->checkpoint_entries;
         s->acl.enable = opts->acl;
         s->acl.anonymous_read = true;
+        s->waits = opts->waits;
     }
     ns_log_threshold = NS_LOG_ERROR;
     ns_json_use_ns_alloc();
