@@ -127,7 +127,7 @@ static bool may_dispatch(const struct ns_conn *c, unsigned served, bool visit)
          * schedule must not depend on how fast this machine runs */
         return true;
     }
-    if (net->turn_spent_ns >= NS_NET_TURN_BUDGET_NS ||
+    if (net->turn_spent >= NS_NET_TURN_BUDGET ||
         served >= NS_CONN_TURN_REQUESTS) {
         return false;
     }
@@ -273,11 +273,10 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len, bool visit)
             defer(c);
             break;
         }
-        uint64_t t0 = urgent ? 0 : uv_hrtime();
         rv = c->net->on_request(c->net->ctx, c, &cmd);
         ns_cmd_close(&cmd);
         if (!urgent) {
-            c->net->turn_spent_ns += uv_hrtime() - t0;
+            c->net->turn_spent++;
             served++;
         }
         off += frame_len;
@@ -528,8 +527,7 @@ static void resume(struct ns_conn *c)
 static void serve_backlog(struct ns_net *net)
 {
     struct ns_conn *last = net->backlog_tail;
-    while (net->backlog_head != NULL &&
-           net->turn_spent_ns < NS_NET_TURN_BUDGET_NS) {
+    while (net->backlog_head != NULL && net->turn_spent < NS_NET_TURN_BUDGET) {
         struct ns_conn *c = net->backlog_head;
         backlog_unlink(net, c);
         if (c->state == NS_CONN_OPEN) {
@@ -555,7 +553,6 @@ static void serve_backlog(struct ns_net *net)
 void ns_conn_flush_all(struct ns_net *net)
 {
     serve_backlog(net);
-    uint64_t t0 = uv_hrtime();
     while (net->dirty != NULL) {
         struct ns_conn *c = net->dirty;
         net->dirty = c->dirty_next;
@@ -566,10 +563,7 @@ void ns_conn_flush_all(struct ns_net *net)
         }
         flush_one(c);
     }
-    /* Writing the replies out is part of what ordinary requests cost (big
-     * route replies cost more in write() than in dispatch): the next turn's
-     * budget starts with it spent. */
-    net->turn_spent_ns = uv_hrtime() - t0;
+    net->turn_spent = 0; /* the replies counted when queued are written */
 }
 
 int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
@@ -585,6 +579,7 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         ns_conn_close(c, "out of memory queueing a reply");
         return NS_ENOMEM;
     }
+    c->net->turn_spent += frame->len / NS_NET_TURN_UNIT_BYTES;
     account(c);
     ns_conn_limits_enforce_budget(c->net);
     if (ns_conn_is_closing(c)) {
@@ -601,6 +596,7 @@ int ns_conn_queue_shared(struct ns_conn *c, const struct ns_buf *head,
     if (ns_conn_is_closing(c)) {
         return 0;
     }
+    c->net->turn_spent += (head->len + body->len) / NS_NET_TURN_UNIT_BYTES;
     if (out_bytes(c) + head->len + body->len > NS_CONN_OUT_MAX) {
         ns_conn_close(c, "unflushed output over the limit (peer not reading)");
         return NS_ETOOBIG;

@@ -29,10 +29,16 @@
                            */
 #define NS_READ_CHUNK 65536
 /* Fair scheduling (conn.c): ordinary requests of all connections together get
- * this much of the loop's time per turn, and one connection at most
+ * NS_NET_TURN_BUDGET units of work per loop turn, and one connection at most
  * NS_CONN_TURN_REQUESTS of them per visit; the rest waits, round-robin, for
- * the next turn. Broker liveness requests are never held back. */
-#define NS_NET_TURN_BUDGET_NS (100u * 1000u)
+ * the next turn. Broker liveness requests are never held back. A request is
+ * one unit and every NS_NET_TURN_UNIT_BYTES of reply queued one more (big
+ * route replies cost more in write() than in dispatch): about 100 us of this
+ * machine's loop, counted rather than timed so that the schedule is the same
+ * on a slow or busy machine (and under valgrind, where time-based budgets
+ * made every turn look spent). */
+#define NS_NET_TURN_BUDGET 256u
+#define NS_NET_TURN_UNIT_BYTES 1024u
 #define NS_CONN_TURN_REQUESTS 16
 /* A deferred connection keeps reading until this much input waits. */
 #define NS_CONN_BACKLOG_READ_MAX (4u * NS_READ_CHUNK)
@@ -94,8 +100,8 @@ struct ns_net {
     /* connections holding whole frames they may not dispatch this turn, in
      * the order they are served (round-robin); reads stopped meanwhile */
     struct ns_conn *backlog_head, *backlog_tail;
-    uint64_t turn_spent_ns; /* on ordinary requests since the last flush */
-    uv_idle_t idle;         /* keeps the loop turning while backlogged */
+    uint64_t turn_spent; /* units of ordinary work since the last flush */
+    uv_idle_t idle;      /* keeps the loop turning while backlogged */
     bool idle_inited;
     unsigned n_closing_handles; /* listener and idle closes to wait for */
     uint64_t next_conn_id;
