@@ -122,11 +122,6 @@ static void defer(struct ns_conn *c)
 static bool may_dispatch(const struct ns_conn *c, unsigned served, bool visit)
 {
     const struct ns_net *net = c->net;
-    if (c->sink != NULL) {
-        /* a connection without a socket belongs to a driven test, whose
-         * schedule must not depend on how fast this machine runs */
-        return true;
-    }
     if (net->turn_spent >= NS_NET_TURN_BUDGET ||
         served >= NS_CONN_TURN_REQUESTS) {
         return false;
