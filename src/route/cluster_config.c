@@ -399,16 +399,11 @@ int ns_cluster_config_parse(const char *text, size_t len,
         goto err_after_root;
     }
     /* every top-level key read below: a key added to the parse goes here too */
-    static const char *const known[] = {"secret",
-                                        "secretFile",
-                                        "electionTimeoutMs",
-                                        "heartbeatMs",
-                                        "snapshotThreshold",
-                                        "snapshotBytes",
-                                        "nodes",
-                                        "namesrv",
-                                        "acl",
-                                        NULL};
+    static const char *const known[] = {
+        "secret",      "secretFile",        "electionTimeoutMs",
+        "heartbeatMs", "snapshotThreshold", "snapshotBytes",
+        "nodes",       "namesrv",           "acl",
+        NULL};
     if (check_keys(root, known, "", err, errlen) != 0) {
         goto err_after_root;
     }
