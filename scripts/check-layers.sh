@@ -13,7 +13,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 base_h='err|alloc|buf|log|sorted|utf8|decimal|waits'
 codec_h="$base_h|remoting|json|json_pull|sign|replay|codes"
 route_h="$codec_h|route|kv|config|acl|cluster_config"
-rsm_h="$route_h|command|fsm|wire|diverge|reqid"
+rsm_h="$route_h|command|fsm|wire|diverge|reqid|controller"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
 check_layer() {
@@ -44,7 +44,8 @@ check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c inc
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \
-    raft/diverge.c raft/reqid.c include/raftns/{command,fsm,wire,diverge,reqid}.h
+    raft/diverge.c raft/reqid.c raft/controller.c raft/controller_live.c raft/controller_decide.c \
+    include/raftns/{command,fsm,wire,diverge,reqid,controller}.h
 # The broker liveness table sits beside the layers over base only: time comes
 # in as now_ms; the timers, reports and proposals stay in src/liveness/liveness.c.
 check_layer liveness "$base_h|liveness_table" "$sys_io|cJSON\.h|zlib\.h" \
@@ -78,7 +79,8 @@ grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_g
 
 # Lower layers never include the server or node headers.
 grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c src/liveness/*.c \
-    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |
+    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c \
+    raft/controller.c raft/controller_live.c raft/controller_decide.c 2>/dev/null |
     while IFS= read -r line; do report "pure layer includes the server: $line"; done
 
 if [ -s "$violations" ]; then
