@@ -1,4 +1,4 @@
-/* The cluster room's API (cluster.c, cluster_submit.c, handle_cluster.c;
+/* The cluster room's API (cluster.c, cluster_submit.c;
  * docs/ARCHITECTURE.md): the one way to write, the leader connection and the
  * signatures of private requests, the cluster state of a server. */
 #ifndef RAFTNS_CLUSTER_H
