@@ -128,7 +128,7 @@ int ns_ctl_decide_apply_id(const struct ns_ctl_view *v,
     }
     const struct ns_ctl_group *g = ns_ctl_find(v->table, r->broker_name);
     if (g == NULL && r->id != NS_CTL_FIRST_ID) {
-        refuse(d, NS_CTL_BROKER_ID_INVALID,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_ID_INVALID,
                "Broker-set: %s hasn't been registered in controller, but "
                "broker try to apply brokerId: %s",
                r->broker_name, id);
@@ -137,7 +137,7 @@ int ns_ctl_decide_apply_id(const struct ns_ctl_view *v,
     const struct ns_ctl_member *m = g ? ns_ctl_find_member(g, r->id) : NULL;
     if (m != NULL &&
         strcmp(m->check_code ? m->check_code : "", r->check_code) != 0) {
-        refuse(d, NS_CTL_BROKER_ID_INVALID,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_ID_INVALID,
                "Fail to apply brokerId: %s in broker-set: %s", id,
                r->broker_name);
         return 0;
@@ -169,7 +169,7 @@ int ns_ctl_decide_register(const struct ns_ctl_view *v,
     char idb[24];
     const struct ns_ctl_group *g = ns_ctl_find(v->table, r->broker_name);
     if (g == NULL) {
-        refuse(d, NS_CTL_BROKER_NEED_TO_BE_REGISTERED,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                "Broker-set: %s hasn't been registered in controller",
                r->broker_name ? r->broker_name : "null");
         return 0;
@@ -177,7 +177,7 @@ int ns_ctl_decide_register(const struct ns_ctl_view *v,
     const struct ns_ctl_member *m =
         r->has_id ? ns_ctl_find_member(g, r->id) : NULL;
     if (m == NULL) {
-        refuse(d, NS_CTL_BROKER_NEED_TO_BE_REGISTERED,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                "BrokerId: %s hasn't been registered in broker-set: %s",
                long_text(idb, sizeof idb, r->has_id, r->id), r->broker_name);
         return 0;
@@ -213,7 +213,7 @@ int ns_ctl_decide_replica_info(const struct ns_ctl_view *v,
     start(d);
     const struct ns_ctl_group *g = ns_ctl_find(v->table, r->broker_name);
     if (g == NULL) {
-        refuse(d, NS_CTL_BROKER_METADATA_NOT_EXIST,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_METADATA_NOT_EXIST,
                "Broker metadata is not existed");
         return 0;
     }
@@ -251,7 +251,7 @@ int ns_ctl_decide_elect(const struct ns_ctl_view *v,
     start(d);
     const struct ns_ctl_group *g = ns_ctl_find(v->table, r->broker_name);
     if (g == NULL) {
-        refuse(d, NS_CTL_BROKER_NEED_TO_BE_REGISTERED,
+        refuse(d, NS_CODE_CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                "Broker hasn't been registered");
         return 0;
     }
@@ -276,7 +276,7 @@ int ns_ctl_decide_elect(const struct ns_ctl_view *v,
     }
     int rv = 0;
     if (found && g->has_master && chosen == g->master_id) {
-        refuse(d, NS_CTL_MASTER_STILL_EXIST,
+        refuse(d, NS_CODE_CONTROLLER_MASTER_STILL_EXIST,
                "The old master %lld is still alive, not need to elect new "
                "master for broker %s",
                (long long)chosen, g->broker_name);
@@ -305,11 +305,12 @@ int ns_ctl_decide_elect(const struct ns_ctl_view *v,
         return rv;
     }
     if (triggered) {
-        refuse(d, NS_CTL_MASTER_NOT_AVAILABLE,
+        refuse(d, NS_CODE_CONTROLLER_MASTER_NOT_AVAILABLE,
                "Old master has down and failed to elect a new broker master");
         return event(d, NS_CTL_EV_ELECT_MASTER, g->broker_name);
     }
-    refuse(d, NS_CTL_ELECT_MASTER_FAILED, "Failed to elect a new master");
+    refuse(d, NS_CODE_CONTROLLER_ELECT_MASTER_FAILED,
+           "Failed to elect a new master");
     return 0;
 }
 
@@ -328,45 +329,45 @@ int ns_ctl_decide_alter(const struct ns_ctl_view *v,
     d->reply.has_new_sync_epoch = true; /* a primitive: "0" on refusals */
     const struct ns_ctl_group *g = ns_ctl_find(v->table, r->broker_name);
     if (g == NULL) {
-        refuse(d, NS_CTL_ALTER_SYNC_STATE_SET_FAILED,
+        refuse(d, NS_CODE_CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                "Broker metadata is not existed");
         return 0;
     }
     if (same_set(r->ids, r->n_ids, g->sync, g->n_sync)) {
-        refuse(d, NS_CTL_ALTER_SYNC_STATE_SET_FAILED,
+        refuse(d, NS_CODE_CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                "The newSyncStateSet is equal with oldSyncStateSet, no needed "
                "to update syncStateSet");
         return 0;
     }
     if (!g->has_master || !r->has_id || r->id != g->master_id) {
-        refuse(d, NS_CTL_INVALID_MASTER,
+        refuse(d, NS_CODE_CONTROLLER_INVALID_MASTER,
                "%s the current leader is:{%s}, not {%s}", rej,
                long_text(a, sizeof a, g->has_master, g->master_id),
                long_text(b, sizeof b, r->has_id, r->id));
         return 0;
     }
     if (!r->has_master_epoch || r->master_epoch != g->master_epoch) {
-        refuse(d, NS_CTL_FENCED_MASTER_EPOCH,
+        refuse(d, NS_CODE_CONTROLLER_FENCED_MASTER_EPOCH,
                "%s the current master epoch is:{%d}, not {%s}", rej,
                (int)g->master_epoch,
                long_text(b, sizeof b, r->has_master_epoch, r->master_epoch));
         return 0;
     }
     if (r->set_epoch != g->sync_epoch) {
-        refuse(d, NS_CTL_FENCED_SYNC_STATE_SET_EPOCH,
+        refuse(d, NS_CODE_CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
                "%s the current syncStateSet epoch is:{%d}, not {%d}", rej,
                (int)g->sync_epoch, (int)r->set_epoch);
         return 0;
     }
     for (size_t i = 0; i < r->n_ids; i++) {
         if (ns_ctl_find_member(g, r->ids[i]) == NULL) {
-            refuse(d, NS_CTL_INVALID_REPLICAS,
+            refuse(d, NS_CODE_CONTROLLER_INVALID_REPLICAS,
                    "%s the replicas {%lld} don't exist", rej,
                    (long long)r->ids[i]);
             return 0;
         }
         if (!alive(v, g, r->ids[i])) {
-            refuse(d, NS_CTL_BROKER_NOT_ALIVE,
+            refuse(d, NS_CODE_CONTROLLER_BROKER_NOT_ALIVE,
                    "%s the replicas {%lld} don't alive", rej,
                    (long long)r->ids[i]);
             return 0;
@@ -377,7 +378,7 @@ int ns_ctl_decide_alter(const struct ns_ctl_view *v,
         has_master |= r->ids[i] == g->master_id;
     }
     if (!has_master) {
-        refuse(d, NS_CTL_ALTER_SYNC_STATE_SET_FAILED,
+        refuse(d, NS_CODE_CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                "%s the newSyncStateSet don't contains origin leader {%lld}",
                rej, (long long)g->master_id);
         return 0;
@@ -470,7 +471,7 @@ int ns_ctl_decide_clean(const struct ns_ctl_view *v,
             return rv;
         }
         if (rv != 0) {
-            refuse(d, NS_CTL_INVALID_CLEAN_BROKER_METADATA,
+            refuse(d, NS_CODE_CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                    "Please set the option <brokerControllerIdsToClean> "
                    "according to the format, exception: "
                    "java.lang.NumberFormatException: For input string: "
@@ -480,7 +481,7 @@ int ns_ctl_decide_clean(const struct ns_ctl_view *v,
         }
     }
     if (!r->clean_living && !listed && g != NULL && g->has_master) {
-        refuse(d, NS_CTL_INVALID_CLEAN_BROKER_METADATA,
+        refuse(d, NS_CODE_CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                "Broker %s is still alive, clean up failure", name);
         goto out;
     }
@@ -488,14 +489,14 @@ int ns_ctl_decide_clean(const struct ns_ctl_view *v,
         const char *cluster = g ? g->cluster : r->cluster;
         if (ns_ctl_live_alive(v->live, cluster, r->broker_name, ids[i],
                               v->now_ms)) {
-            refuse(d, NS_CTL_INVALID_CLEAN_BROKER_METADATA,
+            refuse(d, NS_CODE_CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                    "Broker [%s,  %lld] is still alive, clean up failure", name,
                    (long long)ids[i]);
             goto out;
         }
     }
     if (g == NULL) {
-        refuse(d, NS_CTL_INVALID_CLEAN_BROKER_METADATA,
+        refuse(d, NS_CODE_CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                "Broker %s is not existed,clean broker data failure.", name);
         goto out;
     }

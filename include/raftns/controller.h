@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "raftns/buf.h"
+#include "raftns/codes.h"
 
 #define NS_CTL_FIRST_ID 1       /* FIRST_BROKER_CONTROLLER_ID */
 #define NS_CTL_MAX_GROUPS 65536 /* bounds of a decoded table */
@@ -182,24 +183,7 @@ bool ns_ctl_policy_elect(const struct ns_ctl_candidate *cands, size_t n,
 
 /* --- the leader's decisions (CONTROLLER.md §3, §5.3) --- */
 
-/* Response codes of CONTROLLER.md §2.2. */
-enum {
-    NS_CTL_FENCED_MASTER_EPOCH = 2000,
-    NS_CTL_FENCED_SYNC_STATE_SET_EPOCH = 2001,
-    NS_CTL_INVALID_MASTER = 2002,
-    NS_CTL_INVALID_REPLICAS = 2003,
-    NS_CTL_MASTER_NOT_AVAILABLE = 2004,
-    NS_CTL_INVALID_REQUEST = 2005,
-    NS_CTL_BROKER_NOT_ALIVE = 2006,
-    NS_CTL_NOT_LEADER = 2007,
-    NS_CTL_BROKER_METADATA_NOT_EXIST = 2008,
-    NS_CTL_INVALID_CLEAN_BROKER_METADATA = 2009,
-    NS_CTL_BROKER_NEED_TO_BE_REGISTERED = 2010,
-    NS_CTL_MASTER_STILL_EXIST = 2011,
-    NS_CTL_ELECT_MASTER_FAILED = 2012,
-    NS_CTL_ALTER_SYNC_STATE_SET_FAILED = 2013,
-    NS_CTL_BROKER_ID_INVALID = 2014,
-};
+/* Decisions answer with the NS_CODE_CONTROLLER_* codes of raftns/codes.h. */
 
 /* What the reply carries besides code and remark; the has_ flags say which
  * ext fields are present. */
