@@ -104,7 +104,8 @@ void ns_checkpoint_tick(struct ns_observe *o)
      * record for log readers; nobody compares against it any more. */
     cmd.u.checkpoint.index = last->index;
     cmd.u.checkpoint.digest = last->digest;
-    int rv = ns_cluster_submit(o->srv, &cmd, NS_SUBMIT_LEADER, proposed_cb, o);
+    int rv = ns_cluster_submit(o->srv->cluster, &cmd, NS_SUBMIT_LEADER,
+                               proposed_cb, o);
     if (rv == 0) {
         c->in_flight = true;
         c->wanted = false;

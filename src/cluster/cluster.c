@@ -21,13 +21,18 @@
 
 #define TICK_MS 50
 
-int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
+int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
+                      struct ns_state *state, struct ns_node *node,
+                      const struct ns_waits *waits, struct ns_cluster **out)
 {
     struct ns_cluster *cl = ns_calloc(1, sizeof *cl);
     if (cl == NULL) {
         return NS_ENOMEM;
     }
-    cl->srv = srv;
+    cl->loop = loop;
+    cl->state = state;
+    cl->node = node;
+    cl->waits = waits;
     cl->id = cfg->id != 0 ? cfg->id : 1;
     cl->file = cfg->cluster;
     cl->secret = ns_strdup(cfg->secret != NULL ? cfg->secret : "");
@@ -44,29 +49,37 @@ int ns_cluster_create(struct ns_server *srv, const struct ns_server_config *cfg)
         NS_LOG(NS_LOG_WARN, "cluster: test hook: readiness delayed by %llu ms",
                (unsigned long long)cl->test_ready_delay_ms);
     }
-    srv->cluster = cl;
+    *out = cl;
     return 0;
 }
-uint64_t ns_cluster_self_id(const struct ns_server *srv)
+
+void ns_cluster_set_tick_hook(struct ns_cluster *cl, void (*fn)(void *ctx),
+                              void *ctx)
 {
-    return srv->cluster->id;
+    cl->tick_hook = fn;
+    cl->tick_ctx = ctx;
 }
 
-const char *ns_cluster_secret(const struct ns_server *srv)
+uint64_t ns_cluster_self_id(const struct ns_cluster *cl)
 {
-    return srv->cluster->secret;
+    return cl->id;
 }
 
-const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id)
+const char *ns_cluster_secret(const struct ns_cluster *cl)
 {
-    const struct ns_state *st = srv->state;
+    return cl->secret;
+}
+
+const char *ns_cluster_client_addr(const struct ns_cluster *cl, uint64_t id)
+{
+    const struct ns_state *st = cl->state;
     for (size_t i = 0; i < st->n_members; i++) {
         if (st->members[i].id == id && st->members[i].client_addr != NULL &&
             st->members[i].client_addr[0] != '\0') {
             return st->members[i].client_addr;
         }
     }
-    const struct ns_cluster_config *f = srv->cluster->file;
+    const struct ns_cluster_config *f = cl->file;
     const struct ns_cluster_node *nd =
         f != NULL ? ns_cluster_config_find(f, id) : NULL;
     return nd != NULL ? nd->client_addr : NULL;
@@ -76,10 +89,10 @@ const char *ns_cluster_client_addr(const struct ns_server *srv, uint64_t id)
  * requests cannot fill the disk; the rest are only counted. */
 #define REFUSAL_LOG_INTERVAL_MS 1000
 
-static void refuse_private(struct ns_req *req, const char *why)
+static void refuse_private(struct ns_cluster *cl, const struct ns_cmd *cmd,
+                           uint64_t conn_id, const char *peer, const char *why)
 {
-    struct ns_cluster *cl = req->srv->cluster;
-    uint64_t now = uv_now(req->srv->loop);
+    uint64_t now = uv_now(cl->loop);
     cl->n_refused++;
     ns_metrics_private_refused();
     if (now >= cl->next_refusal_log_ms) {
@@ -87,25 +100,24 @@ static void refuse_private(struct ns_req *req, const char *why)
         NS_LOG(NS_LOG_WARN,
                "conn %llu %s: private code %d refused: %s (%llu refused so "
                "far)",
-               (unsigned long long)req->conn->id, req->conn->peer,
-               (int)req->cmd->code, why, (unsigned long long)cl->n_refused);
+               (unsigned long long)conn_id, peer, (int)cmd->code, why,
+               (unsigned long long)cl->n_refused);
     }
-    ns_reply_remarkf(&req->to, NS_CODE_NO_PERMISSION,
-                     "raftns: private request refused: %s", why);
 }
 
-bool ns_cluster_check_signed(struct ns_req *req)
+const char *ns_cluster_check_signed(struct ns_cluster *cl,
+                                    const struct ns_cmd *cmd, uint64_t conn_id,
+                                    const char *peer)
 {
 #ifdef RAFTNS_MUTANT_PRIVATE_UNSIGNED
-    return true;
+    return NULL;
 #endif
-    struct ns_cluster *cl = req->srv->cluster;
     uint8_t nonce[NS_SIGN_NONCE_LEN];
     int64_t ts = 0;
     const char *why = "signature check failed";
     int64_t now = ns_clock_wall_ms();
-    int rv = ns_sign_verify(req->cmd, cl->secret, strlen(cl->secret), now,
-                            nonce, &ts, &why);
+    int rv = ns_sign_verify(cmd, cl->secret, strlen(cl->secret), now, nonce,
+                            &ts, &why);
     if (rv == 0) {
         rv = ns_replay_check(&cl->replay, nonce, ts, now);
         why = rv == NS_EPERM   ? "replayed request (nonce already seen)"
@@ -113,20 +125,20 @@ bool ns_cluster_check_signed(struct ns_req *req)
                                : why;
     }
     if (rv == 0) {
-        return true;
+        return NULL;
     }
-    refuse_private(req, why);
-    return false;
+    refuse_private(cl, cmd, conn_id, peer, why);
+    return why;
 }
 
-int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req)
+int ns_cluster_sign(const struct ns_cluster *cl, struct ns_cmd *req)
 {
     uint8_t nonce[NS_SIGN_NONCE_LEN];
     if (RAND_bytes(nonce, sizeof nonce) != 1) {
         NS_LOG(NS_LOG_ERROR, "cluster: no random bytes for a nonce");
         return NS_EIO;
     }
-    const char *secret = srv->cluster->secret;
+    const char *secret = cl->secret;
     return ns_sign_request(req, secret, strlen(secret), ns_clock_wall_ms(),
                            nonce);
 }
@@ -135,11 +147,11 @@ int ns_cluster_sign(const struct ns_server *srv, struct ns_cmd *req)
 
 int ns_cluster_aim_leader(struct ns_cluster *cl)
 {
-    uint64_t leader = ns_node_leader_id(cl->srv->node);
+    uint64_t leader = ns_node_leader_id(cl->node);
     if (leader == 0 || leader == cl->id || cl->leader_peer == NULL) {
         return NS_ENOTLEADER;
     }
-    const char *addr = ns_cluster_client_addr(cl->srv, leader);
+    const char *addr = ns_cluster_client_addr(cl, leader);
     if (addr == NULL) {
         return NS_ENOTLEADER;
     }
@@ -154,15 +166,14 @@ static int add_auth(struct ns_cluster *cl, struct ns_cmd *req)
     if (ns_cmd_ext_set(req, NS_EXT_FROM, from) != 0) {
         return NS_ENOMEM;
     }
-    return ns_cluster_sign(cl->srv, req); /* last: it covers every field */
+    return ns_cluster_sign(cl, req); /* last: it covers every field */
 }
 
 /* Aims, signs and hands req to the leader connection: a request with a reply
  * (cb) or, with cb NULL, a oneway one. */
-static int to_leader(struct ns_server *srv, struct ns_cmd *req,
+static int to_leader(struct ns_cluster *cl, struct ns_cmd *req,
                      uint64_t timeout_ms, ns_peer_reply_cb cb, void *arg)
 {
-    struct ns_cluster *cl = srv->cluster;
     if (cl->stopping) {
         return NS_ENOTLEADER;
     }
@@ -181,16 +192,16 @@ static int to_leader(struct ns_server *srv, struct ns_cmd *req,
     return rv;
 }
 
-int ns_cluster_leader_request(struct ns_server *srv, struct ns_cmd *req,
+int ns_cluster_leader_request(struct ns_cluster *cl, struct ns_cmd *req,
                               uint64_t timeout_ms, ns_peer_reply_cb cb,
                               void *arg)
 {
-    return cb != NULL ? to_leader(srv, req, timeout_ms, cb, arg) : NS_EINVAL;
+    return cb != NULL ? to_leader(cl, req, timeout_ms, cb, arg) : NS_EINVAL;
 }
 
-int ns_cluster_leader_oneway(struct ns_server *srv, struct ns_cmd *req)
+int ns_cluster_leader_oneway(struct ns_cluster *cl, struct ns_cmd *req)
 {
-    return to_leader(srv, req, 0, NULL, NULL);
+    return to_leader(cl, req, 0, NULL, NULL);
 }
 
 /* --- readiness: the leader's read index as of joining --- */
@@ -209,26 +220,25 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
                (long long)index);
         if (cl->test_ready_delay_ms > 0) {
             cl->delayed_index = (uint64_t)index;
-            cl->delayed_until = uv_now(cl->srv->loop) + cl->test_ready_delay_ms;
+            cl->delayed_until = uv_now(cl->loop) + cl->test_ready_delay_ms;
             cl->test_ready_delay_ms = 0; /* once, at the first join */
             return;
         }
-        ns_node_set_ready_index(cl->srv->node, (uint64_t)index);
+        ns_node_set_ready_index(cl->node, (uint64_t)index);
     }
 }
 
 static void release_delayed_index(struct ns_cluster *cl)
 {
-    if (cl->delayed_until != 0 && uv_now(cl->srv->loop) >= cl->delayed_until) {
+    if (cl->delayed_until != 0 && uv_now(cl->loop) >= cl->delayed_until) {
         cl->delayed_until = 0;
-        ns_node_set_ready_index(cl->srv->node, cl->delayed_index);
+        ns_node_set_ready_index(cl->node, cl->delayed_index);
     }
 }
 
 static void ask_read_index(struct ns_cluster *cl)
 {
-    struct ns_server *srv = cl->srv;
-    if (cl->read_index_inflight || ns_node_is_ready(srv->node) ||
+    if (cl->read_index_inflight || ns_node_is_ready(cl->node) ||
         cl->delayed_until != 0) {
         return;
     }
@@ -236,7 +246,7 @@ static void ask_read_index(struct ns_cluster *cl)
     ns_cmd_init(&req);
     req.code = NS_CODE_READ_INDEX;
     req.language = NS_LANG_OTHER;
-    int rv = ns_cluster_leader_request(srv, &req, srv->waits.peer_request_ms,
+    int rv = ns_cluster_leader_request(cl, &req, cl->waits->peer_request_ms,
                                        read_index_reply, cl);
     ns_cmd_close(&req);
     cl->read_index_inflight = rv == 0;
@@ -273,7 +283,7 @@ static void record_done(void *arg, int status, uint64_t index,
     }
 }
 
-int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
+int ns_cluster_propose_member(struct ns_cluster *cl, uint64_t id,
                               const char *raft_addr, const char *client_addr,
                               const char *http_addr, ns_node_index_cb cb,
                               void *arg)
@@ -285,24 +295,23 @@ int ns_cluster_propose_member(struct ns_server *srv, uint64_t id,
     c.u.member.raft_addr = (char *)raft_addr; /* borrowed: never closed */
     c.u.member.client_addr = (char *)client_addr;
     c.u.member.http_addr = (char *)http_addr;
-    return ns_cluster_submit(srv, &c, NS_SUBMIT_LEADER,
+    return ns_cluster_submit(cl, &c, NS_SUBMIT_LEADER,
                              cb != NULL ? cb : record_done, arg);
 }
 
 static void record_members(struct ns_cluster *cl)
 {
-    struct ns_server *srv = cl->srv;
     if (cl->members_recorded || cl->file == NULL ||
-        !ns_node_is_leader(srv->node)) {
+        !ns_node_is_leader(cl->node)) {
         return;
     }
     cl->members_recorded = true;
     for (size_t i = 0; i < cl->file->n_nodes; i++) {
         const struct ns_cluster_node *nd = &cl->file->nodes[i];
-        if (!nd->bootstrap || member_known(srv->state, nd)) {
+        if (!nd->bootstrap || member_known(cl->state, nd)) {
             continue;
         }
-        int rv = ns_cluster_propose_member(srv, nd->id, nd->raft_addr,
+        int rv = ns_cluster_propose_member(cl, nd->id, nd->raft_addr,
                                            nd->client_addr, nd->http_addr, NULL,
                                            NULL);
         if (rv != 0) {
@@ -314,21 +323,20 @@ static void record_members(struct ns_cluster *cl)
 
 /* --- waiting for the cluster --- */
 
-void ns_cluster_wait_again(struct ns_server *srv, struct ns_cluster_wait *w)
+void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_cluster_wait *w)
 {
-    struct ns_cluster *cl = srv->cluster;
     w->next = cl->waiting;
     cl->waiting = w;
 }
 
-bool ns_cluster_is_stopping(const struct ns_server *srv)
+bool ns_cluster_is_stopping(const struct ns_cluster *cl)
 {
-    return srv->cluster == NULL || srv->cluster->stopping;
+    return cl == NULL || cl->stopping;
 }
 
-uint64_t ns_cluster_leaderless_since(const struct ns_server *srv)
+uint64_t ns_cluster_leaderless_since(const struct ns_cluster *cl)
 {
-    return srv->cluster->leaderless_since;
+    return cl->leaderless_since;
 }
 
 static void run_waiting(struct ns_cluster *cl)
@@ -345,17 +353,16 @@ static void run_waiting(struct ns_cluster *cl)
 
 /* --- events --- */
 
-void ns_cluster_on_change(struct ns_server *srv)
+void ns_cluster_on_change(struct ns_cluster *cl)
 {
-    struct ns_cluster *cl = srv->cluster;
     if (cl == NULL || cl->stopping) {
         return;
     }
-    uint64_t leader = ns_node_leader_id(srv->node);
+    uint64_t leader = ns_node_leader_id(cl->node);
     if (leader != 0) {
         cl->leaderless_since = 0;
     } else if (cl->leaderless_since == 0) {
-        cl->leaderless_since = uv_now(srv->loop);
+        cl->leaderless_since = uv_now(cl->loop);
     }
     if (leader != cl->peer_leader_id) {
         ns_cluster_aim_leader(cl);
@@ -364,11 +371,13 @@ void ns_cluster_on_change(struct ns_server *srv)
             cl->peer_leader_id = 0;
         }
     }
-    if (!ns_node_is_leader(srv->node)) {
+    if (!ns_node_is_leader(cl->node)) {
         cl->members_recorded = false;
     }
     record_members(cl);
-    ns_acl_gate_seed(srv);
+    if (cl->tick_hook != NULL) {
+        cl->tick_hook(cl->tick_ctx); /* the composition root's (ACL seed) */
+    }
     release_delayed_index(cl);
     if (leader != 0 && leader != cl->id) {
         ask_read_index(cl);
@@ -382,29 +391,27 @@ static void tick_cb(uv_timer_t *t)
     ns_cluster_on_change(t->data);
 }
 
-void ns_cluster_start(struct ns_server *srv)
+void ns_cluster_start(struct ns_cluster *cl, struct ns_tls_ctx *const *peer_tls)
 {
-    struct ns_cluster *cl = srv->cluster;
-    if (ns_peer_create(srv->loop, &cl->leader_peer) != 0) {
+    if (ns_peer_create(cl->loop, &cl->leader_peer) != 0) {
         NS_LOG(NS_LOG_ERROR, "cluster: out of memory for the leader peer");
     } else {
-        ns_peer_use_tls(cl->leader_peer, &srv->tls.peer_ctx);
+        ns_peer_use_tls(cl->leader_peer, peer_tls);
     }
-    uv_timer_init(srv->loop, &cl->timer);
-    cl->timer.data = srv;
+    uv_timer_init(cl->loop, &cl->timer);
+    cl->timer.data = cl;
     uv_timer_start(&cl->timer, tick_cb, TICK_MS, TICK_MS);
     cl->started = true;
 }
 
 static void timer_closed(uv_handle_t *h)
 {
-    struct ns_server *srv = h->data;
-    srv->cluster->started = false;
+    struct ns_cluster *cl = h->data;
+    cl->started = false;
 }
 
-void ns_cluster_stop(struct ns_server *srv)
+void ns_cluster_stop(struct ns_cluster *cl)
 {
-    struct ns_cluster *cl = srv->cluster;
     if (cl == NULL || cl->stopping) {
         return;
     }
@@ -422,9 +429,8 @@ void ns_cluster_stop(struct ns_server *srv)
     }
 }
 
-void ns_cluster_destroy(struct ns_server *srv)
+void ns_cluster_destroy(struct ns_cluster *cl)
 {
-    struct ns_cluster *cl = srv->cluster;
     if (cl == NULL) {
         return;
     }
@@ -432,5 +438,4 @@ void ns_cluster_destroy(struct ns_server *srv)
     ns_cluster_submit_close(cl);
     ns_free(cl->secret);
     ns_free(cl);
-    srv->cluster = NULL;
 }

@@ -16,7 +16,12 @@ struct shared;
 struct echo;
 
 struct ns_cluster {
-    struct ns_server *srv;
+    uv_loop_t *loop;
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    const struct ns_waits *waits; /* borrowed: the server's */
+    void (*tick_hook)(void *ctx); /* ns_cluster_set_tick_hook */
+    void *tick_ctx;
     uint64_t id;
     char *secret;
     const struct ns_cluster_config *file; /* borrowed, may be NULL */

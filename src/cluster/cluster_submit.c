@@ -69,16 +69,15 @@ static uint64_t reqid_new_run(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void stamp(struct ns_server *srv, struct ns_reqid *out)
+static void stamp(struct ns_cluster *cl, struct ns_reqid *out)
 {
-    struct ns_cluster *cl = srv->cluster;
 #ifdef RAFTNS_BREAK_NO_REQID
     /* TEST-ONLY MUTANT: writes carry no request id */
     memset(out, 0, sizeof *out);
     return;
 #endif
     const struct ns_reqid_origin *mine =
-        ns_reqid_find(&srv->state->reqids, cl->id);
+        ns_reqid_find(&cl->state->reqids, cl->id);
     if (mine != NULL && mine->run > cl->reqid_run) {
         /* An earlier process of this node ran with a later clock: its run
          * would make every id of ours stale. */
@@ -146,11 +145,10 @@ static bool same_command(const struct shared *sh, const uint8_t *bytes,
 /* Proposes on the leader, sharing the entry of an identical pending command
  * (equal but for the leader time, and with any_id for the request id: only a
  * first send may share another id's entry, docs/exactly-once.md). */
-static int propose_shared(struct ns_server *srv, const uint8_t *bytes,
+static int propose_shared(struct ns_cluster *cl, const uint8_t *bytes,
                           size_t len, bool any_id, ns_node_index_cb cb,
                           void *arg)
 {
-    struct ns_cluster *cl = srv->cluster;
     struct shared_waiter *w = ns_calloc(1, sizeof *w);
     if (w == NULL) {
         return NS_ENOMEM;
@@ -178,7 +176,7 @@ static int propose_shared(struct ns_server *srv, const uint8_t *bytes,
     sh->key = key;
     sh->len = len;
     sh->waiters = w;
-    int rv = ns_node_propose_indexed(srv->node, bytes, len, shared_done, sh);
+    int rv = ns_node_propose_indexed(cl->node, bytes, len, shared_done, sh);
     if (rv != 0) {
         ns_free(key);
         ns_free(sh);
@@ -218,7 +216,7 @@ static void schedule_echo(struct ns_cluster *cl, const struct fwd *f)
     if (e == NULL) {
         return;
     }
-    e->due = uv_now(cl->srv->loop) + cl->test_echo_ms;
+    e->due = uv_now(cl->loop) + cl->test_echo_ms;
     e->len = f->len;
     memcpy(e->bytes, f->bytes, f->len);
     e->next = cl->echoes;
@@ -239,7 +237,7 @@ static void echo_answered(void *arg, int status, const struct ns_cmd *reply)
 
 static void fire_echoes(struct ns_cluster *cl)
 {
-    uint64_t now = uv_now(cl->srv->loop);
+    uint64_t now = uv_now(cl->loop);
     struct echo **pp = &cl->echoes;
     while (*pp != NULL) {
         struct echo *e = *pp;
@@ -250,8 +248,8 @@ static void fire_echoes(struct ns_cluster *cl)
         *pp = e->next;
         struct ns_cmd req;
         forward_request(&req, e->bytes, e->len);
-        int rv = ns_cluster_leader_request(
-            cl->srv, &req, cl->srv->waits.peer_request_ms, echo_answered, NULL);
+        int rv = ns_cluster_leader_request(cl, &req, cl->waits->peer_request_ms,
+                                           echo_answered, NULL);
         ns_cmd_close(&req);
         NS_LOG(NS_LOG_WARN,
                "cluster: test hook: sent a late copy of a forwarded write: %s",
@@ -281,11 +279,11 @@ static void park(struct fwd *f)
         finish(f, NS_ESHUTDOWN, 0, NULL);
         return;
     }
-    if (uv_now(cl->srv->loop) >= f->deadline) {
+    if (uv_now(cl->loop) >= f->deadline) {
         finish(f, NS_ETIMEDOUT, 0, NULL);
         return;
     }
-    ns_cluster_wait_again(cl->srv, &f->wait);
+    ns_cluster_wait_again(cl, &f->wait);
 }
 
 static void local_done(void *arg, int status, uint64_t index,
@@ -334,16 +332,16 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     f->res.reg.master_addr = dup_ext(reply, NS_EXT_REG_MASTER);
     f->res.reg.ha_addr = dup_ext(reply, NS_EXT_REG_HA);
     f->res.count = (int32_t)count;
-    uint64_t now = uv_now(cl->srv->loop);
+    uint64_t now = uv_now(cl->loop);
     uint64_t wait = f->deadline > now ? f->deadline - now : 0;
-    if (wait < cl->srv->waits.apply_min_ms) {
-        wait = cl->srv->waits.apply_min_ms;
+    if (wait < cl->waits->apply_min_ms) {
+        wait = cl->waits->apply_min_ms;
     }
     uint64_t want = f->index;
 #ifdef RAFTNS_BREAK_ACK_BEFORE_APPLY
     want = 0; /* TEST-ONLY MUTANT: answer before this node applied it */
 #endif
-    int rv = ns_node_wait_applied(cl->srv->node, want, wait, applied_here, f);
+    int rv = ns_node_wait_applied(cl->node, want, wait, applied_here, f);
     if (rv != 0) {
         finish(f, rv, 0, NULL);
     }
@@ -352,26 +350,25 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
 static void route(struct fwd *f)
 {
     struct ns_cluster *cl = f->cl;
-    struct ns_server *srv = cl->srv;
-    if (cl->stopping || uv_now(srv->loop) >= f->deadline) {
+    if (cl->stopping || uv_now(cl->loop) >= f->deadline) {
         park(f); /* finishes it */
         return;
     }
-    if (ns_node_is_leader(srv->node)) {
-        int rv = propose_shared(srv, f->bytes, f->len, true, local_done, f);
+    if (ns_node_is_leader(cl->node)) {
+        int rv = propose_shared(cl, f->bytes, f->len, true, local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);
         }
         return;
     }
-    if (uv_now(srv->loop) < f->not_before) {
+    if (uv_now(cl->loop) < f->not_before) {
         park(f);
         return;
     }
     if (f->len >= BIG_COMMAND) {
         uint64_t pause = (uint64_t)BIG_RETRY_MS
                          << (f->n_sends < 4 ? f->n_sends : 4);
-        f->not_before = uv_now(srv->loop) +
+        f->not_before = uv_now(cl->loop) +
                         (pause < BIG_RETRY_MAX_MS ? pause : BIG_RETRY_MAX_MS);
     }
     f->n_sends++;
@@ -384,8 +381,8 @@ static void route(struct fwd *f)
         park(f);
         return;
     }
-    uint64_t left = f->deadline - uv_now(srv->loop);
-    int rv = ns_cluster_leader_request(srv, &req, left, forward_reply, f);
+    uint64_t left = f->deadline - uv_now(cl->loop);
+    int rv = ns_cluster_leader_request(cl, &req, left, forward_reply, f);
     ns_cmd_close(&req);
     if (rv != 0) {
         park(f);
@@ -427,17 +424,17 @@ static void early_ack_drop(void *arg, int status, uint64_t index,
     (void)res;
 }
 
-static void break_ack_early(struct ns_server *srv, ns_node_index_cb *cb,
+static void break_ack_early(struct ns_cluster *cl, ns_node_index_cb *cb,
                             void **arg)
 {
     struct early_ack *e = ns_calloc(1, sizeof *e);
-    if (ns_node_is_leader(srv->node) || e == NULL) {
+    if (ns_node_is_leader(cl->node) || e == NULL) {
         ns_free(e);
         return;
     }
     e->cb = *cb;
     e->arg = *arg;
-    if (ns_node_wait_applied(srv->node, 0, 0, early_ack_fire, e) != 0) {
+    if (ns_node_wait_applied(cl->node, 0, 0, early_ack_fire, e) != 0) {
         ns_free(e);
         return;
     }
@@ -453,10 +450,9 @@ static void parked_retry(void *data)
     route(data);
 }
 
-static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
+static int submit_anywhere(struct ns_cluster *cl, const uint8_t *bytes,
                            size_t len, ns_node_index_cb cb, void *arg)
 {
-    struct ns_cluster *cl = srv->cluster;
     if (len > NS_COMMAND_MAX) {
         /* It could never be forwarded (nor sent to followers in one
          * message): refuse now rather than resend it until the deadline. */
@@ -475,7 +471,7 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     }
     memcpy(copy, bytes, len);
 #ifdef RAFTNS_BREAK_ACK_BEFORE_COMMIT
-    break_ack_early(srv, &cb, &arg);
+    break_ack_early(cl, &cb, &arg);
 #endif
     f->cl = cl;
     f->bytes = copy;
@@ -484,10 +480,10 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     f->arg = arg;
     f->wait.retry = parked_retry;
     f->wait.data = f;
-    f->deadline = uv_now(srv->loop) + srv->waits.write_ms;
+    f->deadline = uv_now(cl->loop) + cl->waits->write_ms;
     /* Never call back before returning: start on the next tick when no
      * leader is known, else now (callbacks of raft/peer are always later). */
-    if (ns_node_is_leader(srv->node) || ns_cluster_aim_leader(cl) == 0) {
+    if (ns_node_is_leader(cl->node) || ns_cluster_aim_leader(cl) == 0) {
         route(f);
     } else {
         park(f);
@@ -495,20 +491,20 @@ static int submit_anywhere(struct ns_server *srv, const uint8_t *bytes,
     return 0;
 }
 
-int ns_cluster_submit(struct ns_server *srv, const struct ns_command *c,
+int ns_cluster_submit(struct ns_cluster *cl, const struct ns_command *c,
                       enum ns_submit_from from, ns_node_index_cb cb, void *arg)
 {
-    if (srv->cluster->stopping) {
+    if (cl->stopping) {
         return NS_ESHUTDOWN;
     }
-    if (from == NS_SUBMIT_LEADER && !ns_node_is_leader(srv->node)) {
+    if (from == NS_SUBMIT_LEADER && !ns_node_is_leader(cl->node)) {
         return NS_ENOTLEADER;
     }
     /* A client's write gets one id for every copy the forwarding may send:
      * the state machine applies it once. */
     struct ns_command stamped = *c; /* shallow: only encoded */
     if (from == NS_SUBMIT_CLIENT) {
-        stamp(srv, &stamped.reqid);
+        stamp(cl, &stamped.reqid);
     }
     struct ns_buf b;
     ns_buf_init(&b);
@@ -518,18 +514,18 @@ int ns_cluster_submit(struct ns_server *srv, const struct ns_command *c,
     }
     if (rv == 0) {
         rv = from == NS_SUBMIT_CLIENT
-                 ? submit_anywhere(srv, b.data, b.len, cb, arg)
-                 : propose_shared(srv, b.data, b.len, true, cb, arg);
+                 ? submit_anywhere(cl, b.data, b.len, cb, arg)
+                 : propose_shared(cl, b.data, b.len, true, cb, arg);
     }
     ns_buf_close(&b);
     return rv;
 }
 
-int ns_cluster_accept_forward(struct ns_server *srv, const uint8_t *bytes,
+int ns_cluster_accept_forward(struct ns_cluster *cl, const uint8_t *bytes,
                               size_t len, bool resend, ns_node_index_cb cb,
                               void *arg)
 {
-    return propose_shared(srv, bytes, len, !resend, cb, arg);
+    return propose_shared(cl, bytes, len, !resend, cb, arg);
 }
 
 void ns_cluster_submit_tick(struct ns_cluster *cl)

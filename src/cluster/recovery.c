@@ -93,7 +93,7 @@ static void fetch_next(struct ns_observe *o)
         rv = set_ext_u64(&cmd, NS_EXT_OFFSET, r->got.len);
     }
     if (rv == 0) {
-        rv = ns_cluster_leader_request(o->srv, &cmd, FETCH_TIMEOUT_MS,
+        rv = ns_cluster_leader_request(o->srv->cluster, &cmd, FETCH_TIMEOUT_MS,
                                        fetch_reply, o);
     }
     ns_cmd_close(&cmd);
@@ -258,7 +258,7 @@ static int refresh_cache(struct ns_observe *o, uint64_t applied)
 
 int ns_recovery_handle_state_fetch(struct ns_req *req)
 {
-    if (!ns_cluster_check_signed(req)) {
+    if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
     struct ns_observe *o = req->srv->observe;

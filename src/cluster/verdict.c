@@ -108,7 +108,7 @@ static void send_report(struct ns_observe *o, uint64_t now)
     cmd.body_len = body.len;
     int rv = body.err;
     if (rv == 0) {
-        rv = ns_cluster_leader_request(o->srv, &cmd, REPORT_TIMEOUT_MS,
+        rv = ns_cluster_leader_request(o->srv->cluster, &cmd, REPORT_TIMEOUT_MS,
                                        report_done, o);
     }
     if (rv == 0) {
@@ -156,7 +156,8 @@ static void log_ids(char *out, size_t size, const uint64_t *ids, size_t n)
 static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
 {
     cmd->leader_time_ms = ns_clock_wall_ms();
-    int rv = ns_cluster_submit(o->srv, cmd, NS_SUBMIT_LEADER, verdict_done, o);
+    int rv = ns_cluster_submit(o->srv->cluster, cmd, NS_SUBMIT_LEADER,
+                               verdict_done, o);
     char agree[256], dissent[256];
     log_ids(agree, sizeof agree, cmd->u.verdict.agree, cmd->u.verdict.n_agree);
     log_ids(dissent, sizeof dissent, cmd->u.verdict.dissent,
@@ -204,7 +205,7 @@ static void decide(struct ns_observe *o)
 
 int ns_verdict_handle_digest_report(struct ns_req *req)
 {
-    if (!ns_cluster_check_signed(req)) {
+    if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
     struct ns_observe *o = req->srv->observe;

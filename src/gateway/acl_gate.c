@@ -187,7 +187,8 @@ void ns_acl_gate_seed(struct ns_server *srv)
     /* borrowed: encoded, never closed */
     c.u.acl_seed.items = (struct ns_acl_account *)g->seed;
     c.u.acl_seed.n = g->n_seed;
-    int rv = ns_cluster_submit(srv, &c, NS_SUBMIT_LEADER, seed_done, srv);
+    int rv =
+        ns_cluster_submit(srv->cluster, &c, NS_SUBMIT_LEADER, seed_done, srv);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "acl: cannot propose the file's accounts: %s",
                ns_strerror(rv));

@@ -110,6 +110,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
     req.to.oneway = (cmd->flag & NS_FLAG_ONEWAY) != 0;
     req.to.start_ns = uv_hrtime();
     req.to.served_by = served_by;
+    req.to.waits = &srv->waits;
     req.may_forward = from == FROM_CLIENT;
 
     if (cmd->flag & NS_FLAG_RESPONSE) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "server/server_int.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"
@@ -148,8 +149,8 @@ static int handle_forward(struct ns_req *req)
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    rv = ns_cluster_accept_forward(srv, req->cmd->body, req->cmd->body_len,
-                                   resend, pending_cb, p);
+    rv = ns_cluster_accept_forward(srv->cluster, req->cmd->body,
+                                   req->cmd->body_len, resend, pending_cb, p);
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
     }
@@ -328,8 +329,9 @@ static int proxy_to_leader(struct ns_req *req)
             p->data = keep;
         }
     }
-    rv = ns_cluster_leader_request(
-        req->srv, &fwd, req->srv->waits.admin_relay_ms, proxy_reply, p);
+    rv = ns_cluster_leader_request(req->srv->cluster, &fwd,
+                                   req->srv->waits.admin_relay_ms, proxy_reply,
+                                   p);
     ns_cmd_close(&fwd);
     if (rv != 0) {
         ns_pending_finish(p, 0, 0, NULL);
@@ -393,8 +395,8 @@ static void remove_cb(void *arg, int status, const char *errmsg)
     struct member_op *op = p->data;
     (void)errmsg;
     if (status == 0) {
-        status = ns_cluster_propose_member(p->srv, op->id, NULL, NULL, NULL,
-                                           NULL, NULL);
+        status = ns_cluster_propose_member(p->srv->cluster, op->id, NULL, NULL,
+                                           NULL, NULL, NULL);
         /* the reply does not wait for the address removal */
     }
     ns_pending_finish(p, status, 0, NULL);
@@ -428,13 +430,13 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_pending *p = r->p;
     struct ns_server *srv = p->srv;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
-    if (ok || srv->stopping || ns_cluster_is_stopping(srv) ||
+    if (ok || srv->stopping || ns_cluster_is_stopping(srv->cluster) ||
         uv_now(srv->loop) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
     }
-    ns_cluster_wait_again(srv, &r->wait);
+    ns_cluster_wait_again(srv->cluster, &r->wait);
 }
 
 static void relay_retry(void *data)
@@ -444,7 +446,7 @@ static void relay_retry(void *data)
     struct ns_server *srv = p->srv;
     struct member_op *op = p->data;
     uint64_t leader = ns_node_leader_id(srv->node);
-    if (srv->stopping || ns_cluster_is_stopping(srv)) {
+    if (srv->stopping || ns_cluster_is_stopping(srv->cluster)) {
         relay_fail(r, NS_ESHUTDOWN);
         return;
     }
@@ -452,7 +454,7 @@ static void relay_retry(void *data)
         if (uv_now(srv->loop) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
-            ns_cluster_wait_again(srv, &r->wait);
+            ns_cluster_wait_again(srv->cluster, &r->wait);
         }
         return;
     }
@@ -464,8 +466,8 @@ static void relay_retry(void *data)
     snprintf(id, sizeof id, "%llu", (unsigned long long)op->id);
     int rv = ns_cmd_ext_set(&fwd, NS_EXT_ID, id);
     if (rv == 0) {
-        rv = ns_cluster_leader_request(srv, &fwd, srv->waits.admin_relay_ms,
-                                       relay_reply, r);
+        rv = ns_cluster_leader_request(
+            srv->cluster, &fwd, srv->waits.admin_relay_ms, relay_reply, r);
     }
     ns_cmd_close(&fwd);
     if (rv == 0) {
@@ -474,7 +476,7 @@ static void relay_retry(void *data)
     if (uv_now(srv->loop) >= r->deadline) {
         relay_fail(r, rv);
     } else {
-        ns_cluster_wait_again(srv, &r->wait);
+        ns_cluster_wait_again(srv->cluster, &r->wait);
     }
 }
 
@@ -557,9 +559,9 @@ static int handle_change(struct ns_req *req)
     int rv;
     if (code == NS_CODE_MEMBER_ADD) {
         /* addresses first, so the new member's client port is known */
-        rv = ns_cluster_propose_member(srv, op->id, op->raft, op->client,
-                                       op->http[0] ? op->http : NULL,
-                                       add_recorded, p);
+        rv = ns_cluster_propose_member(
+            srv->cluster, op->id, op->raft, op->client,
+            op->http[0] ? op->http : NULL, add_recorded, p);
     } else if (self_remove) {
         /* the leader removes itself: hand leadership over, then relay */
         rv = ns_node_transfer(srv->node, 0, self_transfer_cb, p);
@@ -614,9 +616,21 @@ static enum ns_acl_role private_role(const struct ns_req *req)
     }
 }
 
+bool ns_handle_private_is_signed(struct ns_req *req)
+{
+    const char *why = ns_cluster_check_signed(req->srv->cluster, req->cmd,
+                                              req->conn->id, req->conn->peer);
+    if (why == NULL) {
+        return true;
+    }
+    ns_reply_remarkf(&req->to, NS_CODE_NO_PERMISSION,
+                     "raftns: private request refused: %s", why);
+    return false;
+}
+
 int ns_handle_private(struct ns_req *req)
 {
-    if (!ns_cluster_check_signed(req)) {
+    if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
     if (!ns_acl_gate_allows(req, private_role(req))) {

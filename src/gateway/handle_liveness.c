@@ -12,7 +12,7 @@
 
 int ns_handle_liveness_report(struct ns_req *req)
 {
-    if (!ns_cluster_check_signed(req)) {
+    if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
     int64_t from = 0;

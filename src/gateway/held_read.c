@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "server/server_int.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
@@ -182,7 +183,7 @@ bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler)
         ns_cmd_init(&ri);
         ri.code = NS_CODE_READ_INDEX;
         ri.language = NS_LANG_OTHER;
-        rv = ns_cluster_leader_request(req->srv, &ri,
+        rv = ns_cluster_leader_request(req->srv->cluster, &ri,
                                        req->srv->waits.consistent_read_ms,
                                        consistent_reply, p);
         ns_cmd_close(&ri);
@@ -231,7 +232,7 @@ static void forward_send(struct ns_held_read *h);
 
 static bool stopping(const struct ns_server *srv)
 {
-    return srv->stopping || ns_cluster_is_stopping(srv);
+    return srv->stopping || ns_cluster_is_stopping(srv->cluster);
 }
 
 /* Until the next cluster tick, or answered now when the deadline passed. */
@@ -244,7 +245,7 @@ static void wait_for_leader(struct ns_held_read *h)
                           NULL);
         return;
     }
-    ns_cluster_wait_again(srv, &h->wait);
+    ns_cluster_wait_again(srv->cluster, &h->wait);
 }
 
 static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
@@ -286,8 +287,8 @@ static void forward_send(struct ns_held_read *h)
         fwd.language = NS_LANG_OTHER;
         fwd.body = h->bytes;
         fwd.body_len = h->len;
-        int rv = ns_cluster_leader_request(srv, &fwd, h->deadline - now,
-                                           forward_reply, h);
+        int rv = ns_cluster_leader_request(srv->cluster, &fwd,
+                                           h->deadline - now, forward_reply, h);
         ns_cmd_close(&fwd);
         if (rv == 0) {
             return;
@@ -314,7 +315,7 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
     struct ns_server *srv = req->srv;
     uint64_t now = uv_now(srv->loop);
     uint64_t since = now;
-    uint64_t lost = ns_cluster_leaderless_since(srv);
+    uint64_t lost = ns_cluster_leaderless_since(srv->cluster);
     if (ns_node_leader_id(srv->node) == 0 && lost != 0) {
         since = lost;
     }

@@ -23,7 +23,7 @@ static int propose_from(struct ns_req *req, const struct ns_command *c,
         return NS_ENOMEM;
     }
     /* answered once applied HERE */
-    int rv = ns_cluster_submit(req->srv, c, from, applied_cb, p);
+    int rv = ns_cluster_submit(req->srv->cluster, c, from, applied_cb, p);
     if (rv != 0) {
         ns_pending_drop(p);
         return rv;

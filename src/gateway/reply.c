@@ -103,7 +103,7 @@ int ns_reply_write_error(const struct ns_reply_to *to, int status)
             to, 1,
             "no raft leader confirmed the write within %u ms; retry later (a "
             "write that reached a leader may still be applied)",
-            to->conn != NULL ? (unsigned)to->conn->srv->waits.write_ms : 0u);
+            to->waits != NULL ? (unsigned)to->waits->write_ms : 0u);
     case NS_ENOTLEADER:
         remark = "raft leadership lost while the write was in flight; its "
                  "outcome is "

@@ -374,7 +374,7 @@ static void send_reports(struct ns_server *srv)
         cmd.has_ext = true;
         cmd.body = r.body.data;
         cmd.body_len = r.body.len;
-        rv = ns_cluster_leader_request(srv, &cmd, REPORT_TIMEOUT_MS,
+        rv = ns_cluster_leader_request(srv->cluster, &cmd, REPORT_TIMEOUT_MS,
                                        report_done, srv);
         if (rv == 0) {
             lv->in_flight = true;
@@ -451,7 +451,7 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
  * elsewhere): what the Java name server does when it drops a broker. */
 static void close_gone(struct ns_server *srv)
 {
-    struct ns_conn *c = srv->conn_head;
+    struct ns_conn *c = srv->net.conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next;
         struct ns_live *e = c->brokers;

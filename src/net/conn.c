@@ -10,7 +10,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/tls.h"
-#include "server/server_int.h"
+#include "net/net_int.h"
 
 void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to)
 {
@@ -18,41 +18,41 @@ void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to)
     c->state = to;
 }
 
-static void list_unlink(struct ns_server *srv, struct ns_conn *c)
+static void list_unlink(struct ns_net *net, struct ns_conn *c)
 {
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
-        srv->conn_head = c->next;
+        net->conn_head = c->next;
     }
     if (c->next != NULL) {
         c->next->prev = c->prev;
     } else {
-        srv->conn_tail = c->prev;
+        net->conn_tail = c->prev;
     }
     c->prev = c->next = NULL;
 }
 
-static void list_append(struct ns_server *srv, struct ns_conn *c)
+static void list_append(struct ns_net *net, struct ns_conn *c)
 {
-    c->prev = srv->conn_tail;
+    c->prev = net->conn_tail;
     c->next = NULL;
-    if (srv->conn_tail != NULL) {
-        srv->conn_tail->next = c;
+    if (net->conn_tail != NULL) {
+        net->conn_tail->next = c;
     } else {
-        srv->conn_head = c;
+        net->conn_head = c;
     }
-    srv->conn_tail = c;
+    net->conn_tail = c;
 }
 
 /* Moves c to the most-recently-active end, so the idle sweep reads from the
  * head only. */
 static void mark_active(struct ns_conn *c)
 {
-    c->last_active = uv_now(c->srv->loop);
-    if (!ns_conn_is_closing(c) && c->srv->conn_tail != c) {
-        list_unlink(c->srv, c);
-        list_append(c->srv, c);
+    c->last_active = uv_now(c->net->loop);
+    if (!ns_conn_is_closing(c) && c->net->conn_tail != c) {
+        list_unlink(c->net, c);
+        list_append(c->net, c);
     }
 }
 
@@ -60,8 +60,8 @@ static void mark_dirty(struct ns_conn *c)
 {
     if (!c->dirty) {
         c->dirty = true;
-        c->dirty_next = c->srv->dirty;
-        c->srv->dirty = c;
+        c->dirty_next = c->net->dirty;
+        c->net->dirty = c;
     }
 }
 
@@ -72,7 +72,7 @@ static void account(struct ns_conn *c)
     size_t now = ns_conn_is_closing(c)
                      ? 0
                      : c->rbuf.cap + c->out.cap + c->wlen + c->held_bytes;
-    c->srv->limits.buffered = c->srv->limits.buffered - c->acct + now;
+    c->net->limits.buffered = c->net->limits.buffered - c->acct + now;
     c->acct = now;
 }
 
@@ -89,7 +89,7 @@ static void closed_cb(uv_handle_t *h)
 
 void ns_conn_close(struct ns_conn *c, const char *reason)
 {
-    struct ns_server *srv = c->srv;
+    struct ns_net *net = c->net;
     if (ns_conn_is_closing(c)) {
         return;
     }
@@ -98,15 +98,15 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
         NS_LOG(NS_LOG_INFO, "conn %llu %s: closing: %s",
                (unsigned long long)c->id, c->peer, reason);
     }
-    list_unlink(srv, c);
-    srv->n_conns--;
+    list_unlink(net, c);
+    net->n_conns--;
     account(c);
     if (c->ip_counted) {
-        ns_conn_limits_release(&srv->limits, c->ip);
+        ns_conn_limits_release(&net->limits, c->ip);
     }
-    srv->on_conn_closed(srv, c);
+    net->on_conn_closed(net->ctx, c);
     if (c->dirty) {
-        struct ns_conn **pp = &srv->dirty;
+        struct ns_conn **pp = &net->dirty;
         while (*pp != c) {
             pp = &(*pp)->dirty_next;
         }
@@ -123,8 +123,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     /* One shared chunk: libuv calls read_cb right after alloc_cb on this
      * thread, and the bytes are consumed or copied to the connection before the
      * next alloc. */
-    buf->base = (char *)c->srv->scratch;
-    buf->len = sizeof c->srv->scratch;
+    buf->base = (char *)c->net->scratch;
+    buf->len = sizeof c->net->scratch;
 }
 
 /* Cuts and dispatches whole frames from p[0..len). Returns bytes consumed, or
@@ -153,7 +153,7 @@ static long process(struct ns_conn *c, const uint8_t *p, size_t len)
             ns_conn_close(c, NULL);
             return -1;
         }
-        rv = c->srv->on_request(c->srv, c, &cmd);
+        rv = c->net->on_request(c->net->ctx, c, &cmd);
         ns_cmd_close(&cmd);
         off += frame_len;
         if (rv != 0) {
@@ -205,7 +205,7 @@ void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n)
         return;
     }
     account(c);
-    ns_conn_limits_enforce_budget(c->srv);
+    ns_conn_limits_enforce_budget(c->net);
     if (c->state == NS_CONN_OPEN) {
         drain_rbuf(c);
         account(c);
@@ -302,11 +302,11 @@ static void resume(struct ns_conn *c)
     }
 }
 
-void ns_conn_flush_all(struct ns_server *srv)
+void ns_conn_flush_all(struct ns_net *net)
 {
-    while (srv->dirty != NULL) {
-        struct ns_conn *c = srv->dirty;
-        srv->dirty = c->dirty_next;
+    while (net->dirty != NULL) {
+        struct ns_conn *c = net->dirty;
+        net->dirty = c->dirty_next;
         c->dirty = false;
         c->dirty_next = NULL;
         if (c->state == NS_CONN_RESUMING) {
@@ -330,7 +330,7 @@ int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame)
         return NS_ENOMEM;
     }
     account(c);
-    ns_conn_limits_enforce_budget(c->srv);
+    ns_conn_limits_enforce_budget(c->net);
     if (ns_conn_is_closing(c)) {
         return NS_ETOOBIG;
     }
@@ -394,29 +394,29 @@ static void describe_peer(struct ns_conn *c)
     snprintf(c->ip, sizeof c->ip, "%s", ip);
 }
 
-void ns_conn_accept(struct ns_server *srv)
+void ns_conn_accept(struct ns_net *net)
 {
     struct ns_conn *c = ns_calloc(1, sizeof *c);
     if (c == NULL) {
         NS_LOG(NS_LOG_ERROR, "accept: out of memory");
         return;
     }
-    c->srv = srv;
+    c->net = net;
     c->state = NS_CONN_NEW;
-    uv_tcp_init(srv->loop, &c->tcp);
-    c->id = ++srv->next_conn_id;
+    uv_tcp_init(net->loop, &c->tcp);
+    c->id = ++net->next_conn_id;
     ns_buf_init(&c->rbuf);
     ns_buf_init(&c->out);
-    list_append(srv, c);
-    srv->n_conns++;
-    int rv = uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp);
+    list_append(net, c);
+    net->n_conns++;
+    int rv = uv_accept((uv_stream_t *)&net->listener, (uv_stream_t *)&c->tcp);
     if (rv == 0) {
         uv_tcp_nodelay(&c->tcp, 1);
         describe_peer(c);
         const char *over =
-            ns_conn_limits_admit(&srv->limits, srv->n_conns, c->ip);
+            ns_conn_limits_admit(&net->limits, net->n_conns, c->ip);
         if (over != NULL) {
-            ns_conn_limits_log(&srv->limits, uv_now(srv->loop), c->peer, over);
+            ns_conn_limits_log(&net->limits, uv_now(net->loop), c->peer, over);
             ns_conn_close(c, NULL);
             return;
         }
@@ -427,16 +427,16 @@ void ns_conn_accept(struct ns_server *srv)
         ns_conn_close(c, uv_strerror(rv));
         return;
     }
-    c->last_active = uv_now(srv->loop);
+    c->last_active = uv_now(net->loop);
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: accepted", (unsigned long long)c->id,
            c->peer);
 }
 
-void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms)
+void ns_conn_sweep_idle(struct ns_net *net, uint64_t idle_ms)
 {
-    uint64_t now = uv_now(srv->loop);
-    while (srv->conn_head != NULL &&
-           srv->conn_head->last_active + idle_ms <= now) {
-        ns_conn_close(srv->conn_head, "idle");
+    uint64_t now = uv_now(net->loop);
+    while (net->conn_head != NULL &&
+           net->conn_head->last_active + idle_ms <= now) {
+        ns_conn_close(net->conn_head, "idle");
     }
 }

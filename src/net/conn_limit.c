@@ -12,7 +12,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
-#include "server/server_int.h"
+#include "net/net_int.h"
 
 #define IP_BUCKETS 4096
 #define LOG_EVERY_MS 1000
@@ -118,12 +118,12 @@ void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
     l->n_unlogged = 0;
 }
 
-void ns_conn_limits_enforce_budget(struct ns_server *srv)
+void ns_conn_limits_enforce_budget(struct ns_net *net)
 {
-    struct ns_conn_limits *l = &srv->limits;
+    struct ns_conn_limits *l = &net->limits;
     while ((int64_t)l->buffered > l->cfg.buffer_budget_bytes) {
         struct ns_conn *victim = NULL;
-        for (struct ns_conn *c = srv->conn_head; c != NULL; c = c->next) {
+        for (struct ns_conn *c = net->conn_head; c != NULL; c = c->next) {
             if (victim == NULL || c->acct > victim->acct) {
                 victim = c;
             }
@@ -132,7 +132,7 @@ void ns_conn_limits_enforce_budget(struct ns_server *srv)
             break;
         }
         ns_metrics_limit(NS_LIMIT_BUFFER_BUDGET);
-        ns_conn_limits_log(l, uv_now(srv->loop), victim->peer,
+        ns_conn_limits_log(l, uv_now(net->loop), victim->peer,
                            "holds the most buffered bytes while all client "
                            "connections are over clientBufferBudgetBytes");
         ns_conn_close(victim, NULL);

@@ -10,12 +10,12 @@
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "net/net_int.h"
 
 #define TLS_RECORD 0x16 /* a TLS handshake record: the ClientHello */
 
 /* Builds both contexts from the stored paths; on failure nothing changes. */
-static int load(struct ns_server_tls_state *st)
+static int load(struct ns_net_tls *st)
 {
     char err[512];
     struct ns_tls_ctx *ctx = NULL, *peer = NULL;
@@ -57,9 +57,9 @@ static int load(struct ns_server_tls_state *st)
     return 0;
 }
 
-int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg)
+int ns_conn_tls_init(struct ns_net *net, const struct ns_server_tls *cfg)
 {
-    struct ns_server_tls_state *st = &srv->tls;
+    struct ns_net_tls *st = &net->tls;
     memset(st, 0, sizeof *st);
     if (cfg == NULL || cfg->mode == NS_TLS_MODE_DISABLED) {
         return 0;
@@ -72,20 +72,20 @@ int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg)
     st->trust = ns_strdup(cfg->trust_path);
     if (st->cert == NULL || st->key == NULL ||
         (cfg->trust_path != NULL && st->trust == NULL)) {
-        ns_conn_tls_close(srv);
+        ns_conn_tls_close(net);
         return NS_ENOMEM;
     }
     int rv = load(st);
     if (rv != 0) {
-        ns_conn_tls_close(srv);
+        ns_conn_tls_close(net);
         return rv == NS_ENOMEM ? rv : NS_EIO;
     }
     return 0;
 }
 
-void ns_conn_tls_close(struct ns_server *srv)
+void ns_conn_tls_close(struct ns_net *net)
 {
-    struct ns_server_tls_state *st = &srv->tls;
+    struct ns_net_tls *st = &net->tls;
     ns_tls_ctx_unref(st->ctx);
     ns_tls_ctx_unref(st->peer_ctx);
     ns_free(st->cert);
@@ -94,13 +94,13 @@ void ns_conn_tls_close(struct ns_server *srv)
     memset(st, 0, sizeof *st);
 }
 
-int ns_conn_tls_reload(struct ns_server *s)
+int ns_conn_tls_reload(struct ns_net *net)
 {
-    if (s->tls.mode == NS_TLS_MODE_DISABLED) {
+    if (net->tls.mode == NS_TLS_MODE_DISABLED) {
         NS_LOG(NS_LOG_INFO, "tls: disabled; nothing to reload");
         return 0;
     }
-    int rv = load(&s->tls);
+    int rv = load(&net->tls);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "tls: reload failed; keeping the old certificate");
         return rv == NS_ENOMEM ? rv : NS_EIO;
@@ -110,7 +110,7 @@ int ns_conn_tls_reload(struct ns_server *s)
 
 int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
 {
-    const struct ns_server_tls_state *st = &c->srv->tls;
+    const struct ns_net_tls *st = &c->net->tls;
     bool hello = first == TLS_RECORD;
     const char *refused = NULL;
     if (hello && st->mode == NS_TLS_MODE_DISABLED) {
@@ -129,19 +129,19 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
         return -1;
     }
     if (hello) {
-        c->tls_deadline = uv_now(c->srv->loop) + NS_TLS_HANDSHAKE_MS;
+        c->tls_deadline = uv_now(c->net->loop) + NS_TLS_HANDSHAKE_MS;
     }
     ns_conn_set_state(c, hello ? NS_CONN_HANDSHAKING : NS_CONN_OPEN);
     return 0;
 }
 
-void ns_conn_tls_sweep_handshakes(struct ns_server *srv)
+void ns_conn_tls_sweep_handshakes(struct ns_net *net)
 {
-    if (srv->tls.mode == NS_TLS_MODE_DISABLED) {
+    if (net->tls.mode == NS_TLS_MODE_DISABLED) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
-    struct ns_conn *c = srv->conn_head;
+    uint64_t now = uv_now(net->loop);
+    struct ns_conn *c = net->conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next; /* closing unlinks c */
         if (c->state == NS_CONN_HANDSHAKING && c->tls_deadline != 0 &&
@@ -181,10 +181,10 @@ void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n)
     bool was_up = ns_tls_is_established(c->tls);
     int rv = ns_tls_feed(c->tls, p, n);
     /* The ciphertext is copied: decrypt into the same shared chunk. */
-    uint8_t *plain = c->srv->scratch;
-    size_t got = sizeof c->srv->scratch;
-    while (rv == 0 && got == sizeof c->srv->scratch && !ns_conn_is_closing(c)) {
-        rv = ns_tls_read(c->tls, plain, sizeof c->srv->scratch, &got);
+    uint8_t *plain = c->net->scratch;
+    size_t got = sizeof c->net->scratch;
+    while (rv == 0 && got == sizeof c->net->scratch && !ns_conn_is_closing(c)) {
+        rv = ns_tls_read(c->tls, plain, sizeof c->net->scratch, &got);
         if (rv == 0 && got > 0) {
             opened(c); /* plaintext: the handshake is done */
             ns_conn_input(c, plain, got);

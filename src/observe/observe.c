@@ -213,7 +213,7 @@ static const char *addr_of(const struct ns_observe *o, uint64_t id,
     if ((known != NULL && known[0] != '\0') || id != ns_node_id(o->node)) {
         return known;
     }
-    return which == 0 ? o->srv->client_addr : o->http_addr;
+    return which == 0 ? o->srv->net.client_addr : o->http_addr;
 }
 
 static void put_member(struct ns_json_writer *w, const struct ns_observe *o,
@@ -400,7 +400,7 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_json_write_key(&w, "topics");
     ns_json_write_int(&w, (int64_t)ns_route_n_topics(o->state->route));
     ns_json_write_key(&w, "connections");
-    ns_json_write_int(&w, (int64_t)o->srv->n_conns);
+    ns_json_write_int(&w, (int64_t)o->srv->net.n_conns);
     ns_json_write_obj_end(&w);
     if (rv == 0 && out->err != 0) {
         rv = out->err;
@@ -447,7 +447,7 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         ns_node_term(o->node), ns_node_commit_index(o->node),
         ns_node_last_applied(o->node), ns_node_leader_id(o->node),
         ns_node_is_ready(o->node) ? 1 : 0, ns_observe_is_diverged(o) ? 1 : 0,
-        ns_node_diverge(o->node)->last.index, o->srv->n_conns,
+        ns_node_diverge(o->node)->last.index, o->srv->net.n_conns,
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
     const struct ns_diverge *dv = ns_node_diverge(o->node);

@@ -18,52 +18,13 @@
 #include "raftns/remoting.h"
 #include "raftns/server.h"
 
-#include "net/conn_state.h"
+#include "cluster/cluster.h"
+#include "net/net.h"
 #include "gateway/register_memo.h"
-
-#define NS_CONN_MAX_INFLIGHT                                                   \
-    1024 /* pending writes per connection: pause reads */
-#define NS_CONN_OUT_PAUSE                                                      \
-    (8u * 1024u * 1024u) /* unflushed output that pauses reads */
-#define NS_CONN_OUT_MAX                                                        \
-    (64u * 1024u * 1024u) /* unflushed output that closes                      \
-                           */
-#define NS_READ_CHUNK 65536
-/* The largest command a write may propose: a follower forwards it in one
- * frame (NS_FRAME_MAX) with room for the request header. */
-#define NS_COMMAND_MAX (NS_FRAME_MAX - 65536u)
-
-struct ns_conn;
-struct ns_live;
-struct ns_tls;
-
-/* A TLS handshake on the client port must finish this long after its first
- * byte. */
-#define NS_TLS_HANDSHAKE_MS 10000
-
-/* TLS of the client port and of node-to-node requests (conn_tls.c). */
-struct ns_server_tls_state {
-    enum ns_tls_mode mode;
-    struct ns_tls_ctx *ctx;      /* one reference; NULL when disabled */
-    struct ns_tls_ctx *peer_ctx; /* client side: enforcing, or a trust CA */
-    char *cert, *key, *trust;    /* owned copies for reloads */
-    enum ns_tls_verify client_auth;
-    bool http; /* HTTPS on the observer's port (http.c) */
-};
 
 struct ns_ip_count;
 struct ns_reg_work;
 struct ns_held_read;
-
-/* This node's client-port limits and their bookkeeping (conn_limit.c). */
-struct ns_conn_limits {
-    struct ns_client_limits cfg;
-    struct ns_ip_count **buckets; /* open connections per source address */
-    size_t
-        buffered; /* input and output buffers of all connections (capacity) */
-    uint64_t last_log_ms;
-    uint64_t n_unlogged; /* refusals since the last logged one */
-};
 
 /* Where a reply goes; conn is NULL once the connection closed. */
 struct ns_reply_to {
@@ -77,6 +38,7 @@ struct ns_reply_to {
     /* non-zero: another node forwarded this read (NS_CODE_READ_FORWARD); the
      * reply carries NS_EXT_SERVED_BY with this id (reply.c) */
     uint64_t served_by;
+    const struct ns_waits *waits; /* borrowed: the gateway's (remarks) */
 };
 
 struct ns_pending;
@@ -93,33 +55,6 @@ struct ns_pending {
     struct ns_pending *prev, *next; /* in to.conn's list while attached */
     uint64_t index;                 /* log index of the entry (cluster) */
     void *data; /* owned: the handler's, one block freed with ns_free */
-};
-
-struct ns_conn {
-    uv_tcp_t tcp; /* first: the handle is the allocation */
-    struct ns_server *srv;
-    struct ns_conn *prev, *next; /* server list, least recently active first */
-    struct ns_conn *dirty_next;
-    uint64_t id;
-    char peer[64];
-    char ip[48];        /* source address (per-address limit) */
-    bool ip_counted;    /* counted in the server's per-address table */
-    size_t acct;        /* bytes counted in the server's buffer budget */
-    unsigned n_held;    /* requests taken off the loop: reads paused */
-    size_t held_bytes;  /* bytes those requests hold */
-    struct ns_buf rbuf; /* partial frame bytes */
-    struct ns_buf out;  /* encoded replies not yet handed to uv_write */
-    uv_write_t wreq;
-    uint8_t *wdata; /* owned while a write is in flight, else NULL */
-    size_t wlen;
-    uint64_t last_active;
-    unsigned n_inflight;
-    enum ns_conn_state state; /* changed by ns_conn_set_state only */
-    bool dirty;               /* in srv->dirty: flushed this loop turn */
-    struct ns_tls *tls;    /* owned, NULL for a plain connection (conn_tls.c) */
-    uint64_t tls_deadline; /* uv_now by which the TLS handshake must finish */
-    struct ns_pending *pending; /* replies waiting for apply */
-    struct ns_live *brokers; /* brokers that registered over this connection */
 };
 
 /* Broker liveness of this node (liveness.c over liveness_table.c; never
@@ -152,18 +87,9 @@ struct ns_acl_gate {
 
 struct ns_server {
     uv_loop_t *loop;
-    /* What the transport reports upward (set by server.c, so that conn.c
-     * knows no handler): one decoded request (non-zero: close the
-     * connection), and a connection that is closing (before it is freed). */
-    int (*on_request)(struct ns_server *srv, struct ns_conn *c,
-                      const struct ns_cmd *cmd);
-    void (*on_conn_closed)(struct ns_server *srv, struct ns_conn *c);
     struct ns_waits waits;  /* every wait on the cluster (raftns/waits.h) */
     struct ns_state *state; /* borrowed */
     struct ns_node *node;   /* borrowed */
-    char client_addr[64];
-    int port;
-    uv_tcp_t listener;
     uv_check_t flush_check;
     uv_timer_t scan_timer;
     uv_timer_t idle_timer;
@@ -175,24 +101,18 @@ struct ns_server {
     bool seeded;
     ns_server_stop_cb stop_cb;
     void *stop_arg;
-    struct ns_conn *conn_head, *conn_tail;
-    size_t n_conns;
-    struct ns_conn *dirty;
-    uint64_t next_conn_id;
     uint64_t start_ms;
     struct ns_liveness live;
     struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
     struct ns_observe *observe;         /* borrowed, may be NULL (observe.c) */
     struct ns_cluster *cluster; /* owned: forwarding and peers (cluster.c) */
     struct ns_acl_gate acl;
-    struct ns_server_tls_state tls;
-    struct ns_conn_limits limits;
+    struct ns_net net; /* the client listener and connections (net.h) */
     /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
      * being decoded (register_async.c) */
     struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
     /* forwarded reads waiting for a leader, and since when (uv_now) no
      * leader is known, 0 while one is (held_read.c) */
-    uint8_t scratch[NS_READ_CHUNK];
 };
 
 /* A decoded request being dispatched. */
@@ -209,79 +129,6 @@ struct ns_req {
     bool may_forward;
 };
 
-/* --- conn.c --- */
-void ns_conn_accept(struct ns_server *srv);
-/* Closes (idempotent); freed in the close callback. reason is logged when
- * non-NULL. */
-void ns_conn_close(struct ns_conn *c, const char *reason);
-/* Moves c to state to; asserts the change is legal (conn_state.h). */
-void ns_conn_set_state(struct ns_conn *c, enum ns_conn_state to);
-/* Whether c is closing or closed: it sends and dispatches nothing more. */
-static inline bool ns_conn_is_closing(const struct ns_conn *c)
-{
-    return c->state >= NS_CONN_CLOSING;
-}
-/* Appends an encoded frame and schedules a flush. 0, or NS_ENOMEM/NS_ETOOBIG
- * (closed). */
-int ns_conn_queue(struct ns_conn *c, const struct ns_buf *frame);
-/* Flushes every connection with pending output (once per loop turn). */
-void ns_conn_flush_all(struct ns_server *srv);
-/* Closes connections idle longer than idle_ms. */
-void ns_conn_sweep_idle(struct ns_server *srv, uint64_t idle_ms);
-/* Re-evaluates read pausing after an in-flight request finished. */
-void ns_conn_update_flow(struct ns_conn *c);
-/* Cuts and dispatches plaintext bytes (borrowed) of a connection, buffering a
- * partial frame; conn_tls.c feeds it what it decrypted. */
-void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n);
-
-/* --- conn_tls.c: the TLS side of connections --- */
-/* Loads the contexts of cfg (NULL = disabled) into srv->tls. 0, NS_EIO
- * (logged) or NS_ENOMEM. */
-int ns_conn_tls_init(struct ns_server *srv, const struct ns_server_tls *cfg);
-/* SIGHUP: reloads the certificate files; on failure the old ones stay. 0,
- * NS_EIO or NS_ENOMEM. */
-int ns_conn_tls_reload(struct ns_server *srv);
-void ns_conn_tls_close(struct ns_server *srv);
-/* Decides by the first byte of a connection: plain, TLS (c->tls is set) or
- * refused (closed, logged). 0 = go on, -1 = closed. */
-int ns_conn_tls_classify(struct ns_conn *c, uint8_t first);
-/* Decrypts ciphertext (borrowed) into ns_conn_input; closes c on a TLS
- * failure (logged). */
-void ns_conn_tls_input(struct ns_conn *c, const uint8_t *p, size_t n);
-/* Encrypts c->out (emptied) and returns every ciphertext byte to send (owned,
- * ns_free) with *len, or NULL when there is none or c was closed. */
-uint8_t *ns_conn_tls_output(struct ns_conn *c, size_t *len);
-/* Closes the connections whose TLS handshake did not finish within
- * NS_TLS_HANDSHAKE_MS (logged), so a stalled handshake holds no session for
- * the whole idle time. Walks the connections only when TLS is on. */
-void ns_conn_tls_sweep_handshakes(struct ns_server *srv);
-/* A request of c that holds bytes (counted in the buffer budget) is handled
- * off the loop: c dispatches nothing more until ns_conn_unhold (request order
- * is kept). */
-void ns_conn_hold(struct ns_conn *c, size_t bytes);
-void ns_conn_unhold(struct ns_conn *c, size_t bytes);
-
-/* --- conn_limit.c --- */
-/* Defaults for the zero fields of cfg (borrowed, may be NULL). 0 or
- * NS_ENOMEM. */
-int ns_conn_limits_init(struct ns_conn_limits *l,
-                        const struct ns_client_limits *cfg);
-void ns_conn_limits_close(struct ns_conn_limits *l);
-/* Counts a connection from ip when n_conns (this one included) and the
- * address's count allow it: NULL, else the reason (nothing counted, the refusal
- * counted in /metrics). */
-const char *ns_conn_limits_admit(struct ns_conn_limits *l, size_t n_conns,
-                                 const char *ip);
-/* Uncounts a connection that was admitted from ip. */
-void ns_conn_limits_release(struct ns_conn_limits *l, const char *ip);
-/* Logs a refusal, at most one line a second. */
-void ns_conn_limits_log(struct ns_conn_limits *l, uint64_t now_ms,
-                        const char *peer, const char *reason);
-/* Closes the connections holding the most buffered bytes until the total is
- * within clientBufferBudgetBytes. */
-void ns_conn_limits_enforce_budget(struct ns_server *srv);
-
-/* --- dispatch.c --- */
 /* Handles one decoded request; non-zero = close the connection. */
 int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
                 const struct ns_cmd *cmd);
@@ -295,6 +142,13 @@ int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
  * refused with code 16. */
 int ns_dispatch_forwarded(struct ns_server *srv, struct ns_conn *conn,
                           const struct ns_cmd *cmd, uint64_t served_by);
+
+/* --- handle_cluster.c: the private codes (codes.h) --- */
+int ns_handle_private(struct ns_req *req);
+/* True when the private request req is signed by the cluster secret
+ * (ns_cluster_check_signed); otherwise it was answered with code 16 and the
+ * reason, and the caller returns 0. */
+bool ns_handle_private_is_signed(struct ns_req *req);
 
 /* --- held_read.c --- */
 /* Dispatch gate for reads with raftnsConsistent=true: true when the request
@@ -377,11 +231,6 @@ int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
 /* --- pending.c --- */
 /* Detaches every pending reply of a closing connection. */
 void ns_pending_detach_all(struct ns_conn *c);
-
-/* --- clock.c --- */
-/* Wall-clock milliseconds for commands (leader_time_ms) and DataVersion
- * defaults. */
-int64_t ns_clock_wall_ms(void);
 
 /* --- liveness.c --- */
 int ns_liveness_init(struct ns_liveness *lv);

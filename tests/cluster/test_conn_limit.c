@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/server/server_int.h"
+#include "../../src/net/net_int.h"
 #include "raftns/metrics.h"
 
 static unsigned long long refused(const char *limit)

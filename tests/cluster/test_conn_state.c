@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/server/server_int.h"
+#include "../../src/net/net_int.h"
 
 #define NEW NS_CONN_NEW
 #define HS NS_CONN_HANDSHAKING

@@ -3,7 +3,7 @@
  * argument instead. */
 #include <time.h>
 
-#include "server/server_int.h"
+#include "cluster/cluster.h"
 
 int64_t ns_clock_wall_ms(void)
 {
