@@ -66,6 +66,9 @@ struct ns_server_config {
     /* this node's client-port limits; all zero = the defaults */
     struct ns_client_limits limits;
     struct ns_waits waits; /* zero fields = the defaults */
+    /* borrowed, may be NULL: every start-up setting (cluster file and
+     * --set), for the node-local controller settings (docs/controller.md) */
+    const struct ns_props *settings;
 };
 
 /* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,

@@ -81,8 +81,12 @@ int ns_handle_get_config(struct ns_req *req)
 {
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_reply_buf(
-        &req->to, ns_config_encode_properties(req->srv->state->config, &b), &b);
+    int rv = ns_config_encode_properties(req->srv->state->config, &b);
+    /* the controller's node-local settings, while it runs (config get) */
+    if (rv == 0 && req->srv->controller.set.enabled) {
+        ns_controller_encode_settings(&req->srv->controller, &b, false);
+    }
+    rv = ns_reply_buf(&req->to, rv, &b);
     ns_buf_close(&b);
     return rv;
 }

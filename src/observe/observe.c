@@ -401,6 +401,15 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_json_write_int(&w, (int64_t)ns_route_n_topics(o->state->route));
     ns_json_write_key(&w, "connections");
     ns_json_write_int(&w, (int64_t)o->srv->net.n_conns);
+    if (o->srv->controller.set.enabled) {
+        struct ns_buf cb;
+        ns_buf_init(&cb);
+        ns_controller_status_json(&o->srv->controller, &cb);
+        ns_json_write_key(&w, "controller");
+        ns_json_write_raw(&w, (const char *)cb.data, cb.len);
+        out->err = out->err ? out->err : cb.err;
+        ns_buf_close(&cb);
+    }
     ns_json_write_obj_end(&w);
     if (rv == 0 && out->err != 0) {
         rv = out->err;
@@ -500,6 +509,9 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_peer_backpressure_total %" PRIu64 "\n",
                   ps.accepted, ps.connected, ps.refused, ps.violations,
                   ps.pauses);
+    if (o->srv->controller.set.enabled) {
+        ns_controller_metrics(&o->srv->controller, out);
+    }
 }
 
 /* NS_CODE_STATUS on the client port: the same document as /status. */

@@ -34,6 +34,7 @@ static void conn_closed(void *ctx, struct ns_conn *c)
     struct ns_server *srv = ctx;
     ns_pending_detach_all(c);
     ns_liveness_conn_closed(srv, c);
+    ns_controller_conn_closed(&srv->controller, c->id);
 }
 
 static int on_request(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd)
@@ -82,6 +83,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         goto err_after_tls;
     }
     ns_cluster_set_tick_hook(s->cluster, seed_acl, s);
+    ns_controller_init(&s->controller, loop, cfg->settings, state, node,
+                       s->cluster);
     *out = s;
     return 0;
 
@@ -147,6 +150,7 @@ static void watch_cb(void *arg)
     }
     s->was_leader = leader;
     ns_cluster_on_change(s->cluster);
+    ns_controller_on_change(&s->controller);
 }
 
 int ns_server_start(struct ns_server *s)
@@ -175,6 +179,7 @@ int ns_server_start(struct ns_server *s)
     uv_timer_start(&s->idle_timer, idle_cb, IDLE_SWEEP_MS, IDLE_SWEEP_MS);
     ns_node_set_watch(s->node, watch_cb, s);
     ns_cluster_start(s->cluster, &s->net.tls.peer_ctx);
+    ns_controller_start(&s->controller);
     watch_cb(s);
     return 0;
 }
@@ -216,6 +221,7 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
         }
         return;
     }
+    ns_controller_stop(&s->controller);
     ns_net_stop(&s->net, net_stopped, s);
     ns_cluster_stop(s->cluster);
     NS_LOG(NS_LOG_INFO, "server: stopping");
@@ -232,6 +238,7 @@ void ns_server_destroy(struct ns_server *s)
     }
     ns_cluster_destroy(s->cluster);
     s->cluster = NULL;
+    ns_controller_close(&s->controller);
     ns_acl_gate_close(&s->acl);
     ns_net_close(&s->net);
     ns_register_async_clear(s);

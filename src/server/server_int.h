@@ -20,6 +20,7 @@
 
 #include "cluster/cluster.h"
 #include "net/net.h"
+#include "controller/controller.h"
 #include "gateway/register_memo.h"
 
 struct ns_ip_count;
@@ -108,6 +109,8 @@ struct ns_server {
     struct ns_cluster *cluster; /* owned: forwarding and peers (cluster.c) */
     struct ns_acl_gate acl;
     struct ns_net net; /* the client listener and connections (net.h) */
+    struct ns_controller
+        controller; /* the RocketMQ 5 controller (controller.h) */
     /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one
      * being decoded (register_async.c) */
     struct ns_reg_work *reg_queue, *reg_queue_tail, *reg_running;
@@ -298,6 +301,13 @@ int ns_handle_register_broker(struct ns_req *req);
 int ns_handle_unregister_broker(struct ns_req *req);
 int ns_handle_query_data_version(struct ns_req *req);
 int ns_handle_broker_heartbeat(struct ns_req *req);
+/* --- handle_controller.c: the controller codes (CONTROLLER.md §2) --- */
+int ns_handle_controller_heartbeat(struct ns_req *req);     /* 904 */
+int ns_handle_controller_metadata(struct ns_req *req);      /* 1005 */
+int ns_handle_controller_get_config(struct ns_req *req);    /* 1010 */
+int ns_handle_controller_update_config(struct ns_req *req); /* 1009 */
+/* 1001-1004, 1006, 1011-1013 */
+int ns_handle_controller_queued(struct ns_req *req);
 int ns_handle_route(struct ns_req *req);
 int ns_handle_cluster_info(struct ns_req *req);
 int ns_handle_all_topics(struct ns_req *req);
