@@ -105,6 +105,33 @@ int ns_server_port(const struct ns_server *s);
  * stopped). Idempotent. */
 void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg);
 void ns_server_destroy(struct ns_server *s);
+/* --- for the observer (src/observe/), which sits over this API --- */
+
+struct ns_buf;
+struct ns_cluster;
+struct ns_tls_ctx;
+/* Writes the status document into out; 0 or NS_ENOMEM. */
+typedef int (*ns_server_status_fn)(void *ctx, struct ns_buf *out);
+/* NS_CODE_STATUS on the client port answers fn(ctx) (borrowed until replaced;
+ * NULL = "status not available"). */
+void ns_server_set_status(struct ns_server *s, ns_server_status_fn fn,
+                          void *ctx);
+/* The client address as configured (borrowed). */
+const char *ns_server_client_addr(const struct ns_server *s);
+/* Open client connections. */
+size_t ns_server_n_conns(const struct ns_server *s);
+/* The TLS context HTTPS uses now (httpTls; borrowed until the next reload),
+ * or NULL for plain HTTP. */
+struct ns_tls_ctx *ns_server_https_ctx(const struct ns_server *s);
+/* The cluster room of the server (borrowed; src/cluster/cluster.h). */
+struct ns_cluster *ns_server_cluster(struct ns_server *s);
+/* While the controller runs (enableControllerInNamesrv): appends its /status
+ * object to out and returns true; else false, out untouched. */
+bool ns_server_controller_status(const struct ns_server *s, struct ns_buf *out);
+/* Appends the controller's /metrics lines while it runs. */
+void ns_server_controller_metrics(const struct ns_server *s,
+                                  struct ns_buf *out);
+
 /* Reloads the TLS files (SIGHUP): new connections use the new contexts,
  * established ones keep theirs. 0 (or TLS disabled), NS_EIO (logged; the old
  * contexts stay) or NS_ENOMEM. */

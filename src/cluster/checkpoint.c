@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
-#include "observe/observe.h"
 
 void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
                         unsigned every_ms, uint64_t corrupt_at)
@@ -22,11 +22,11 @@ void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
 }
 
 /* Test hook: changes the local state outside the log, as a bug would. */
-static void corrupt_state(struct ns_observe *o, uint64_t index)
+static void corrupt_state(struct ns_integrity *ig, uint64_t index)
 {
-    struct ns_checkpoint *c = &o->ckpt;
+    struct ns_checkpoint *c = &ig->ckpt;
     c->corrupted = true;
-    if (ns_kv_put(o->state->kv, "raftns.test", "corrupt", "1") != 0) {
+    if (ns_kv_put(ig->state->kv, "raftns.test", "corrupt", "1") != 0) {
         NS_LOG(NS_LOG_ERROR, "checkpoint: test corruption out of memory");
         return;
     }
@@ -39,12 +39,12 @@ static void corrupt_state(struct ns_observe *o, uint64_t index)
 bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
                             size_t len, const struct ns_apply_result *res)
 {
-    struct ns_observe *o = arg;
-    struct ns_checkpoint *c = &o->ckpt;
+    struct ns_integrity *ig = arg;
+    struct ns_checkpoint *c = &ig->ckpt;
     (void)cmd;
     (void)len;
     if (c->corrupt_at != 0 && !c->corrupted && index >= c->corrupt_at) {
-        corrupt_state(o, index);
+        corrupt_state(ig, index);
     }
     if (res->type == NS_CMD_CHECKPOINT) {
         c->n_pending = 0;
@@ -54,7 +54,7 @@ bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
          * checkpoint, and that for the next verdict, for ever. */
         c->n_pending++;
         if (c->first_pending_ms == 0) {
-            c->first_pending_ms = uv_now(o->loop) + 1; /* never 0 */
+            c->first_pending_ms = uv_now(ig->loop) + 1; /* never 0 */
         }
     }
     return false;
@@ -63,19 +63,19 @@ bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
 static void proposed_cb(void *arg, int status, uint64_t index,
                         const struct ns_apply_result *res)
 {
-    struct ns_observe *o = arg;
+    struct ns_integrity *ig = arg;
     (void)index;
     (void)res;
-    o->ckpt.in_flight = false;
+    ig->ckpt.in_flight = false;
     if (status != 0) {
         NS_LOG(NS_LOG_INFO, "checkpoint: proposal not applied: %s",
                ns_strerror(status));
     }
 }
 
-static bool is_due(const struct ns_observe *o)
+static bool is_due(const struct ns_integrity *ig)
 {
-    const struct ns_checkpoint *c = &o->ckpt;
+    const struct ns_checkpoint *c = &ig->ckpt;
     if (c->wanted) {
         return true; /* a recovering node waits to be judged */
     }
@@ -85,18 +85,18 @@ static bool is_due(const struct ns_observe *o)
     if (c->n_pending >= c->every_entries) {
         return true;
     }
-    return uv_now(o->loop) + 1 - c->first_pending_ms >= c->every_ms;
+    return uv_now(ig->loop) + 1 - c->first_pending_ms >= c->every_ms;
 }
 
-void ns_checkpoint_tick(struct ns_observe *o)
+void ns_checkpoint_tick(struct ns_integrity *ig)
 {
-    struct ns_checkpoint *c = &o->ckpt;
+    struct ns_checkpoint *c = &ig->ckpt;
     /* A diverged leader still checkpoints: its digest is one vote and the
      * majority judges it (it hands leadership over meanwhile). */
-    if (c->in_flight || !ns_node_is_leader(o->node) || !is_due(o)) {
+    if (c->in_flight || !ns_node_is_leader(ig->node) || !is_due(ig)) {
         return;
     }
-    const struct ns_diverge_mark *last = &ns_node_diverge(o->node)->last;
+    const struct ns_diverge_mark *last = &ns_node_diverge(ig->node)->last;
     struct ns_command cmd;
     ns_command_init(&cmd, NS_CMD_CHECKPOINT);
     cmd.leader_time_ms = ns_clock_wall_ms();
@@ -104,8 +104,8 @@ void ns_checkpoint_tick(struct ns_observe *o)
      * record for log readers; nobody compares against it any more. */
     cmd.u.checkpoint.index = last->index;
     cmd.u.checkpoint.digest = last->digest;
-    int rv = ns_cluster_submit(o->srv->cluster, &cmd, NS_SUBMIT_LEADER,
-                               proposed_cb, o);
+    int rv =
+        ns_cluster_submit(ig->cluster, &cmd, NS_SUBMIT_LEADER, proposed_cb, ig);
     if (rv == 0) {
         c->in_flight = true;
         c->wanted = false;

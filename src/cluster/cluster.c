@@ -43,6 +43,7 @@ int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     }
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
     ns_cluster_submit_init(cl);
+    ns_integrity_init(&cl->integrity, loop, state, node, cl);
     const char *delay = getenv("RAFTNS_TEST_READY_DELAY_MS");
     if (delay != NULL && delay[0] != '\0') {
         cl->test_ready_delay_ms = strtoull(delay, NULL, 10);
@@ -436,6 +437,7 @@ void ns_cluster_destroy(struct ns_cluster *cl)
     }
     ns_replay_close(&cl->replay);
     ns_cluster_submit_close(cl);
+    ns_integrity_close(&cl->integrity);
     ns_free(cl->secret);
     ns_free(cl);
 }

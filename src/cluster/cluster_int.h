@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/replay.h"
 
 struct fwd;
@@ -51,6 +52,7 @@ struct ns_cluster {
      * first send, as a connection that delivers late would. 0 = off. */
     uint64_t test_echo_ms;
     struct echo *echoes;
+    struct ns_integrity integrity; /* divergence work (integrity.h) */
 };
 
 /* Aims the leader connection at the current leader: 0, or NS_ENOTLEADER when

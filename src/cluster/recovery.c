@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "observe/observe.h"
 
 /* As large as a frame allows with room for the header: a state that fits is
  * copied in one reply, taken at the leader's applied index when it answers,
@@ -63,16 +63,16 @@ static void reset_fetch(struct ns_recovery *r)
     ns_buf_close(&r->got); /* a copy can be large: keep no capacity */
 }
 
-static void fetch_failed(struct ns_observe *o, const char *why)
+static void fetch_failed(struct ns_integrity *ig, const char *why)
 {
-    struct ns_recovery *r = &o->recovery;
+    struct ns_recovery *r = &ig->recovery;
     reset_fetch(r);
     r->n_failed++;
     r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS : r->backoff_ms * 2;
     if (r->backoff_ms > BACKOFF_MAX_MS) {
         r->backoff_ms = BACKOFF_MAX_MS;
     }
-    r->next_ms = uv_now(o->loop) + r->backoff_ms;
+    r->next_ms = uv_now(ig->loop) + r->backoff_ms;
     NS_LOG(NS_LOG_WARN,
            "recover: fetching the leader's state failed: %s; retrying in "
            "%" PRIu64 " ms",
@@ -81,9 +81,9 @@ static void fetch_failed(struct ns_observe *o, const char *why)
 
 static void fetch_reply(void *arg, int status, const struct ns_cmd *reply);
 
-static void fetch_next(struct ns_observe *o)
+static void fetch_next(struct ns_integrity *ig)
 {
-    struct ns_recovery *r = &o->recovery;
+    struct ns_recovery *r = &ig->recovery;
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
     cmd.code = NS_CODE_STATE_FETCH;
@@ -93,20 +93,20 @@ static void fetch_next(struct ns_observe *o)
         rv = set_ext_u64(&cmd, NS_EXT_OFFSET, r->got.len);
     }
     if (rv == 0) {
-        rv = ns_cluster_leader_request(o->srv->cluster, &cmd, FETCH_TIMEOUT_MS,
-                                       fetch_reply, o);
+        rv = ns_cluster_leader_request(ig->cluster, &cmd, FETCH_TIMEOUT_MS,
+                                       fetch_reply, ig);
     }
     ns_cmd_close(&cmd);
     if (rv != 0) {
-        fetch_failed(o, ns_strerror(rv));
+        fetch_failed(ig, ns_strerror(rv));
     }
 }
 
-static void install(struct ns_observe *o)
+static void install(struct ns_integrity *ig)
 {
-    struct ns_recovery *r = &o->recovery;
-    if (ns_node_diverge(o->node)->health != NS_DIVERGE_DIVERGED ||
-        ns_node_role(o->node) == NS_ROLE_LEADER) {
+    struct ns_recovery *r = &ig->recovery;
+    if (ns_node_diverge(ig->node)->health != NS_DIVERGE_DIVERGED ||
+        ns_node_role(ig->node) == NS_ROLE_LEADER) {
         /* A later verdict agreed meanwhile, or this node was elected: the
          * copy is not needed, or skipping would fail its own proposals. */
         NS_LOG(NS_LOG_INFO, "recover: copy no longer needed; dropped");
@@ -117,7 +117,7 @@ static void install(struct ns_observe *o)
            "recover: copy of %zu bytes at index %" PRIu64
            " received in %u chunks",
            r->got.len, r->at, r->n_chunks);
-    int rv = ns_node_install_state(o->node, r->got.data, r->got.len, r->at);
+    int rv = ns_node_install_state(ig->node, r->got.data, r->got.len, r->at);
     uint64_t at = r->at;
     reset_fetch(r);
     if (rv == NS_EAGAIN) {
@@ -127,36 +127,36 @@ static void install(struct ns_observe *o)
                "recover: applied past the leader's copy at %" PRIu64
                "; fetching a newer one",
                at);
-        r->next_ms = uv_now(o->loop) + RETRY_SOON_MS;
+        r->next_ms = uv_now(ig->loop) + RETRY_SOON_MS;
         return;
     }
     if (rv != 0) {
-        fetch_failed(o, ns_strerror(rv));
+        fetch_failed(ig, ns_strerror(rv));
         return;
     }
     r->backoff_ms = 0;
     r->next_ms = 0;
     /* Ask for the checkpoint that judges the installed state at once. */
-    o->verdicts.reported_to = 0;
+    ig->verdicts.reported_to = 0;
 }
 
 static void fetch_reply(void *arg, int status, const struct ns_cmd *reply)
 {
-    struct ns_observe *o = arg;
-    struct ns_recovery *r = &o->recovery;
+    struct ns_integrity *ig = arg;
+    struct ns_recovery *r = &ig->recovery;
     if (!r->fetching) {
         return;
     }
-    if (o->stopping) {
+    if (ig->stopping) {
         reset_fetch(r);
         return;
     }
     if (status != 0) {
-        fetch_failed(o, ns_strerror(status));
+        fetch_failed(ig, ns_strerror(status));
         return;
     }
     if (reply->code != NS_CODE_SUCCESS) {
-        fetch_failed(o, reply->remark != NULL ? reply->remark : "refused");
+        fetch_failed(ig, reply->remark != NULL ? reply->remark : "refused");
         return;
     }
     uint64_t at = 0, total = 0, offset = 0;
@@ -167,35 +167,35 @@ static void fetch_reply(void *arg, int status, const struct ns_cmd *reply)
         (r->at != 0 && (at != r->at || total != r->total)) ||
         reply->body_len > total - offset ||
         (reply->body_len == 0 && offset < total)) {
-        fetch_failed(o, "inconsistent chunk");
+        fetch_failed(ig, "inconsistent chunk");
         return;
     }
     r->at = at;
     r->total = total;
     r->n_chunks++;
     if (ns_buf_append(&r->got, reply->body, reply->body_len) != 0) {
-        fetch_failed(o, "out of memory");
+        fetch_failed(ig, "out of memory");
         return;
     }
     if (r->got.len < r->total) {
-        fetch_next(o);
+        fetch_next(ig);
         return;
     }
-    install(o);
+    install(ig);
 }
 
-static void follower_tick(struct ns_observe *o, uint64_t now)
+static void follower_tick(struct ns_integrity *ig, uint64_t now)
 {
-    struct ns_recovery *r = &o->recovery;
-    const struct ns_diverge *d = ns_node_diverge(o->node);
+    struct ns_recovery *r = &ig->recovery;
+    const struct ns_diverge *d = ns_node_diverge(ig->node);
     if (d->health != NS_DIVERGE_DIVERGED) {
         if (!r->fetching) {
             r->next_ms = 0;
         }
         return;
     }
-    uint64_t leader = ns_node_leader_id(o->node);
-    if (r->fetching || leader == 0 || leader == ns_node_id(o->node)) {
+    uint64_t leader = ns_node_leader_id(ig->node);
+    if (r->fetching || leader == 0 || leader == ns_node_id(ig->node)) {
         return; /* a diverged leader steps down first (verdict.c) */
     }
     if (r->next_ms == 0) {
@@ -212,33 +212,33 @@ static void follower_tick(struct ns_observe *o, uint64_t now)
     r->n_attempts++;
     reset_fetch(r);
     r->fetching = true;
-    fetch_next(o);
+    fetch_next(ig);
 }
 
-void ns_recovery_tick(struct ns_observe *o)
+void ns_recovery_tick(struct ns_integrity *ig)
 {
-    struct ns_recovery *r = &o->recovery;
-    uint64_t now = uv_now(o->loop);
+    struct ns_recovery *r = &ig->recovery;
+    uint64_t now = uv_now(ig->loop);
     if (r->cache != NULL && now - r->cache_used_ms > CACHE_IDLE_MS) {
         ns_free(r->cache);
         r->cache = NULL;
         r->cache_len = 0;
     }
-    follower_tick(o, now);
+    follower_tick(ig, now);
 }
 
 /* --- the leader --- */
 
 /* Encodes the state at the applied index unless the cache holds it. */
-static int refresh_cache(struct ns_observe *o, uint64_t applied)
+static int refresh_cache(struct ns_integrity *ig, uint64_t applied)
 {
-    struct ns_recovery *r = &o->recovery;
+    struct ns_recovery *r = &ig->recovery;
     if (r->cache != NULL && r->cache_at == applied) {
         return 0;
     }
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_snapshot_encode(o->state, &b);
+    int rv = ns_snapshot_encode(ig->state, &b);
     if (rv == 0 && b.err != 0) {
         rv = b.err;
     }
@@ -256,36 +256,27 @@ static int refresh_cache(struct ns_observe *o, uint64_t applied)
     return 0;
 }
 
-int ns_recovery_handle_state_fetch(struct ns_req *req)
+int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
+                      struct ns_recovery_chunk *out, char *remark, size_t cap)
 {
-    if (!ns_handle_private_is_signed(req)) {
-        return 0;
+    if (!ig->active || !ns_node_is_leader(ig->node) ||
+        ns_node_is_diverged(ig->node)) {
+        snprintf(remark, cap, "raftns: not a healthy leader");
+        return NS_ENOTLEADER;
     }
-    struct ns_observe *o = req->srv->observe;
-    if (o == NULL || !ns_node_is_leader(o->node) ||
-        ns_node_is_diverged(o->node)) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "raftns: not a healthy leader");
-    }
-    struct ns_recovery *r = &o->recovery;
-    uint64_t index = 0, offset = 0;
-    if (!ext_u64(req->cmd, NS_EXT_INDEX, &index) ||
-        !ext_u64(req->cmd, NS_EXT_OFFSET, &offset)) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "state fetch without index or offset");
-    }
+    struct ns_recovery *r = &ig->recovery;
     if (index == 0) {
         /* The state is exactly the applied index's: handlers run between
          * raft's apply callbacks. */
-        int rv = offset == 0 ? refresh_cache(o, ns_node_last_applied(o->node))
+        int rv = offset == 0 ? refresh_cache(ig, ns_node_last_applied(ig->node))
                              : NS_EINVAL;
         if (rv == NS_ENOMEM) {
             return rv;
         }
         if (rv != 0) {
-            return ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                                    "raftns: cannot serve the state: %s",
-                                    ns_strerror(rv));
+            snprintf(remark, cap, "raftns: cannot serve the state: %s",
+                     ns_strerror(rv));
+            return rv;
         }
         r->n_served++;
         NS_LOG(NS_LOG_WARN,
@@ -294,10 +285,11 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
                r->cache_len, r->cache_at);
     } else if (r->cache == NULL || r->cache_at != index ||
                offset > r->cache_len) {
-        return ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
-                                "raftns: the state at index %" PRIu64
-                                " is no longer held; start again",
-                                index);
+        snprintf(remark, cap,
+                 "raftns: the state at index %" PRIu64
+                 " is no longer held; start again",
+                 index);
+        return NS_ENOTFOUND;
     }
     size_t chunk = r->cache_len - (size_t)offset;
     size_t max =
@@ -305,17 +297,11 @@ int ns_recovery_handle_state_fetch(struct ns_req *req)
     if (chunk > max) {
         chunk = max;
     }
-    r->cache_used_ms = uv_now(o->loop);
-    struct ns_cmd reply;
-    ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
-    int rv = set_ext_u64(&reply, NS_EXT_INDEX, r->cache_at);
-    rv |= set_ext_u64(&reply, NS_EXT_TOTAL, r->cache_len);
-    rv |= set_ext_u64(&reply, NS_EXT_OFFSET, offset);
-    if (rv != 0) {
-        ns_cmd_close(&reply);
-        return NS_ENOMEM;
-    }
-    reply.body = r->cache + offset;
-    reply.body_len = chunk;
-    return ns_reply_send(&req->to, &reply);
+    r->cache_used_ms = uv_now(ig->loop);
+    out->at = r->cache_at;
+    out->total = r->cache_len;
+    out->offset = offset;
+    out->bytes = r->cache + offset;
+    out->len = chunk;
+    return 0;
 }

@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/integrity.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "observe/observe.h"
 
 #define REPORT_VERSION 1
 #define REPORT_MAX_MARKS NS_DIVERGE_RING
@@ -58,8 +58,8 @@ static bool wants_checkpoint(const struct ns_diverge *d)
 
 static void report_done(void *arg, int status, const struct ns_cmd *reply)
 {
-    struct ns_observe *o = arg;
-    struct ns_verdicts *v = &o->verdicts;
+    struct ns_integrity *ig = arg;
+    struct ns_verdicts *v = &ig->verdicts;
     v->report_in_flight = false;
     if (status != 0 || reply->code != NS_CODE_SUCCESS) {
         NS_LOG(NS_LOG_DEBUG, "verdict: digest report refused (%s)",
@@ -70,14 +70,14 @@ static void report_done(void *arg, int status, const struct ns_cmd *reply)
     }
 }
 
-static void send_report(struct ns_observe *o, uint64_t now)
+static void send_report(struct ns_integrity *ig, uint64_t now)
 {
-    struct ns_verdicts *v = &o->verdicts;
-    uint64_t leader = ns_node_leader_id(o->node);
-    if (v->report_in_flight || leader == 0 || leader == ns_node_id(o->node)) {
+    struct ns_verdicts *v = &ig->verdicts;
+    uint64_t leader = ns_node_leader_id(ig->node);
+    if (v->report_in_flight || leader == 0 || leader == ns_node_id(ig->node)) {
         return;
     }
-    const struct ns_diverge *d = ns_node_diverge(o->node);
+    const struct ns_diverge *d = ns_node_diverge(ig->node);
     struct ns_diverge_mark marks[REPORT_MAX_MARKS];
     size_t n = ns_diverge_unjudged(d, marks, REPORT_MAX_MARKS);
     bool recovering = wants_checkpoint(d);
@@ -108,8 +108,8 @@ static void send_report(struct ns_observe *o, uint64_t now)
     cmd.body_len = body.len;
     int rv = body.err;
     if (rv == 0) {
-        rv = ns_cluster_leader_request(o->srv->cluster, &cmd, REPORT_TIMEOUT_MS,
-                                       report_done, o);
+        rv = ns_cluster_leader_request(ig->cluster, &cmd, REPORT_TIMEOUT_MS,
+                                       report_done, ig);
     }
     if (rv == 0) {
         v->report_in_flight = true;
@@ -132,10 +132,10 @@ static void send_report(struct ns_observe *o, uint64_t now)
 static void verdict_done(void *arg, int status, uint64_t index,
                          const struct ns_apply_result *res)
 {
-    struct ns_observe *o = arg;
+    struct ns_integrity *ig = arg;
     (void)index;
     (void)res;
-    o->verdicts.in_flight = false;
+    ig->verdicts.in_flight = false;
     if (status != 0) {
         NS_LOG(NS_LOG_WARN, "verdict: proposal not applied: %s",
                ns_strerror(status));
@@ -153,18 +153,18 @@ static void log_ids(char *out, size_t size, const uint64_t *ids, size_t n)
     }
 }
 
-static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
+static void propose_verdict(struct ns_integrity *ig, struct ns_command *cmd)
 {
     cmd->leader_time_ms = ns_clock_wall_ms();
-    int rv = ns_cluster_submit(o->srv->cluster, cmd, NS_SUBMIT_LEADER,
-                               verdict_done, o);
+    int rv =
+        ns_cluster_submit(ig->cluster, cmd, NS_SUBMIT_LEADER, verdict_done, ig);
     char agree[256], dissent[256];
     log_ids(agree, sizeof agree, cmd->u.verdict.agree, cmd->u.verdict.n_agree);
     log_ids(dissent, sizeof dissent, cmd->u.verdict.dissent,
             cmd->u.verdict.n_dissent);
     if (rv == 0) {
-        o->verdicts.in_flight = true;
-        o->verdicts.n_proposed++;
+        ig->verdicts.in_flight = true;
+        ig->verdicts.n_proposed++;
         NS_LOG(cmd->u.verdict.n_dissent > 0 ? NS_LOG_WARN : NS_LOG_INFO,
                "verdict: checkpoint %" PRIu64 ": digest %016" PRIx64
                " held by voters [%s], other digests by [%s]",
@@ -174,15 +174,15 @@ static void propose_verdict(struct ns_observe *o, struct ns_command *cmd)
     }
 }
 
-static void decide(struct ns_observe *o)
+static void decide(struct ns_integrity *ig)
 {
-    struct ns_verdicts *v = &o->verdicts;
-    if (!v->leading || v->in_flight || !ns_node_is_leader(o->node)) {
+    struct ns_verdicts *v = &ig->verdicts;
+    if (!v->leading || v->in_flight || !ns_node_is_leader(ig->node)) {
         return;
     }
     uint64_t *voters = NULL;
     size_t n_voters = 0;
-    if (voters_of(o->node, &voters, &n_voters) != 0) {
+    if (voters_of(ig->node, &voters, &n_voters) != 0) {
         return;
     }
     uint64_t no_majority = v->tally.n_no_majority;
@@ -195,7 +195,7 @@ static void decide(struct ns_observe *o)
                v->tally.no_majority_index, n_voters);
     }
     if (rv == NS_DIVERGE_MAJORITY) {
-        propose_verdict(o, &cmd);
+        propose_verdict(ig, &cmd);
         ns_command_close(&cmd);
     } else if (rv == NS_ENOMEM) {
         NS_LOG(NS_LOG_ERROR, "verdict: out of memory deciding");
@@ -203,23 +203,20 @@ static void decide(struct ns_observe *o)
     ns_free(voters);
 }
 
-int ns_verdict_handle_digest_report(struct ns_req *req)
+int ns_verdict_take_report(struct ns_integrity *ig, uint64_t from,
+                           const uint8_t *body, size_t len,
+                           const char **refusal)
 {
-    if (!ns_handle_private_is_signed(req)) {
-        return 0;
+    if (from == 0) {
+        *refusal = "digest report without a sender id";
+        return NS_EINVAL;
     }
-    struct ns_observe *o = req->srv->observe;
-    int64_t from = 0;
-    if (!ns_cmd_ext_int64(req->cmd, NS_EXT_FROM, &from) || from <= 0) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "digest report without a sender id");
-    }
-    if (o == NULL || !o->verdicts.leading || !ns_node_is_leader(o->node)) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "raftns: not the leader");
+    if (!ig->active || !ig->verdicts.leading || !ns_node_is_leader(ig->node)) {
+        *refusal = "raftns: not the leader";
+        return NS_ENOTLEADER;
     }
     struct ns_rd rd;
-    ns_rd_init(&rd, req->cmd->body, req->cmd->body_len);
+    ns_rd_init(&rd, body, len);
     uint16_t version = ns_rd_u16(&rd);
     uint8_t flags = ns_rd_u8(&rd);
     uint32_t n = ns_rd_u32(&rd);
@@ -227,28 +224,28 @@ int ns_verdict_handle_digest_report(struct ns_req *req)
         ns_rd_left(&rd) != (size_t)n * 16) {
         NS_LOG(NS_LOG_WARN, "verdict: malformed digest report from node %lld",
                (long long)from);
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "malformed digest report");
+        *refusal = "malformed digest report";
+        return NS_EPROTO;
     }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t index = ns_rd_u64(&rd);
         uint64_t digest = ns_rd_u64(&rd);
-        ns_diverge_tally_add(&o->verdicts.tally, index, (uint64_t)from, digest);
+        ns_diverge_tally_add(&ig->verdicts.tally, index, from, digest);
     }
     if (flags & REPORT_FLAG_RECOVERING) {
-        o->ckpt.wanted = true;
+        ig->ckpt.wanted = true;
     }
-    o->verdicts.n_reports_received++;
-    decide(o);
-    return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
+    ig->verdicts.n_reports_received++;
+    decide(ig);
+    return 0;
 }
 
 /* --- leader: stepping down --- */
 
 static void transfer_done(void *arg, int status, const char *errmsg)
 {
-    struct ns_observe *o = arg;
-    (void)o;
+    struct ns_integrity *ig = arg;
+    (void)ig;
     if (status == 0) {
         NS_LOG(NS_LOG_WARN, "verdict: diverged leader handed leadership over");
     } else {
@@ -257,24 +254,24 @@ static void transfer_done(void *arg, int status, const char *errmsg)
     }
 }
 
-static void step_down(struct ns_observe *o, uint64_t now)
+static void step_down(struct ns_integrity *ig, uint64_t now)
 {
-    struct ns_verdicts *v = &o->verdicts;
-    if (!ns_node_is_diverged(o->node) ||
+    struct ns_verdicts *v = &ig->verdicts;
+    if (!ns_node_is_diverged(ig->node) ||
         now - v->last_transfer_ms < TRANSFER_EVERY_MS) {
         return;
     }
     uint64_t *voters = NULL;
     size_t n_voters = 0;
-    if (voters_of(o->node, &voters, &n_voters) != 0) {
+    if (voters_of(ig->node, &voters, &n_voters) != 0) {
         return;
     }
-    uint64_t self = ns_node_id(o->node);
-    uint64_t target = ns_diverge_transfer_target(ns_node_diverge(o->node), self,
-                                                 voters, n_voters);
+    uint64_t self = ns_node_id(ig->node);
+    uint64_t target = ns_diverge_transfer_target(ns_node_diverge(ig->node),
+                                                 self, voters, n_voters);
     ns_free(voters);
     v->last_transfer_ms = now;
-    int rv = ns_node_transfer(o->node, target, transfer_done, o);
+    int rv = ns_node_transfer(ig->node, target, transfer_done, ig);
     NS_LOG(NS_LOG_ERROR,
            "verdict: this leader's state diverged: handing leadership to "
            "%" PRIu64 " (0 = any voter)%s%s",
@@ -283,10 +280,10 @@ static void step_down(struct ns_observe *o, uint64_t now)
 
 /* --- the tick --- */
 
-static void follow_role(struct ns_observe *o)
+static void follow_role(struct ns_integrity *ig)
 {
-    struct ns_verdicts *v = &o->verdicts;
-    bool leader = ns_node_is_leader(o->node);
+    struct ns_verdicts *v = &ig->verdicts;
+    bool leader = ns_node_is_leader(ig->node);
     if (leader && !v->leading) {
         ns_diverge_tally_init(&v->tally);
         v->leading = true;
@@ -297,23 +294,23 @@ static void follow_role(struct ns_observe *o)
     }
 }
 
-void ns_verdict_tick(struct ns_observe *o)
+void ns_verdict_tick(struct ns_integrity *ig)
 {
-    uint64_t now = uv_now(o->loop);
-    follow_role(o);
-    const struct ns_diverge *d = ns_node_diverge(o->node);
-    if (!o->verdicts.leading) {
-        send_report(o, now);
+    uint64_t now = uv_now(ig->loop);
+    follow_role(ig);
+    const struct ns_diverge *d = ns_node_diverge(ig->node);
+    if (!ig->verdicts.leading) {
+        send_report(ig, now);
         return;
     }
-    struct ns_verdicts *v = &o->verdicts;
+    struct ns_verdicts *v = &ig->verdicts;
     ns_diverge_tally_close(&v->tally, d->verdict.index);
     struct ns_diverge_mark marks[REPORT_MAX_MARKS];
     size_t n = ns_diverge_unjudged(d, marks, REPORT_MAX_MARKS);
     for (size_t i = 0; i < n; i++) {
-        ns_diverge_tally_add(&v->tally, marks[i].index, ns_node_id(o->node),
+        ns_diverge_tally_add(&v->tally, marks[i].index, ns_node_id(ig->node),
                              marks[i].digest);
     }
-    decide(o);
-    step_down(o, now);
+    decide(ig);
+    step_down(ig, now);
 }

@@ -1,9 +1,9 @@
 /* Request dispatch: a table from request code (by name, raftns/codes.h) to
  * handler, flags and the ACL role the code needs, and the generic checks that
  * run before any handler (responses dropped, unknown codes, ACL, readiness,
- * divergence). Handlers live in handle_*.c, except STATUS (observe.c),
- * DIGEST_REPORT (verdict.c) and STATE_FETCH (recovery.c); nothing here knows a
- * request's fields. */
+ * divergence). Handlers live in handle_*.c, the consistent-read and
+ * forwarded-read gate in held_read.c; nothing here knows a request's
+ * fields. */
 #include <stdio.h>
 
 #include "raftns/codes.h"
@@ -82,8 +82,8 @@ static const struct handler handlers[] = {
     {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0, N},
     {NS_CODE_STATUS, ns_handle_status, F_ALWAYS, R},
     /* signed by the cluster secret; they check it and divergence themselves */
-    {NS_CODE_DIGEST_REPORT, ns_verdict_handle_digest_report, F_ALWAYS, N},
-    {NS_CODE_STATE_FETCH, ns_recovery_handle_state_fetch, F_ALWAYS, N},
+    {NS_CODE_DIGEST_REPORT, ns_handle_digest_report, F_ALWAYS, N},
+    {NS_CODE_STATE_FETCH, ns_handle_state_fetch, F_ALWAYS, N},
 };
 
 #undef R

@@ -140,8 +140,8 @@ static void register_done(struct ns_pending *p, int status,
         return;
     }
     if (r->status == NS_REGISTER_OK && k != NULL) {
-        ns_liveness_register(p->srv, k->cluster, k->addr, uv_now(p->srv->loop),
-                             k->timeout_ms, p->to.conn);
+        ns_liveness_register(&p->srv->live, k->cluster, k->addr,
+                             uv_now(p->srv->loop), k->timeout_ms, p->to.conn);
     }
     reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
 }
@@ -224,7 +224,7 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
     int rv = ns_route_find_master(srv->state->route, reg, &master);
     if (rv == 0) {
         rv = ns_liveness_register(
-            srv, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+            &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
             (uint64_t)reg->heartbeat_timeout_ms, req->conn);
     }
     if (rv == 0) {

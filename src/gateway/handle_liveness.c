@@ -20,8 +20,8 @@ int ns_handle_liveness_report(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "liveness report without a sender id");
     }
-    int rv = ns_liveness_merge_report(req->srv, (uint64_t)from, req->cmd->body,
-                                      req->cmd->body_len);
+    int rv = ns_liveness_merge_report(&req->srv->live, (uint64_t)from,
+                                      req->cmd->body, req->cmd->body_len);
     if (rv == NS_EPROTO) {
         NS_LOG(NS_LOG_WARN, "liveness: malformed report from node %lld",
                (long long)from);

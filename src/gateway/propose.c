@@ -40,25 +40,6 @@ int ns_propose(struct ns_req *req, const struct ns_command *c,
     return propose_from(req, c, NS_SUBMIT_CLIENT, done, out);
 }
 
-static void internal_done(struct ns_pending *p, int status,
-                          const struct ns_apply_result *res)
-{
-    (void)res;
-    if (status != 0) {
-        /* If it was an expiry, its brokers left the liveness table. */
-        p->srv->live.reseed = true;
-        NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
-               ns_strerror(status));
-    }
-}
-
-int ns_propose_internal(struct ns_server *srv, const struct ns_command *c)
-{
-    struct ns_req req = {.srv = srv};
-    req.to.oneway = true;
-    return propose_from(&req, c, NS_SUBMIT_LEADER, internal_done, NULL);
-}
-
 void ns_propose_simple_done(struct ns_pending *p, int status,
                             const struct ns_apply_result *res)
 {

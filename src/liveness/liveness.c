@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "liveness/liveness.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/config.h"
@@ -16,34 +16,70 @@
 #include "raftns/log.h"
 #include "raftns/metrics.h"
 #include "raftns/route.h"
-#include "server/server_int.h"
 
 #define REPORT_VERSION 1
 #define REPORT_MAX_ENTRIES 4096
 #define REPORT_TIMEOUT_MS 3000
 #define NAME_MAX_LEN 255
 
-static uint64_t route_timeout(const struct ns_server *srv, const char *cluster,
+static uint64_t route_timeout(const struct ns_liveness *lv, const char *cluster,
                               const char *addr)
 {
-    int64_t t = ns_route_broker_timeout(srv->state->route, cluster, addr);
+    int64_t t = ns_route_broker_timeout(lv->state->route, cluster, addr);
     if (t < 0) {
         return 0;
     }
     return t > 0 ? (uint64_t)t : NS_DEFAULT_HEARTBEAT_TIMEOUT_MS;
 }
 
-static void set_self(struct ns_server *srv)
+static void set_self(struct ns_liveness *lv)
 {
-    if (srv->live.t.self_id == 0 && srv->node != NULL) {
-        ns_liveness_table_set_self(&srv->live.t, ns_node_id(srv->node));
+    if (lv->t.self_id == 0 && lv->node != NULL) {
+        ns_liveness_table_set_self(&lv->t, ns_node_id(lv->node));
     }
 }
 
-int ns_liveness_init(struct ns_liveness *lv)
+int ns_liveness_init(struct ns_liveness *lv, uv_loop_t *loop,
+                     struct ns_state *state, struct ns_node *node,
+                     struct ns_cluster *cluster, struct ns_net *net)
 {
     memset(lv, 0, sizeof *lv);
+    lv->loop = loop;
+    lv->state = state;
+    lv->node = node;
+    lv->cluster = cluster;
+    lv->net = net;
     return ns_liveness_table_init(&lv->t, 0);
+}
+
+void ns_liveness_start(struct ns_liveness *lv)
+{
+    uv_timer_init(lv->loop, &lv->fast_timer);
+    lv->fast_timer.data = lv;
+    lv->timer_started = true;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    struct ns_liveness *lv = h->data;
+    if (lv->stopped != NULL) {
+        lv->stopped(lv->stopped_arg);
+    }
+}
+
+void ns_liveness_stop(struct ns_liveness *lv, void (*stopped)(void *arg),
+                      void *arg)
+{
+    lv->stopping = true;
+    if (!lv->timer_started) {
+        if (stopped != NULL) {
+            stopped(arg);
+        }
+        return;
+    }
+    lv->stopped = stopped;
+    lv->stopped_arg = arg;
+    uv_close((uv_handle_t *)&lv->fast_timer, timer_closed);
 }
 
 void ns_liveness_close(struct ns_liveness *lv)
@@ -51,20 +87,19 @@ void ns_liveness_close(struct ns_liveness *lv)
     ns_liveness_table_close(&lv->t);
 }
 
-static void send_reports(struct ns_server *srv);
+static void send_reports(struct ns_liveness *lv);
 
-int ns_liveness_register(struct ns_server *srv, const char *cluster,
+int ns_liveness_register(struct ns_liveness *lv, const char *cluster,
                          const char *addr, uint64_t now, uint64_t timeout_ms,
                          struct ns_conn *conn)
 {
-    struct ns_liveness *lv = &srv->live;
-    set_self(srv);
+    set_self(lv);
     bool linked = conn != NULL && !ns_conn_is_closing(conn);
     int rv = ns_liveness_table_register(&lv->t, cluster, addr, now, timeout_ms,
                                         linked ? &conn->brokers : NULL,
                                         linked ? conn : NULL);
     if (rv == 0 && lv->t.urgent && !lv->leading) {
-        send_reports(srv); /* a new holder: tell the leader at once */
+        send_reports(lv); /* a new holder: tell the leader at once */
     }
     return rv;
 }
@@ -81,17 +116,16 @@ void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
     ns_liveness_table_remove(&lv->t, cluster, addr);
 }
 
-void ns_liveness_reset_all(struct ns_server *srv, uint64_t now)
+void ns_liveness_reset_all(struct ns_liveness *lv, uint64_t now)
 {
-    struct ns_liveness *lv = &srv->live;
-    set_self(srv);
+    set_self(lv);
 #ifdef RAFTNS_BREAK_NO_GRACE
     now = 0; /* TEST-ONLY MUTANT: no grace, unheard brokers expire at once */
 #endif
     /* Every broker of the route, not only those this node heard: an expiry
      * this node proposed while it wrongly believed itself leader (paused, then
      * resumed) took brokers out of its table without removing them. */
-    if (ns_liveness_seed(lv, srv->state->route, now) != 0) {
+    if (ns_liveness_seed(lv, lv->state->route, now) != 0) {
         NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
         lv->reseed = true;
     }
@@ -132,7 +166,7 @@ int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
 /* --- expiry (leader) --- */
 
 struct expiry {
-    struct ns_server *srv;
+    struct ns_liveness *lv;
     struct ns_broker_ref *refs;
     size_t n, cap;
     size_t n_fast;
@@ -167,7 +201,7 @@ static void on_expired(void *arg, const struct ns_live *e, bool fast)
 {
     struct expiry *x = arg;
     struct ns_conn *conn = e->conn;
-    if (ns_route_broker_timeout(x->srv->state->route, e->cluster, e->addr) >=
+    if (ns_route_broker_timeout(x->lv->state->route, e->cluster, e->addr) >=
         0) {
         if (x->rv == 0) {
             x->rv = add_ref(x, e);
@@ -183,12 +217,27 @@ static void on_expired(void *arg, const struct ns_live *e, bool fast)
     }
 }
 
-/* Expires every due broker with ONE EXPIRE_BROKERS proposal. */
-static void expire_due(struct ns_server *srv, uint64_t now)
+/* A failed expiry proposal: its brokers left the table, so the next scan
+ * re-seeds them from the route. */
+static void expiry_done(void *arg, int status, uint64_t index,
+                        const struct ns_apply_result *res)
 {
-    struct expiry x = {.srv = srv};
-    srv->live.fast_pending = false;
-    ns_liveness_table_expire(&srv->live.t, now, on_expired, &x);
+    (void)index;
+    (void)res;
+    struct ns_liveness *lv = arg;
+    if (status != 0) {
+        lv->reseed = true;
+        NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
+               ns_strerror(status));
+    }
+}
+
+/* Expires every due broker with ONE EXPIRE_BROKERS proposal. */
+static void expire_due(struct ns_liveness *lv, uint64_t now)
+{
+    struct expiry x = {.lv = lv};
+    lv->fast_pending = false;
+    ns_liveness_table_expire(&lv->t, now, on_expired, &x);
     if (x.rv != 0) {
         NS_LOG(NS_LOG_ERROR, "liveness: out of memory during expiry");
     }
@@ -201,9 +250,10 @@ static void expire_due(struct ns_server *srv, uint64_t now)
     c.leader_time_ms = ns_clock_wall_ms();
     c.u.brokers.refs = x.refs;
     c.u.brokers.n = x.n;
-    int rv = ns_propose_internal(srv, &c);
+    int rv =
+        ns_cluster_submit(lv->cluster, &c, NS_SUBMIT_LEADER, expiry_done, lv);
     if (rv != 0) {
-        srv->live.reseed = true;
+        lv->reseed = true;
         NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
                x.n, ns_strerror(rv));
     } else {
@@ -216,13 +266,13 @@ static void expire_due(struct ns_server *srv, uint64_t now)
     ns_command_close(&c);
 }
 
-static void expire_or_arm(struct ns_server *srv, uint64_t now);
+static void expire_or_arm(struct ns_liveness *lv, uint64_t now);
 
 static void fast_timer_cb(uv_timer_t *t)
 {
-    struct ns_server *srv = t->data;
-    if (!srv->stopping && srv->live.leading) {
-        expire_or_arm(srv, uv_now(srv->loop));
+    struct ns_liveness *lv = t->data;
+    if (!lv->stopping && lv->leading) {
+        expire_or_arm(lv, uv_now(lv->loop));
     }
 }
 
@@ -230,26 +280,25 @@ static void fast_timer_cb(uv_timer_t *t)
  * deadline passes, so a fast-path expiry deferred by the post-takeover settle
  * does not wait for the next one-second tick as well. Deadlines that are
  * further away than the settle time are left to the scan timer. */
-static void expire_or_arm(struct ns_server *srv, uint64_t now)
+static void expire_or_arm(struct ns_liveness *lv, uint64_t now)
 {
-    uint64_t next = ns_liveness_table_next_deadline(&srv->live.t);
+    uint64_t next = ns_liveness_table_next_deadline(&lv->t);
     if (next <= now) {
-        expire_due(srv, now);
-        next = ns_liveness_table_next_deadline(&srv->live.t);
+        expire_due(lv, now);
+        next = ns_liveness_table_next_deadline(&lv->t);
     }
     if (next != UINT64_MAX && next > now &&
         next - now <= NS_LIVENESS_TABLE_FAST_SETTLE_MS) {
-        uv_timer_start(&srv->fast_timer, fast_timer_cb, next - now, 0);
+        uv_timer_start(&lv->fast_timer, fast_timer_cb, next - now, 0);
     }
 }
 
 /* Follows the node's role; true when this node expires brokers. */
-static bool check_role(struct ns_server *srv)
+static bool check_role(struct ns_liveness *lv)
 {
-    struct ns_liveness *lv = &srv->live;
-    bool leader = !srv->stopping && ns_node_is_leader(srv->node);
+    bool leader = !lv->stopping && ns_node_is_leader(lv->node);
     if (leader && !lv->leading) {
-        ns_liveness_reset_all(srv, uv_now(srv->loop));
+        ns_liveness_reset_all(lv, uv_now(lv->loop));
     } else if (!leader && lv->leading) {
         lv->leading = false;
         lv->reported_to = 0; /* report everything to the next leader */
@@ -257,40 +306,38 @@ static bool check_role(struct ns_server *srv)
     return leader;
 }
 
-void ns_liveness_scan(struct ns_server *srv)
+void ns_liveness_scan(struct ns_liveness *lv)
 {
-    uint64_t now = uv_now(srv->loop);
-    if (!check_role(srv)) {
+    uint64_t now = uv_now(lv->loop);
+    if (!check_role(lv)) {
         return; /* followers never expire */
     }
     /* Brokers applied through another node's forward and never reported, or
      * taken out of the table by an expiry whose proposal failed. */
-    if (srv->live.reseed ||
-        ns_route_n_brokers(srv->state->route) > srv->live.t.n) {
-        srv->live.reseed =
-            ns_liveness_seed(&srv->live, srv->state->route, now) != 0;
-        if (srv->live.reseed) {
+    if (lv->reseed || ns_route_n_brokers(lv->state->route) > lv->t.n) {
+        lv->reseed = ns_liveness_seed(lv, lv->state->route, now) != 0;
+        if (lv->reseed) {
             NS_LOG(NS_LOG_ERROR, "liveness: out of memory seeding brokers");
         }
     }
-    expire_due(srv, now);
+    expire_due(lv, now);
 }
 
-void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn)
+void ns_liveness_conn_closed(struct ns_liveness *lv, struct ns_conn *conn)
 {
     if (conn->brokers == NULL) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
-    ns_liveness_table_conn_closed(&srv->live.t, &conn->brokers, now);
-    if (srv->stopping) {
+    uint64_t now = uv_now(lv->loop);
+    ns_liveness_table_conn_closed(&lv->t, &conn->brokers, now);
+    if (lv->stopping) {
         return;
     }
-    if (check_role(srv)) {
-        srv->live.fast_pending = true;
-        expire_or_arm(srv, now);
+    if (check_role(lv)) {
+        lv->fast_pending = true;
+        expire_or_arm(lv, now);
     } else {
-        send_reports(srv);
+        send_reports(lv);
     }
 }
 
@@ -328,8 +375,7 @@ static int add_entry(void *arg, const char *cluster, const char *addr,
 
 static void report_done(void *arg, int status, const struct ns_cmd *reply)
 {
-    struct ns_server *srv = arg;
-    struct ns_liveness *lv = &srv->live;
+    struct ns_liveness *lv = arg;
     lv->in_flight = false;
     if (status != 0 || reply->code != NS_CODE_SUCCESS) {
         NS_LOG(NS_LOG_DEBUG, "liveness: report to the leader failed (%s)",
@@ -337,19 +383,18 @@ static void report_done(void *arg, int status, const struct ns_cmd *reply)
         lv->resend_all = true;
         return;
     }
-    if (lv->t.urgent && !srv->stopping) {
-        send_reports(srv);
+    if (lv->t.urgent && !lv->stopping) {
+        send_reports(lv);
     }
 }
 
-static void send_reports(struct ns_server *srv)
+static void send_reports(struct ns_liveness *lv)
 {
-    struct ns_liveness *lv = &srv->live;
-    if (lv->in_flight || srv->stopping || lv->leading ||
-        ns_node_leader_id(srv->node) == 0) {
+    if (lv->in_flight || lv->stopping || lv->leading ||
+        ns_node_leader_id(lv->node) == 0) {
         return;
     }
-    uint64_t leader = ns_node_leader_id(srv->node);
+    uint64_t leader = ns_node_leader_id(lv->node);
     if (leader != lv->reported_to || lv->resend_all) {
         ns_liveness_table_mark_all_dirty(&lv->t);
         lv->reported_to = leader;
@@ -363,8 +408,8 @@ static void send_reports(struct ns_server *srv)
     ns_buf_init(&r.body);
     ns_buf_put_u16(&r.body, REPORT_VERSION);
     ns_buf_put_u32(&r.body, 0);
-    ns_liveness_table_take_reports(&lv->t, uv_now(srv->loop),
-                                   REPORT_MAX_ENTRIES, add_entry, &r);
+    ns_liveness_table_take_reports(&lv->t, uv_now(lv->loop), REPORT_MAX_ENTRIES,
+                                   add_entry, &r);
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
     int rv = r.body.err;
@@ -374,8 +419,8 @@ static void send_reports(struct ns_server *srv)
         cmd.has_ext = true;
         cmd.body = r.body.data;
         cmd.body_len = r.body.len;
-        rv = ns_cluster_leader_request(srv->cluster, &cmd, REPORT_TIMEOUT_MS,
-                                       report_done, srv);
+        rv = ns_cluster_leader_request(lv->cluster, &cmd, REPORT_TIMEOUT_MS,
+                                       report_done, lv);
         if (rv == 0) {
             lv->in_flight = true;
         }
@@ -402,12 +447,12 @@ static void get_name(struct ns_rd *rd, char *out)
     out[n] = '\0';
 }
 
-int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
+int ns_liveness_merge_report(struct ns_liveness *lv, uint64_t from,
                              const uint8_t *body, size_t len)
 {
     struct ns_rd rd;
     char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = uv_now(lv->loop);
 #ifdef RAFTNS_BREAK_IGNORE_REPORTS
     return 0; /* TEST-ONLY MUTANT: followers' reports are dropped */
 #endif
@@ -419,7 +464,7 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
     if (rd.err != 0 || n > ns_rd_left(&rd) / 9) {
         return NS_EPROTO;
     }
-    bool leader = check_role(srv);
+    bool leader = check_role(lv);
     for (uint32_t i = 0; i < n; i++) {
         get_name(&rd, cluster);
         get_name(&rd, addr);
@@ -428,19 +473,19 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
         if (rd.err != 0) {
             return NS_EPROTO;
         }
-        uint64_t timeout = route_timeout(srv, cluster, addr);
+        uint64_t timeout = route_timeout(lv, cluster, addr);
         if (timeout == 0) {
             continue; /* not (or no longer) in the route */
         }
-        int rv = ns_liveness_table_merge(&srv->live.t, from, cluster, addr,
-                                         since, (flags & 1) != 0, timeout, now);
+        int rv = ns_liveness_table_merge(&lv->t, from, cluster, addr, since,
+                                         (flags & 1) != 0, timeout, now);
         if (rv != 0) {
             return rv;
         }
     }
     if (leader) {
-        srv->live.fast_pending = true;
-        expire_or_arm(srv, now);
+        lv->fast_pending = true;
+        expire_or_arm(lv, now);
     }
     return 0;
 }
@@ -449,18 +494,18 @@ int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
 
 /* Closes connections whose brokers all left the route (expired or removed
  * elsewhere): what the Java name server does when it drops a broker. */
-static void close_gone(struct ns_server *srv)
+static void close_gone(struct ns_liveness *lv)
 {
-    struct ns_conn *c = srv->net.conn_head;
+    struct ns_conn *c = lv->net->conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next;
         struct ns_live *e = c->brokers;
         bool had = e != NULL;
         while (e != NULL) {
             struct ns_live *enext = e->conn_next;
-            if (ns_route_broker_timeout(srv->state->route, e->cluster,
-                                        e->addr) < 0) {
-                ns_liveness_table_remove(&srv->live.t, e->cluster, e->addr);
+            if (ns_route_broker_timeout(lv->state->route, e->cluster, e->addr) <
+                0) {
+                ns_liveness_table_remove(&lv->t, e->cluster, e->addr);
             }
             e = enext;
         }
@@ -471,40 +516,40 @@ static void close_gone(struct ns_server *srv)
     }
 }
 
-void ns_liveness_tick(struct ns_server *srv)
+void ns_liveness_tick(struct ns_liveness *lv)
 {
-    if (srv->stopping || !ns_node_is_ready(srv->node)) {
+    if (lv->stopping || !ns_node_is_ready(lv->node)) {
         return;
     }
-    uint64_t now = uv_now(srv->loop);
-    set_self(srv);
-    close_gone(srv);
-    if (check_role(srv)) {
-        if (srv->live.fast_pending &&
-            ns_liveness_table_next_deadline(&srv->live.t) <= now) {
-            expire_due(srv, now);
+    uint64_t now = uv_now(lv->loop);
+    set_self(lv);
+    close_gone(lv);
+    if (check_role(lv)) {
+        if (lv->fast_pending &&
+            ns_liveness_table_next_deadline(&lv->t) <= now) {
+            expire_due(lv, now);
         }
     } else {
-        send_reports(srv);
+        send_reports(lv);
     }
 }
 
-uint64_t ns_liveness_n_expired(const struct ns_server *srv)
+uint64_t ns_liveness_n_expired(const struct ns_liveness *lv)
 {
-    return srv->live.t.n_expired;
+    return lv->t.n_expired;
 }
 
-uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv)
+uint64_t ns_liveness_n_fast_expired(const struct ns_liveness *lv)
 {
-    return srv->live.t.n_fast_expired;
+    return lv->t.n_fast_expired;
 }
 
-uint64_t ns_liveness_n_merged(const struct ns_server *srv)
+uint64_t ns_liveness_n_merged(const struct ns_liveness *lv)
 {
-    return srv->live.t.n_merged;
+    return lv->t.n_merged;
 }
 
-size_t ns_liveness_n_brokers(const struct ns_server *srv)
+size_t ns_liveness_n_brokers(const struct ns_liveness *lv)
 {
-    return srv->live.t.n;
+    return lv->t.n;
 }

@@ -225,8 +225,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct ns_http_conn *c = h->data;
     (void)suggested;
     if (c->tls != NULL) { /* ciphertext: fed to the session at once */
-        buf->base = (char *)c->o->srv->net.scratch;
-        buf->len = sizeof c->o->srv->net.scratch;
+        buf->base = (char *)c->o->scratch;
+        buf->len = sizeof c->o->scratch;
         return;
     }
     /* one byte kept for the terminating NUL */
@@ -326,8 +326,8 @@ static void on_connection(uv_stream_t *listener, int status)
         conn_close(c);
         return;
     }
-    if (o->srv->net.tls.http &&
-        ns_tls_create(o->srv->net.tls.ctx, NULL, &c->tls) != 0) {
+    struct ns_tls_ctx *https = ns_server_https_ctx(o->srv);
+    if (https != NULL && ns_tls_create(https, NULL, &c->tls) != 0) {
         conn_close(c);
         return;
     }

@@ -83,9 +83,9 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     if (corrupt == 0) {
         corrupt = corrupt_from_env();
     }
-    ns_checkpoint_init(&o->ckpt, cfg->checkpoint_entries, cfg->checkpoint_ms,
-                       corrupt);
-    o->recovery.chunk = fetch_chunk_from_env();
+    o->ig = ns_cluster_integrity(ns_server_cluster(server));
+    ns_integrity_configure(o->ig, cfg->checkpoint_entries, cfg->checkpoint_ms,
+                           corrupt, fetch_chunk_from_env());
     *out = o;
     return 0;
 }
@@ -96,9 +96,13 @@ static void timer_cb(uv_timer_t *t)
     if (o->stopping) {
         return;
     }
-    ns_checkpoint_tick(o);
-    ns_verdict_tick(o);
-    ns_recovery_tick(o);
+    ns_integrity_tick(o->ig);
+}
+
+/* NS_CODE_STATUS on the client port answers the same document as /status. */
+static int status_cb(void *ctx, struct ns_buf *out)
+{
+    return ns_observe_status_json(ctx, out);
 }
 
 int ns_observe_start(struct ns_observe *o)
@@ -108,19 +112,20 @@ int ns_observe_start(struct ns_observe *o)
     o->n_open_handles = 1;
     o->started = true;
     uv_timer_start(&o->timer, timer_cb, NS_CKPT_TICK_MS, NS_CKPT_TICK_MS);
-    ns_node_set_apply_hook(o->node, ns_checkpoint_on_apply, o);
-    o->srv->observe = o;
-    if (o->ckpt.corrupt_at != 0) {
+    ns_integrity_start(o->ig);
+    ns_node_set_apply_hook(o->node, ns_checkpoint_on_apply, o->ig);
+    ns_server_set_status(o->srv, status_cb, o);
+    if (o->ig->ckpt.corrupt_at != 0) {
         NS_LOG(NS_LOG_WARN,
                "observe: TEST HOOK active: state corrupts itself at index "
                "%" PRIu64,
-               o->ckpt.corrupt_at);
+               o->ig->ckpt.corrupt_at);
     }
-    if (o->recovery.chunk != 0) {
+    if (o->ig->recovery.chunk != 0) {
         NS_LOG(NS_LOG_WARN,
                "observe: TEST HOOK active: state copies served in chunks of "
                "%zu bytes",
-               o->recovery.chunk);
+               o->ig->recovery.chunk);
     }
     if (o->http_addr[0] == '\0') {
         return 0;
@@ -156,17 +161,15 @@ void ns_observe_stop(struct ns_observe *o, ns_observe_stop_cb cb, void *arg)
         return;
     }
     ns_node_set_apply_hook(o->node, NULL, NULL);
-    o->srv->observe = NULL;
+    ns_server_set_status(o->srv, NULL, NULL);
+    ns_integrity_stop(o->ig);
     ns_http_stop(o);
     uv_close((uv_handle_t *)&o->timer, ns_observe_handle_closed);
 }
 
 void ns_observe_destroy(struct ns_observe *o)
 {
-    if (o != NULL) {
-        ns_recovery_close(&o->recovery);
-    }
-    ns_free(o);
+    ns_free(o); /* the divergence state is the cluster's */
 }
 
 bool ns_observe_is_diverged(const struct ns_observe *o)
@@ -213,7 +216,7 @@ static const char *addr_of(const struct ns_observe *o, uint64_t id,
     if ((known != NULL && known[0] != '\0') || id != ns_node_id(o->node)) {
         return known;
     }
-    return which == 0 ? o->srv->net.client_addr : o->http_addr;
+    return which == 0 ? ns_server_client_addr(o->srv) : o->http_addr;
 }
 
 static void put_member(struct ns_json_writer *w, const struct ns_observe *o,
@@ -300,8 +303,8 @@ static void put_ids(struct ns_json_writer *w, const char *key,
 static void put_divergence(struct ns_json_writer *w, const struct ns_observe *o)
 {
     const struct ns_diverge *dv = ns_node_diverge(o->node);
-    const struct ns_verdicts *v = &o->verdicts;
-    const struct ns_recovery *r = &o->recovery;
+    const struct ns_verdicts *v = &o->ig->verdicts;
+    const struct ns_recovery *r = &o->ig->recovery;
     ns_json_write_key(w, "divergence");
     ns_json_write_obj_begin(w);
     ns_json_write_key(w, "health");
@@ -400,16 +403,15 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_json_write_key(&w, "topics");
     ns_json_write_int(&w, (int64_t)ns_route_n_topics(o->state->route));
     ns_json_write_key(&w, "connections");
-    ns_json_write_int(&w, (int64_t)o->srv->net.n_conns);
-    if (o->srv->controller.set.enabled) {
-        struct ns_buf cb;
-        ns_buf_init(&cb);
-        ns_controller_status_json(&o->srv->controller, &cb);
+    ns_json_write_int(&w, (int64_t)ns_server_n_conns(o->srv));
+    struct ns_buf cb;
+    ns_buf_init(&cb);
+    if (ns_server_controller_status(o->srv, &cb)) {
         ns_json_write_key(&w, "controller");
         ns_json_write_raw(&w, (const char *)cb.data, cb.len);
         out->err = out->err ? out->err : cb.err;
-        ns_buf_close(&cb);
     }
+    ns_buf_close(&cb);
     ns_json_write_obj_end(&w);
     if (rv == 0 && out->err != 0) {
         rv = out->err;
@@ -456,7 +458,7 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         ns_node_term(o->node), ns_node_commit_index(o->node),
         ns_node_last_applied(o->node), ns_node_leader_id(o->node),
         ns_node_is_ready(o->node) ? 1 : 0, ns_observe_is_diverged(o) ? 1 : 0,
-        ns_node_diverge(o->node)->last.index, o->srv->net.n_conns,
+        ns_node_diverge(o->node)->last.index, ns_server_n_conns(o->srv),
         ns_route_n_brokers(o->state->route), ns_route_n_topics(o->state->route),
         ns_route_n_route_encodes(o->state->route));
     const struct ns_diverge *dv = ns_node_diverge(o->node);
@@ -485,7 +487,7 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
         "# TYPE raftns_verdict_no_majority_total counter\n"
         "raftns_verdict_no_majority_total %" PRIu64 "\n",
         dv->verdict.index, dv->n_verdicts, dv->n_diverged, dv->n_recovered,
-        dv->n_installs, o->verdicts.tally.n_no_majority);
+        dv->n_installs, o->ig->verdicts.tally.n_no_majority);
     struct ns_node_peer_stats ps;
     ns_node_peer_stats(o->node, &ps);
     ns_buf_printf(out,
@@ -509,23 +511,5 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_peer_backpressure_total %" PRIu64 "\n",
                   ps.accepted, ps.connected, ps.refused, ps.violations,
                   ps.pauses);
-    if (o->srv->controller.set.enabled) {
-        ns_controller_metrics(&o->srv->controller, out);
-    }
-}
-
-/* NS_CODE_STATUS on the client port: the same document as /status. */
-int ns_handle_status(struct ns_req *req)
-{
-    struct ns_observe *o = req->srv->observe;
-    if (o == NULL) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "status not available");
-    }
-    struct ns_buf b;
-    ns_buf_init(&b);
-    int rv = ns_observe_status_json(o, &b);
-    rv = ns_reply_buf(&req->to, rv, &b);
-    ns_buf_close(&b);
-    return rv;
+    ns_server_controller_metrics(o->srv, out);
 }

@@ -33,7 +33,7 @@ static void conn_closed(void *ctx, struct ns_conn *c)
 {
     struct ns_server *srv = ctx;
     ns_pending_detach_all(c);
-    ns_liveness_conn_closed(srv, c);
+    ns_liveness_conn_closed(&srv->live, c);
     ns_controller_conn_closed(&srv->controller, c->id);
 }
 
@@ -61,9 +61,22 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->node = node;
     s->waits = cfg->waits;
     ns_waits_fill_defaults(&s->waits);
-    int rv = NS_ENOMEM;
-    if (ns_liveness_init(&s->live) != 0) {
+    int rv = ns_net_init(&s->net, loop, cfg);
+    if (rv != 0) {
         goto err_after_server;
+    }
+    s->net.on_request = on_request;
+    s->net.on_conn_closed = conn_closed;
+    s->net.ctx = s;
+    rv = ns_cluster_create(loop, cfg, state, node, &s->waits, &s->cluster);
+    if (rv != 0) {
+        goto err_after_net;
+    }
+    ns_cluster_set_tick_hook(s->cluster, seed_acl, s);
+    rv = NS_ENOMEM;
+    if (ns_liveness_init(&s->live, loop, state, node, s->cluster, &s->net) !=
+        0) {
+        goto err_after_cluster;
     }
     if (ns_register_memo_init(&s->memo) != 0) {
         goto err_after_live;
@@ -71,31 +84,19 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     if (ns_acl_gate_init(&s->acl, cfg) != 0) {
         goto err_after_memo;
     }
-    rv = ns_net_init(&s->net, loop, cfg);
-    if (rv != 0) {
-        goto err_after_acl;
-    }
-    s->net.on_request = on_request;
-    s->net.on_conn_closed = conn_closed;
-    s->net.ctx = s;
-    rv = ns_cluster_create(loop, cfg, state, node, &s->waits, &s->cluster);
-    if (rv != 0) {
-        goto err_after_tls;
-    }
-    ns_cluster_set_tick_hook(s->cluster, seed_acl, s);
     ns_controller_init(&s->controller, loop, cfg->settings, state, node,
                        s->cluster);
     *out = s;
     return 0;
 
-err_after_tls:
-    ns_net_close(&s->net);
-err_after_acl:
-    ns_acl_gate_close(&s->acl);
 err_after_memo:
     ns_register_memo_close(&s->memo);
 err_after_live:
     ns_liveness_close(&s->live);
+err_after_cluster:
+    ns_cluster_destroy(s->cluster);
+err_after_net:
+    ns_net_close(&s->net);
 err_after_server:
     ns_free(s);
     return rv;
@@ -110,7 +111,7 @@ static void flush_cb(uv_check_t *h)
 static void scan_cb(uv_timer_t *t)
 {
     struct ns_server *s = t->data;
-    ns_liveness_scan(s);
+    ns_liveness_scan(&s->live);
     uint64_t interval = scan_interval(s);
     if (uv_timer_get_repeat(t) != interval) {
         uv_timer_set_repeat(t, interval);
@@ -125,7 +126,8 @@ static void idle_cb(uv_timer_t *t)
         ns_conn_sweep_idle(&s->net, (uint64_t)secs * 1000u);
     }
     ns_conn_tls_sweep_handshakes(&s->net);
-    ns_liveness_tick(s); /* reports and fast-path expiry, once a second */
+    ns_liveness_tick(
+        &s->live); /* reports and fast-path expiry, once a second */
 }
 
 /* Role changes: seed liveness once the replayed state is there; a new leader
@@ -146,7 +148,7 @@ static void watch_cb(void *arg)
     }
     bool leader = ns_node_is_leader(s->node);
     if (leader && !s->was_leader) {
-        ns_liveness_reset_all(s, now);
+        ns_liveness_reset_all(&s->live, now);
     }
     s->was_leader = leader;
     ns_cluster_on_change(s->cluster);
@@ -165,9 +167,9 @@ int ns_server_start(struct ns_server *s)
     s->scan_timer.data = s;
     uv_timer_init(s->loop, &s->idle_timer);
     s->idle_timer.data = s;
-    uv_timer_init(s->loop, &s->fast_timer);
-    s->fast_timer.data = s;
-    s->n_open_handles = 5; /* the four and the net's listener */
+    ns_liveness_start(&s->live);
+    /* the three, the net's listener and the liveness timer */
+    s->n_open_handles = 5;
     s->started = true;
     s->start_ms = uv_now(s->loop);
     if (rv != 0) {
@@ -201,7 +203,7 @@ static void handle_closed(uv_handle_t *h)
     one_closed(h->data);
 }
 
-static void net_stopped(void *arg)
+static void room_stopped(void *arg)
 {
     one_closed(arg);
 }
@@ -216,19 +218,20 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
     s->stop_arg = arg;
     ns_node_set_watch(s->node, NULL, NULL);
     if (!s->started) {
+        ns_liveness_stop(&s->live, NULL, NULL);
         if (cb != NULL) {
             cb(arg);
         }
         return;
     }
     ns_controller_stop(&s->controller);
-    ns_net_stop(&s->net, net_stopped, s);
+    ns_liveness_stop(&s->live, room_stopped, s);
+    ns_net_stop(&s->net, room_stopped, s);
     ns_cluster_stop(s->cluster);
     NS_LOG(NS_LOG_INFO, "server: stopping");
     uv_close((uv_handle_t *)&s->flush_check, handle_closed);
     uv_close((uv_handle_t *)&s->scan_timer, handle_closed);
     uv_close((uv_handle_t *)&s->idle_timer, handle_closed);
-    uv_close((uv_handle_t *)&s->fast_timer, handle_closed);
 }
 
 void ns_server_destroy(struct ns_server *s)
@@ -250,4 +253,47 @@ void ns_server_destroy(struct ns_server *s)
 int ns_server_reload_tls(struct ns_server *s)
 {
     return ns_conn_tls_reload(&s->net);
+}
+
+void ns_server_set_status(struct ns_server *s, ns_server_status_fn fn,
+                          void *ctx)
+{
+    s->status_fn = fn;
+    s->status_ctx = ctx;
+}
+
+const char *ns_server_client_addr(const struct ns_server *s)
+{
+    return s->net.client_addr;
+}
+
+size_t ns_server_n_conns(const struct ns_server *s)
+{
+    return s->net.n_conns;
+}
+
+struct ns_tls_ctx *ns_server_https_ctx(const struct ns_server *s)
+{
+    return s->net.tls.http ? s->net.tls.ctx : NULL;
+}
+
+struct ns_cluster *ns_server_cluster(struct ns_server *s)
+{
+    return s->cluster;
+}
+
+bool ns_server_controller_status(const struct ns_server *s, struct ns_buf *out)
+{
+    if (!s->controller.set.enabled) {
+        return false;
+    }
+    ns_controller_status_json(&s->controller, out);
+    return true;
+}
+
+void ns_server_controller_metrics(const struct ns_server *s, struct ns_buf *out)
+{
+    if (s->controller.set.enabled) {
+        ns_controller_metrics(&s->controller, out);
+    }
 }

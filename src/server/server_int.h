@@ -19,6 +19,7 @@
 #include "raftns/server.h"
 
 #include "cluster/cluster.h"
+#include "liveness/liveness.h"
 #include "net/net.h"
 #include "controller/controller.h"
 #include "gateway/register_memo.h"
@@ -58,18 +59,6 @@ struct ns_pending {
     void *data; /* owned: the handler's, one block freed with ns_free */
 };
 
-/* Broker liveness of this node (liveness.c over liveness_table.c; never
- * replicated). */
-struct ns_liveness {
-    struct ns_liveness_table t;
-    bool leading;      /* took leadership in the table */
-    bool fast_pending; /* a broker may be due through the fast path */
-    bool in_flight;    /* a report to the leader awaits its answer */
-    bool resend_all;   /* a report was lost: send everything again */
-    bool reseed;       /* an expiry proposal failed: re-seed from the route */
-    uint64_t reported_to; /* leader id the reports go to */
-};
-
 /* The ACL gate of a server (acl_gate.c). */
 struct ns_acl_gate {
     bool enable;
@@ -94,7 +83,6 @@ struct ns_server {
     uv_check_t flush_check;
     uv_timer_t scan_timer;
     uv_timer_t idle_timer;
-    uv_timer_t fast_timer; /* leader: the next fast-path expiry (liveness.c) */
     int n_open_handles;
     bool started;
     bool stopping;
@@ -105,7 +93,9 @@ struct ns_server {
     uint64_t start_ms;
     struct ns_liveness live;
     struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
-    struct ns_observe *observe;         /* borrowed, may be NULL (observe.c) */
+    /* NS_CODE_STATUS answers this (ns_server_set_status; the observer's) */
+    ns_server_status_fn status_fn;
+    void *status_ctx;
     struct ns_cluster *cluster; /* owned: forwarding and peers (cluster.c) */
     struct ns_acl_gate acl;
     struct ns_net net; /* the client listener and connections (net.h) */
@@ -227,47 +217,11 @@ void ns_propose_simple_done(struct ns_pending *p, int status,
 /* Proposes c and answers SUCCESS once applied; a refused proposal is answered
  * with the write error (NS_ENOMEM is returned instead: close). */
 int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
-/* A proposal the leader makes with no client waiting (expiry); the outcome is
- * logged. 0 or NS_E* (NS_ENOTLEADER on a follower). */
-int ns_propose_internal(struct ns_server *srv, const struct ns_command *c);
 
 /* --- pending.c --- */
 /* Detaches every pending reply of a closing connection. */
 void ns_pending_detach_all(struct ns_conn *c);
 
-/* --- liveness.c --- */
-int ns_liveness_init(struct ns_liveness *lv);
-void ns_liveness_close(struct ns_liveness *lv);
-/* Records a registration: deadline = now + timeout, connection = conn
- * (borrowed, may be NULL). 0 or NS_ENOMEM. */
-int ns_liveness_register(struct ns_server *srv, const char *cluster,
-                         const char *addr, uint64_t now, uint64_t timeout_ms,
-                         struct ns_conn *conn);
-/* Refreshes a known broker (904, 322); false when unknown. */
-bool ns_liveness_touch(struct ns_liveness *lv, const char *cluster,
-                       const char *addr, uint64_t now);
-void ns_liveness_remove(struct ns_liveness *lv, const char *cluster,
-                        const char *addr);
-/* Grants every known broker a full timeout from now. */
-void ns_liveness_reset_all(struct ns_server *srv, uint64_t now);
-/* Adds brokers of the route not yet known, with a full timeout from now. */
-int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
-                     uint64_t now);
-/* Expiry scan (leader only, every scanNotActiveBrokerInterval) and the close
- * of a connection that registered brokers (report or fast-path expiry). */
-void ns_liveness_scan(struct ns_server *srv);
-void ns_liveness_conn_closed(struct ns_server *srv, struct ns_conn *conn);
-/* Once a second: reports to the leader, fast-path expiry, closing connections
- * of brokers gone from the route. */
-void ns_liveness_tick(struct ns_server *srv);
-/* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
-int ns_liveness_merge_report(struct ns_server *srv, uint64_t from,
-                             const uint8_t *body, size_t len);
-/* Counters of this server's table, for metrics. */
-uint64_t ns_liveness_n_expired(const struct ns_server *srv); /* all expiries */
-uint64_t ns_liveness_n_fast_expired(const struct ns_server *srv); /* closed */
-uint64_t ns_liveness_n_merged(const struct ns_server *srv); /* report entries */
-size_t ns_liveness_n_brokers(const struct ns_server *srv);  /* tracked */
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
 
@@ -323,10 +277,10 @@ int ns_handle_delete_topic(struct ns_req *req);
 int ns_handle_register_topic(struct ns_req *req);
 int ns_handle_update_config(struct ns_req *req);
 int ns_handle_get_config(struct ns_req *req);
-int ns_handle_status(struct ns_req *req); /* observe.c */
-/* NS_CODE_DIGEST_REPORT (verdict.c), NS_CODE_STATE_FETCH (recovery.c) */
-int ns_verdict_handle_digest_report(struct ns_req *req);
-int ns_recovery_handle_state_fetch(struct ns_req *req);
+int ns_handle_status(struct ns_req *req);
+/* --- handle_integrity.c: NS_CODE_DIGEST_REPORT, NS_CODE_STATE_FETCH --- */
+int ns_handle_digest_report(struct ns_req *req);
+int ns_handle_state_fetch(struct ns_req *req);
 
 /* --- pending.c: reply targets that survive a connection close --- */
 
