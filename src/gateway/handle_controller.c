@@ -67,6 +67,10 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
     ns_liveness_touch(&req->srv->live, ext_or_empty(cmd, "clusterName"),
                       ext_or_empty(cmd, "brokerAddr"), uv_now(req->srv->loop));
     int64_t id;
+    /* A heartbeat counts where the broker sent it: one another node relayed
+     * (this node was not ready there) names no connection of the broker's,
+     * whose close would look like its death. */
+    bool relayed = req->to.served_by != 0 || req->conn == NULL;
     if (!ns_cmd_ext_int64(cmd, "brokerId", &id)) {
         return ns_reply_simple(&req->to, NS_CODE_CONTROLLER_INVALID_REQUEST,
                                "Heart beat with empty brokerId");
@@ -83,7 +87,7 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
         .priority = ext_i32(cmd, "electionPriority", NS_CTL_DEFAULT_PRIORITY),
         .conn_id = req->conn != NULL ? req->conn->id : 0,
     };
-    if (ns_controller_beat(c, &in) != 0) {
+    if (!relayed && ns_controller_beat(c, &in) != 0) {
         return NS_ENOMEM;
     }
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, "Heart beat success");

@@ -98,16 +98,16 @@ class CtlBroker:
     def request(self, nd, code, ext=None, body=b""):
         return self.conn(nd).request(code, ext or {}, body, timeout=T(5.0))
 
-    def hb_ext(self, epoch=0, offset=0):
+    def hb_ext(self, epoch=0, offset=0, timeout_ms=10000):
         return {"clusterName": "c1", "brokerAddr": self.addr, "brokerName": "broker-a",
                 "brokerId": str(self.id), "epoch": str(epoch), "maxOffset": str(offset),
-                "confirmOffset": str(offset), "heartbeatTimeoutMills": "10000",
+                "confirmOffset": str(offset), "heartbeatTimeoutMills": str(timeout_ms),
                 "electionPriority": "2147483647"}
 
-    def heartbeat(self, nodes=None):
+    def heartbeat(self, nodes=None, timeout_ms=10000):
         """hb(Bi) on every live node (non-oneway, to see the replies)."""
         for nd in nodes or self.cluster.live():
-            r = self.request(nd, ns.BROKER_HEARTBEAT, self.hb_ext())
+            r = self.request(nd, ns.BROKER_HEARTBEAT, self.hb_ext(timeout_ms=timeout_ms))
             assert r.code == 0 and r.remark == "Heart beat success", r
 
     def admit(self, ld):
@@ -385,6 +385,104 @@ class Failover(ControllerCase):
                                          registerCheckCode=b1.code))
             self.assertEqual(r.code, 0, r)
         self.cluster.wait_converged()
+
+
+def no_master(nd):
+    """1004 on nd when it shows no master, else Seen."""
+    r = replica_info(nd)
+    return r if r.code == 0 and "masterBrokerId" not in r.ext else harness.Seen(r)
+
+
+class Expiry(ControllerCase):
+    def test_silent_master_expires_and_only_the_in_sync_replica_may_return(self):
+        b1, b2 = self.new_broker(), self.new_broker()
+        b1.admit(self.ld)
+        b1.heartbeat(timeout_ms=3000)
+        self.assertEqual(b1.elect(self.ld).code, 0)
+        b2.admit(self.ld)
+        b2.heartbeat()
+        epoch0 = int(replica_info(self.ld).ext["masterEpoch"])
+        # 9: B1 stops beating (its connections stay open) and expires after its 3 s timeout
+        # plus a scan; with S = {1} the triggered election clears the master
+        r = wait_until(lambda: no_master(self.ld), T(10.0), "no master after B1's timeout")
+        self.assertGreater(int(r.ext["masterEpoch"]), epoch0)
+        self.assertEqual(json.loads(r.body)["syncStateSet"], [1])
+        b3 = self.new_broker()
+        r = b3.admit(self.ld)
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn("masterBrokerId", r.ext)
+        # 16: B2 is alive but not in S: unclean election is off
+        b2.heartbeat()
+        r = b2.elect(self.ld)
+        self.assertEqual((r.code, r.remark, r.ext), (2012, "Failed to elect a new master", {}))
+        # B1 returns and is elected again (it is in S)
+        b1.heartbeat()
+        before = int(replica_info(self.ld).ext["masterEpoch"])
+        r = b1.elect(self.ld)
+        self.assertEqual((r.code, r.ext["masterBrokerId"], int(r.ext["masterEpoch"])),
+                         (0, "1", before + 1), r)
+
+    def test_clean_broker_data(self):
+        # 23
+        b1, b2 = self.state_11()
+        names = {"clusterName": "c1", "brokerName": "broker-a"}
+        r = b1.request(self.ld, CLEAN, names)
+        self.assertEqual((r.code, r.remark),
+                         (2009, "Broker broker-a is still alive, clean up failure"))
+        r = b1.request(self.ld, CLEAN, dict(names, brokerControllerIdsToClean="1"))
+        self.assertEqual((r.code, r.remark),
+                         (2009, "Broker [broker-a,  1] is still alive, clean up failure"))
+        b2.die()  # the slave first: its going changes nothing
+        b1.die()  # then the master: nobody in S is alive, the master is cleared
+        wait_until(lambda: no_master(self.ld), T(10.0), "no master once both are gone")
+        r = self.ld.request(CLEAN, dict(names, brokerControllerIdsToClean="1;2;3"))
+        self.assertEqual((r.code, r.ext), (0, None), r)
+        r = replica_info(self.ld)
+        self.assertEqual(r.code, 2008, r)
+        r = self.ld.request(CLEAN, {"brokerName": "broker12", "isCleanLivingBroker": "true"})
+        self.assertEqual((r.code, r.remark), (2009, "Broker broker12 is not existed,clean "
+                                                    "broker data failure."))
+        self.cluster.wait_converged()
+
+    def test_no_quorum_no_change(self):
+        # 28
+        b1, b2 = self.state_11()
+        fs = self.cluster.followers(self.ld)
+        for f in fs:
+            f.stop()
+        r = None
+        try:
+            r = self.ld.request(ELECT, {"clusterName": "", "brokerName": "broker-a",
+                                        "brokerId": "-1"}, timeout=T(10.0))
+        except TimeoutError:
+            pass
+        self.assertTrue(r is None or r.code != 0, r)
+        for f in fs:
+            f.start(wait=False)
+        ld = self.leader_answers()
+        r = replica_info(ld)
+        self.assertEqual((r.code, r.ext.get("masterBrokerId"), r.ext["masterEpoch"]),
+                         (0, "1", "1"), r)
+        self.assertEqual(json.loads(r.body), {"syncStateSet": [1, 2], "syncStateSetEpoch": 2})
+
+
+class Unclean(ControllerCase):
+    NAMESRV = dict(CONTROLLER_ON, enableElectUncleanMaster="true")
+
+    def test_unclean_election_takes_a_replica_outside_the_set(self):
+        # 17: S = {1}, B1 dies with B2 alive: B2 is elected
+        b1, b2 = self.state_11()
+        r = b1.alter(self.ld, [1], 1, 2)
+        self.assertEqual(r.code, 0, r)
+        b1.die()
+
+        def promoted():
+            r = replica_info(self.ld)
+            return r if r.ext.get("masterBrokerId") == "2" else harness.Seen(r)
+        r = wait_until(promoted, T(5.0), "B2 elected outside S")
+        self.assertEqual((r.ext["masterEpoch"], json.loads(r.body)["syncStateSet"]), ("2", [2]))
+        r = self.ld.request(GET_CONFIG)
+        self.assertIn("enableElectUncleanMaster=true", r.body.decode())
 
 
 class Disabled(clusterh.ClusterTestCase):
