@@ -459,6 +459,7 @@ class Expiry(ControllerCase):
         self.assertTrue(r is None or r.code != 0, r)
         for f in fs:
             f.start(wait=False)
+        self.cluster.wait_ready(fs)
         ld = self.leader_answers()
         r = replica_info(ld)
         self.assertEqual((r.code, r.ext.get("masterBrokerId"), r.ext["masterEpoch"]),
