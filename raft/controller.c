@@ -145,7 +145,7 @@ static int add_member(struct ns_ctl_group *g, const struct ns_ctl_event *e)
     arr[i] = m;
     g->n_members++;
     /* Java adds one per admitted id; never handing out an id at or below one
-     * applied ahead of it (CONTROLLER.md §9) keeps 1012 and 1013 from
+     * applied ahead of it (docs/controller.md §9) keeps 1012 and 1013 from
      * looping, and stock brokers (who apply 1012's id) see Java's numbers. */
     g->next_id = g->next_id + 1 > e->id + 1 ? g->next_id + 1 : e->id + 1;
     return 0;
@@ -222,7 +222,7 @@ static void remove_group(struct ns_ctl_table *t, struct ns_ctl_group *g)
 /* Java keeps the member table and the SyncStateSet in two maps and drops each
  * that becomes empty; a group missing either is unknown to every request, so
  * the whole group goes. The master id stays even when it was cleaned
- * (upstream behaviour, CONTROLLER.md §3.10). */
+ * (upstream behaviour, docs/controller.md §4). */
 static int apply_clean(struct ns_ctl_table *t, const struct ns_ctl_event *e)
 {
     struct ns_ctl_group *g = find_mut(t, e->broker_name);

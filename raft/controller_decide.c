@@ -1,4 +1,4 @@
-/* The leader's decisions on controller requests (CONTROLLER.md §3, §5.3):
+/* The leader's decisions on controller requests (docs/controller.md §5):
  * each reads the replicated table and the node's heartbeats, and yields the
  * reply (code, Java's remark, ext values, body) and at most one event to
  * commit before replying. Nothing is changed here; the caller proposes the
@@ -259,7 +259,7 @@ int ns_ctl_decide_elect(const struct ns_ctl_view *v,
     bool found = false;
     int64_t chosen = -1;
     /* The very first election takes the requester; unlike Java, only an id
-     * the group admitted (CONTROLLER.md §9). */
+     * the group admitted (docs/controller.md §9). */
     if (g->master_epoch == 0 && !triggered && ns_ctl_find_member(g, r->id)) {
         found = true;
         chosen = r->id;

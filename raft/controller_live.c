@@ -1,4 +1,4 @@
-/* The controller's heartbeat table (CONTROLLER.md §5.5) and the election
+/* The controller's heartbeat table (docs/controller.md §6) and the election
  * policy (§5.4). Each node keeps its own table from the 904s it receives;
  * nothing here is replicated, and the table does not know elections (the
  * caller acts on what ns_ctl_live_expire removed). A linear table: groups
@@ -148,8 +148,8 @@ int ns_ctl_live_expire(struct ns_ctl_live *l, int64_t now_ms, uint64_t conn_id,
 /* --- election policy --- */
 
 /* a ranks before b: higher epoch, higher maxOffset, lower priority, then the
- * lower id (Java drops exact ties in set order; CONTROLLER.md §5.4 asks for a
- * deterministic tie-break). */
+ * lower id (Java keeps the first of an exact tie in set order;
+ * docs/controller.md §9). */
 static bool ranks_before(const struct ns_ctl_candidate *a,
                          const struct ns_ctl_candidate *b)
 {

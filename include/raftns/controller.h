@@ -97,7 +97,7 @@ void ns_ctl_event_encode(enum ns_ctl_event_type type,
 int ns_ctl_event_decode(enum ns_ctl_event_type type, struct ns_rd *in,
                         struct ns_ctl_event *e);
 
-/* Applies one event as CONTROLLER.md §5.2 says. Total: an event about an
+/* Applies one event as docs/controller.md §4 says. Total: an event about an
  * unknown group or id changes nothing. 0 or NS_ENOMEM (t may be
  * half-changed: the node stops). */
 int ns_ctl_apply(struct ns_ctl_table *t, enum ns_ctl_event_type type,
@@ -111,7 +111,7 @@ void ns_ctl_encode_state(const struct ns_ctl_table *t, struct ns_buf *out);
 /* Fills an empty t. 0, NS_EPROTO or NS_ENOMEM (t empty again). */
 int ns_ctl_decode_state(struct ns_ctl_table *t, struct ns_rd *in);
 
-/* --- heartbeats (node-local, never replicated; CONTROLLER.md §5.5) --- */
+/* --- heartbeats (node-local, never replicated; docs/controller.md §6) --- */
 
 struct ns_ctl_beat {
     char *cluster, *broker_name, *addr; /* owned */
@@ -159,7 +159,7 @@ bool ns_ctl_live_alive(const struct ns_ctl_live *l, const char *cluster,
 int ns_ctl_live_expire(struct ns_ctl_live *l, int64_t now_ms, uint64_t conn_id,
                        struct ns_ctl_live *gone);
 
-/* --- election policy (CONTROLLER.md §5.4) --- */
+/* --- election policy (docs/controller.md §5) --- */
 
 struct ns_ctl_candidate {
     int64_t id;
@@ -181,7 +181,7 @@ bool ns_ctl_policy_elect(const struct ns_ctl_candidate *cands, size_t n,
                          bool has_master, int64_t master, bool has_preferred,
                          int64_t preferred, int64_t *out);
 
-/* --- the leader's decisions (CONTROLLER.md §3, §5.3) --- */
+/* --- the leader's decisions (docs/controller.md §5) --- */
 
 /* Decisions answer with the NS_CODE_CONTROLLER_* codes of raftns/codes.h. */
 

@@ -1,5 +1,5 @@
 /* The controller room (controller.h): settings, heartbeats, the leader's
- * decide-then-commit queue (CONTROLLER.md §5.3: one decision at a time, the
+ * decide-then-commit queue (docs/controller.md §5: one decision at a time, the
  * next one only once the previous event was applied here), and the leader's
  * election triggers (§5.6: a master's heartbeat expired or its connection
  * closed, the inactive-master scan, retries). Notifications are in

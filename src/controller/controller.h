@@ -21,7 +21,7 @@ struct ns_cluster;
 struct ns_pending;
 struct ns_peer;
 
-/* Node-local settings (CONTROLLER.md §5.8), from the cluster file's namesrv
+/* Node-local settings (docs/controller.md §8), from the cluster file's namesrv
  * section and --set, changed by 1009 on this node only (as Java's). */
 struct ns_controller_settings {
     bool enabled;                    /* enableControllerInNamesrv */

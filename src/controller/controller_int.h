@@ -13,7 +13,7 @@ struct ns_controller_peer {
 };
 
 /* After a committed election of group name: one oneway 1008 to every member
- * whose heartbeat is alive (CONTROLLER.md §3.9). Best effort. */
+ * whose heartbeat is alive (docs/controller.md §3). Best effort. */
 void ns_controller_notify(struct ns_controller *c, const char *name);
 /* Closes the peers (stop). */
 void ns_controller_notify_close(struct ns_controller *c);

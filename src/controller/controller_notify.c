@@ -1,4 +1,4 @@
-/* NOTIFY_BROKER_ROLE_CHANGED (1008, CONTROLLER.md §3.9): after an election
+/* NOTIFY_BROKER_ROLE_CHANGED (1008, docs/controller.md §3): after an election
  * was committed, the leader tells every member of the group whose heartbeat
  * is alive who the master is now. Oneway and best effort: brokers also poll
  * 1004, so a lost frame only delays a switch. One peer connection per broker

@@ -1,5 +1,5 @@
-/* Handlers of the RocketMQ 5 controller codes (CONTROLLER.md §2): 904 in its
- * controller meaning, 1001-1006 and 1009-1013, with Java's header fields,
+/* Handlers of the RocketMQ 5 controller codes (docs/controller.md §3): 904 in
+ * its controller meaning, 1001-1006 and 1009-1013, with Java's header fields,
  * bodies, codes and remarks. Leader-only codes are parsed here, decided and
  * committed one at a time by the controller room (src/controller/), and
  * answered here once their event was applied. Every code answers
@@ -56,7 +56,7 @@ static const char *ext_or_empty(const struct ns_cmd *c, const char *k)
 }
 
 /* On the shared port a 904 refreshes both the route's liveness (the name
- * server's meaning) and the controller's heartbeats (CONTROLLER.md §3.15). */
+ * server's meaning) and the controller's heartbeats (docs/controller.md §6). */
 int ns_handle_controller_heartbeat(struct ns_req *req)
 {
     struct ns_controller *c = ctl_of(req);

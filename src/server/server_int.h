@@ -255,7 +255,7 @@ int ns_handle_register_broker(struct ns_req *req);
 int ns_handle_unregister_broker(struct ns_req *req);
 int ns_handle_query_data_version(struct ns_req *req);
 int ns_handle_broker_heartbeat(struct ns_req *req);
-/* --- handle_controller.c: the controller codes (CONTROLLER.md §2) --- */
+/* --- handle_controller.c: the controller codes (docs/controller.md §3) --- */
 int ns_handle_controller_heartbeat(struct ns_req *req);     /* 904 */
 int ns_handle_controller_metadata(struct ns_req *req);      /* 1005 */
 int ns_handle_controller_get_config(struct ns_req *req);    /* 1010 */

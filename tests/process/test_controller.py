@@ -2,7 +2,7 @@
 simulated on the wire: each fake broker heartbeats every node over its own connection (904 with
 brokerId, as a 5.x broker in controller mode does) and listens on its broker address for the
 NOTIFY_BROKER_ROLE_CHANGED (1008) frames the leader sends. The numbers in the comments are
-CONTROLLER.md §8's acceptance scenarios (the list in docs/controller.md says which are covered
+docs/controller.md §10's acceptance scenarios (its table says which are covered
 where). Deadlines are generous bounds (T()), polled, never slept on."""
 
 import json

@@ -25,7 +25,7 @@ static const struct pair responses[] = {
     {17, "TOPIC_NOT_EXIST"},
     {22, "QUERY_NOT_FOUND"},
     {1500, "GO_AWAY"},
-    /* the controller's (CONTROLLER.md §2.2) */
+    /* the controller's (docs/controller.md §3) */
     {2000, "CONTROLLER_FENCED_MASTER_EPOCH"},
     {2001, "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH"},
     {2002, "CONTROLLER_INVALID_MASTER"},

@@ -2,8 +2,8 @@
  * rule of the five events (through ns_fsm_apply, as the log applies them),
  * the table's snapshot bytes (golden, written from the documented layout) and
  * snapshot version 4, the heartbeat table, the election policy, and the
- * leader's decisions for CONTROLLER.md §8's scenarios 1-8, 11-21 and 23 (the
- * numbers below). Time is a parameter: no clock, no sleeping. */
+ * leader's decisions for docs/controller.md §10's scenarios 1-9, 11-21 and 23
+ * (the numbers below). Time is a parameter: no clock, no sleeping. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,7 +224,7 @@ static void state_11(void)
     alter(1, 1, s12, 2, 1, 0, "");
 }
 
-/* --- apply rules (CONTROLLER.md §5.2) --- */
+/* --- apply rules (docs/controller.md §4) --- */
 
 #define EV(c, n, a, k, i)                                                      \
     (struct ns_ctl_event)                                                      \
