@@ -68,12 +68,70 @@ grep -rnE '(\.|->)(apply|snapshot|restore)[[:space:]]*=' raft src tests tools --
     grep -v '^raft/fsm_adapter\.c:' |
     while IFS= read -r line; do report "a raft_fsm outside raft/fsm_adapter.c: $line"; done
 
-# The transport room of src/server (docs/ARCHITECTURE.md) knows no handler: it reports
-# requests and closes through the hooks server.c sets, and calls nothing of the rooms above.
+# The rooms over the layers (docs/ARCHITECTURE.md). For each folder, the
+# folders whose headers it may include; the graph itself must have no cycle.
+# The observer sits over the server's public API (raftns/server.h), not over
+# src/server. raftns/ headers are the public ones and are checked above.
+declare -A room_may=(
+    [net]=""
+    [cluster]="net"
+    [liveness]="cluster net"
+    [controller]="cluster net"
+    [gateway]="controller cluster liveness net"
+    [server]="gateway controller liveness cluster net"
+    [observe]="cluster net"
+    [metrics]=""
+)
+rooms="${!room_may[*]}"
+rooms_re=$(echo "$rooms" | tr ' ' '|')
+# An edge "a b" per allowed include, for tsort: it names a loop on stderr
+# (and GNU tsort exits non-zero) when the graph has one.
+edges=$(for r in $rooms; do for d in ${room_may[$r]}; do echo "$r $d"; done; done)
+if ! tsort_err=$(echo "$edges" | tsort 2>&1 >/dev/null) || [ -n "$tsort_err" ]; then
+    report "the allowed room graph has a cycle: $tsort_err"
+fi
+for r in $rooms; do
+    [ -d "src/$r" ] || continue
+    allowed=" $r ${room_may[$r]} "
+    grep -nE "^#include \"($rooms_re)/" src/"$r"/*.[ch] 2>/dev/null |
+        while IFS= read -r line; do
+            target=$(echo "$line" | sed -E 's/.*#include "([a-z_]+)\/.*/\1/')
+            [[ $allowed == *" $target "* ]] ||
+                report "room $r may not include $target: $line"
+        done
+done
+# A room's private header (*_int.h) is included by its own folder only (tests
+# may look inside the room they test).
+grep -rnE '^#include "[a-z_]+/[a-z_]+_int\.h"' src tools raft --include='*.c' --include='*.h' |
+    while IFS= read -r line; do
+        file=${line%%:*}
+        folder=$(basename "$(dirname "$file")")
+        target=$(echo "$line" | sed -E 's/.*#include "([a-z_]+)\/.*/\1/')
+        [ "$folder" = "$target" ] ||
+            report "a private header of another room: $line"
+    done
+# The composition root's struct is nobody else's.
+grep -rn '#include "server/' src --include='*.c' --include='*.h' | grep -v '^src/server/' |
+    while IFS= read -r line; do report "only src/server includes server/: $line"; done
+# Rooms below the composition root call none of its functions, and only the
+# observer and main.c see the observer's API.
+grep -nE '\bns_server_[a-z_]*\(' src/{net,cluster,liveness,controller,gateway,metrics}/*.[ch] raft/node/*.[ch] 2>/dev/null |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|//)' |
+    while IFS= read -r line; do report "a room calls up into the server: $line"; done
+grep -rn '#include "raftns/observe.h"' src raft --include='*.c' --include='*.h' |
+    grep -vE '^(src/observe/|src/main\.c:)' |
+    while IFS= read -r line; do report "the observer's API below the observer: $line"; done
+# The process counters are a sink: they include no room.
+grep -nE "^#include \"($rooms_re)/" src/metrics/*.c include/raftns/metrics.h 2>/dev/null |
+    while IFS= read -r line; do report "the counters include a room: $line"; done
+# The raft node's I/O (raft/node) includes no room of src/.
+grep -nE "^#include \"($rooms_re)/" raft/node/*.[ch] 2>/dev/null |
+    while IFS= read -r line; do report "the node includes a room: $line"; done
+
+# The transport (src/net) knows no handler: it reports requests and closes
+# through the hooks the composition root sets, and calls nothing above it.
 net_files=(src/net/*.c src/net/*.h)
-grep -nE '#include "(gateway|cluster|liveness|observe)/' "${net_files[@]}" |
-    while IFS= read -r line; do report "transport includes a room above it: $line"; done
-grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_gate|observe|checkpoint|verdict|recovery)_?[a-z_]*\(' \
+grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_gate|observe|checkpoint|verdict|recovery|integrity|gateway|reply)_?[a-z_]*\(' \
     "${net_files[@]}" |
     while IFS= read -r line; do report "transport calls a room above it: $line"; done
 

@@ -15,7 +15,7 @@
 #include "raftns/fsm.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "raftns/metrics.h"
+#include "raftns/observe.h"
 #include "raftns/node.h"
 #include "raftns/secret.h"
 #include "raftns/server.h"

@@ -206,7 +206,7 @@ const char *ns_code_response_name(int32_t code);
  * holds the encoding of that index (start again at offset 0). */
 #define NS_CODE_STATE_FETCH 9013
 /* READ_FORWARD: a node that cannot answer a stock read from its own state (not
- * ready, diverged; src/cluster/held_read.c) hands the whole request to the
+ * ready, diverged; src/gateway/held_read.c) hands the whole request to the
  * leader. Node to node only: the request carries raftnsFrom and is signed.
  * Request: body = the client's request frame, re-encoded (a read code only;
  * others get NO_PERMISSION). The receiver answers it as if the client had asked

@@ -1,8 +1,8 @@
 /* The cluster side of a server (docs/design.md §4, §6): the leader connection
  * and the signatures of private requests, readiness through the leader's read
  * index, the first leader's record of the members' addresses, and the cluster
- * tick. Writes are cluster_submit.c; the private request handlers are
- * handle_cluster.c. */
+ * tick. Writes are cluster_submit.c; the handlers of the private codes are
+ * the gateway's (gateway/handle_cluster.c), over this API. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

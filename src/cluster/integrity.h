@@ -17,10 +17,12 @@
 #include "raftns/buf.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm.h"
-#include "raftns/metrics.h"
 #include "raftns/node.h"
 
 struct ns_cluster;
+
+#define NS_CHECKPOINT_ENTRIES 1000 /* default: checkpoint every N commands */
+#define NS_CHECKPOINT_MS 30000     /* ... or after T ms with any command */
 
 /* The leader's CHECKPOINT proposals (checkpoint.c); the digests themselves
  * are the node's (raftns/diverge.h). */

@@ -14,7 +14,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 #define NS_ACL_LOG_BURST 10 /* refusal lines per second, then a summary */
 
@@ -64,8 +64,8 @@ static bool source_ip(const struct ns_conn *conn, uint32_t *ip)
 static void log_refusal(struct ns_req *req, const char *remark,
                         const char *access_key)
 {
-    struct ns_acl_gate *g = &req->srv->acl;
-    uint64_t now = uv_now(req->srv->loop);
+    struct ns_acl_gate *g = &req->gw->acl;
+    uint64_t now = uv_now(req->gw->loop);
     if (now - g->log_window_ms >= 1000) {
         if (g->log_suppressed > 0) {
             NS_LOG(NS_LOG_WARN, "acl: %llu more refusals not logged",
@@ -107,7 +107,7 @@ static bool refuse(struct ns_req *req, enum ns_acl_verdict v,
 
 bool ns_acl_gate_allows(struct ns_req *req, enum ns_acl_role need)
 {
-    struct ns_acl_gate *g = &req->srv->acl;
+    struct ns_acl_gate *g = &req->gw->acl;
 #ifdef RAFTNS_MUTANT_ACL_OPEN
     need = NS_ACL_ROLE_NONE;
 #endif
@@ -128,7 +128,7 @@ bool ns_acl_gate_allows(struct ns_req *req, enum ns_acl_role need)
     enum ns_acl_verdict v = NS_ACL_NO_ACCESS_KEY;
     if (signed_request) {
         const struct ns_acl_account *who = NULL;
-        int rv = ns_acl_verify(&req->srv->state->acl, req->cmd, known ? ip : 0,
+        int rv = ns_acl_verify(&req->gw->state->acl, req->cmd, known ? ip : 0,
                                &who, &v);
         if (rv != 0) {
             ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
@@ -160,9 +160,9 @@ bool ns_acl_gate_allows(struct ns_req *req, enum ns_acl_role need)
 static void seed_done(void *arg, int status, uint64_t index,
                       const struct ns_apply_result *res)
 {
-    struct ns_server *srv = arg;
+    struct ns_gateway *gw = arg;
     (void)res;
-    srv->acl.seed_inflight = false;
+    gw->acl.seed_inflight = false;
     if (status != 0) {
         NS_LOG(NS_LOG_WARN, "acl: seeding the file's accounts failed: %s",
                ns_strerror(status));
@@ -170,15 +170,15 @@ static void seed_done(void *arg, int status, uint64_t index,
         NS_LOG(NS_LOG_INFO,
                "acl: %zu accounts of the cluster file seeded at "
                "index %llu",
-               srv->acl.n_seed, (unsigned long long)index);
+               gw->acl.n_seed, (unsigned long long)index);
     }
 }
 
-void ns_acl_gate_seed(struct ns_server *srv)
+void ns_acl_gate_seed(struct ns_gateway *gw)
 {
-    struct ns_acl_gate *g = &srv->acl;
-    if (g->n_seed == 0 || g->seed_inflight || srv->state->acl.seeded ||
-        !ns_node_is_leader(srv->node)) {
+    struct ns_acl_gate *g = &gw->acl;
+    if (g->n_seed == 0 || g->seed_inflight || gw->state->acl.seeded ||
+        !ns_node_is_leader(gw->node)) {
         return;
     }
     struct ns_command c;
@@ -188,7 +188,7 @@ void ns_acl_gate_seed(struct ns_server *srv)
     c.u.acl_seed.items = (struct ns_acl_account *)g->seed;
     c.u.acl_seed.n = g->n_seed;
     int rv =
-        ns_cluster_submit(srv->cluster, &c, NS_SUBMIT_LEADER, seed_done, srv);
+        ns_cluster_submit(gw->cluster, &c, NS_SUBMIT_LEADER, seed_done, gw);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "acl: cannot propose the file's accounts: %s",
                ns_strerror(rv));

@@ -10,7 +10,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 enum {
     F_READ = 1 << 0,     /* served from local state: needs a ready node, or
@@ -113,11 +113,11 @@ static const struct handler *find_handler(int32_t code)
  * read another node forwarded (ACL passed there; reads only). */
 enum origin { FROM_CLIENT, HELD_HERE, FORWARDED };
 
-static int dispatch(struct ns_server *srv, struct ns_conn *conn,
+static int dispatch(struct ns_gateway *gw, struct ns_conn *conn,
                     const struct ns_cmd *cmd, enum origin from,
                     uint64_t served_by)
 {
-    struct ns_req req = {.srv = srv, .conn = conn, .cmd = cmd};
+    struct ns_req req = {.gw = gw, .conn = conn, .cmd = cmd};
     req.to.conn = conn;
     req.to.opaque = cmd->opaque;
     req.to.req_code = cmd->code;
@@ -126,7 +126,7 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
     req.to.oneway = (cmd->flag & NS_FLAG_ONEWAY) != 0;
     req.to.start_ns = uv_hrtime();
     req.to.served_by = served_by;
-    req.to.waits = &srv->waits;
+    req.to.waits = gw->waits;
     req.may_forward = from == FROM_CLIENT;
 
     if (cmd->flag & NS_FLAG_RESPONSE) {
@@ -155,8 +155,8 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
     if (from == FROM_CLIENT && !ns_acl_gate_allows(&req, h->need)) {
         return 0; /* refused with NO_PERMISSION */
     }
-    bool diverged = !(h->flags & F_ALWAYS) && ns_node_is_diverged(srv->node);
-    bool unready = (h->flags & F_READ) && !ns_node_is_ready(srv->node);
+    bool diverged = !(h->flags & F_ALWAYS) && ns_node_is_diverged(gw->node);
+    bool unready = (h->flags & F_READ) && !ns_node_is_ready(gw->node);
 #ifdef RAFTNS_BREAK_STALE_READS /* TEST-ONLY MUTANT: serve its own state when  \
                                    not ready */
     unready = false;
@@ -180,20 +180,20 @@ static int dispatch(struct ns_server *srv, struct ns_conn *conn,
     return h->fn(&req);
 }
 
-int ns_dispatch(struct ns_server *srv, struct ns_conn *conn,
+int ns_dispatch(struct ns_gateway *gw, struct ns_conn *conn,
                 const struct ns_cmd *cmd)
 {
-    return dispatch(srv, conn, cmd, FROM_CLIENT, 0);
+    return dispatch(gw, conn, cmd, FROM_CLIENT, 0);
 }
 
-int ns_dispatch_authorised(struct ns_server *srv, struct ns_conn *conn,
+int ns_dispatch_authorised(struct ns_gateway *gw, struct ns_conn *conn,
                            const struct ns_cmd *cmd, uint64_t served_by)
 {
-    return dispatch(srv, conn, cmd, HELD_HERE, served_by);
+    return dispatch(gw, conn, cmd, HELD_HERE, served_by);
 }
 
-int ns_dispatch_forwarded(struct ns_server *srv, struct ns_conn *conn,
+int ns_dispatch_forwarded(struct ns_gateway *gw, struct ns_conn *conn,
                           const struct ns_cmd *cmd, uint64_t served_by)
 {
-    return dispatch(srv, conn, cmd, FORWARDED, served_by);
+    return dispatch(gw, conn, cmd, FORWARDED, served_by);
 }

@@ -10,7 +10,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static int bad_request(struct ns_req *req, const char *why)
 {
@@ -69,8 +69,8 @@ int ns_handle_acl_update(struct ns_req *req)
         return bad_request(req, "raftnsAclAccessKey required");
     }
     if (op != NULL && strcmp(op, "add") == 0) {
-        if (ns_acl_find(&req->srv->state->acl, ak) == NULL &&
-            req->srv->state->acl.n >= NS_ACL_MAX_ACCOUNTS) {
+        if (ns_acl_find(&req->gw->state->acl, ak) == NULL &&
+            req->gw->state->acl.n >= NS_ACL_MAX_ACCOUNTS) {
             return bad_request(req, "too many accounts");
         }
         return propose_add(req, ak);
@@ -89,7 +89,7 @@ int ns_handle_acl_update(struct ns_req *req)
 
 int ns_handle_acl_list(struct ns_req *req)
 {
-    const struct ns_acl *acl = &req->srv->state->acl;
+    const struct ns_acl *acl = &req->gw->state->acl;
     struct ns_buf b;
     struct ns_json_writer w;
     char net[32];

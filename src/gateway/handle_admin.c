@@ -8,7 +8,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static void perm_done(struct ns_pending *p, int status,
                       const struct ns_apply_result *res)

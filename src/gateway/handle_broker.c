@@ -17,7 +17,7 @@
 #include "raftns/metrics.h"
 #include "raftns/route.h"
 #include "gateway/register_memo.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 /* What Java 4.9.8 answers when a handler throws, derived from
  * DefaultRequestProcessor (docs/compat.md): the exception's text (as Java 8
@@ -47,20 +47,20 @@ static const char *ext_or_empty(const struct ns_cmd *cmd, const char *key)
 
 /* Appends the ORDER_TOPIC_CONFIG KVTable when it exists and the setting allows
  * it. */
-static int add_order_body(struct ns_server *srv, struct ns_buf *body)
+static int add_order_body(struct ns_gateway *gw, struct ns_buf *body)
 {
-    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    const struct ns_settings *st = ns_config_settings(gw->state->config);
     if (!st->return_order_topic_config_to_broker ||
-        !ns_kv_has_namespace(srv->state->kv, NS_KV_ORDER_TOPIC_CONFIG)) {
+        !ns_kv_has_namespace(gw->state->kv, NS_KV_ORDER_TOPIC_CONFIG)) {
         return 0;
     }
     int rv =
-        ns_kv_encode_namespace(srv->state->kv, NS_KV_ORDER_TOPIC_CONFIG, body);
+        ns_kv_encode_namespace(gw->state->kv, NS_KV_ORDER_TOPIC_CONFIG, body);
     return rv != 0 ? rv : body->err;
 }
 
 /* SUCCESS with extFields ({} or master/ha) and the order-config body. */
-static int reply_registered(struct ns_server *srv, const struct ns_reply_to *to,
+static int reply_registered(struct ns_gateway *gw, const struct ns_reply_to *to,
                             const char *master_addr, const char *ha_addr)
 {
     struct ns_cmd reply;
@@ -77,7 +77,7 @@ static int reply_registered(struct ns_server *srv, const struct ns_reply_to *to,
         ns_cmd_ext_set(&reply, "masterAddr", master_addr) != 0) {
         goto err;
     }
-    if (add_order_body(srv, &body) != 0) {
+    if (add_order_body(gw, &body) != 0) {
         goto err;
     }
     reply.body = body.data;
@@ -140,10 +140,10 @@ static void register_done(struct ns_pending *p, int status,
         return;
     }
     if (r->status == NS_REGISTER_OK && k != NULL) {
-        ns_liveness_register(&p->srv->live, k->cluster, k->addr,
-                             uv_now(p->srv->loop), k->timeout_ms, p->to.conn);
+        ns_liveness_register(p->gw->live, k->cluster, k->addr,
+                             uv_now(p->gw->loop), k->timeout_ms, p->to.conn);
     }
-    reply_registered(p->srv, &p->to, r->master_addr, r->ha_addr);
+    reply_registered(p->gw, &p->to, r->master_addr, r->ha_addr);
 }
 
 int ns_handle_broker_check_crc(const struct ns_cmd *cmd)
@@ -208,10 +208,10 @@ int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
  * log entry (handle_cluster.c) or replicates it, and a minority node answers
  * the write error after the write wait (raftns/waits.h) rather than a false
  * success. */
-static bool may_short_cut(const struct ns_server *srv)
+static bool may_short_cut(const struct ns_gateway *gw)
 {
-    return ns_node_is_ready(srv->node) && !ns_node_is_diverged(srv->node) &&
-           ns_node_has_leader_contact(srv->node);
+    return ns_node_is_ready(gw->node) && !ns_node_is_diverged(gw->node) &&
+           ns_node_has_leader_contact(gw->node);
 }
 
 /* Heartbeat short-cut: an unchanged re-registration only refreshes liveness;
@@ -219,17 +219,16 @@ static bool may_short_cut(const struct ns_server *srv)
  * them. */
 static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     struct ns_register_result master;
-    int rv = ns_route_find_master(srv->state->route, reg, &master);
+    int rv = ns_route_find_master(gw->state->route, reg, &master);
     if (rv == 0) {
         rv = ns_liveness_register(
-            &srv->live, reg->cluster, reg->broker_addr, uv_now(srv->loop),
+            gw->live, reg->cluster, reg->broker_addr, uv_now(gw->loop),
             (uint64_t)reg->heartbeat_timeout_ms, req->conn);
     }
     if (rv == 0) {
-        rv =
-            reply_registered(srv, &req->to, master.master_addr, master.ha_addr);
+        rv = reply_registered(gw, &req->to, master.master_addr, master.ha_addr);
     }
     ns_register_result_close(&master);
     return rv;
@@ -238,8 +237,8 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
 int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
                             bool crc_bad, int rv, const char *errmsg)
 {
-    struct ns_server *srv = req->srv;
-    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    struct ns_gateway *gw = req->gw;
+    const struct ns_settings *st = ns_config_settings(gw->state->config);
     bool delete_missing = st->delete_topic_with_broker_registration;
     struct ns_register *reg = &c->u.reg;
     if (crc_bad) {
@@ -271,14 +270,14 @@ int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
                                                 ? REMARK_NPE_REGISTER
                                                 : REMARK_NPE_REGISTER_OLD);
     }
-    uint64_t epoch = ns_route_epoch(srv->state->route);
-    if (may_short_cut(srv) && ns_route_is_unchanged_registration(
-                                  srv->state->route, reg, delete_missing)) {
+    uint64_t epoch = ns_route_epoch(gw->state->route);
+    if (may_short_cut(gw) && ns_route_is_unchanged_registration(
+                                 gw->state->route, reg, delete_missing)) {
         rv = reply_unchanged(req, reg);
         /* A DataVersion without a timestamp takes the decode time: such a
          * body does not decode the same twice, so it is not remembered. */
         if (rv == 0 && reg->dv.timestamp != c->leader_time_ms) {
-            ns_register_memo_put(&srv->memo, req->cmd, reg, epoch,
+            ns_register_memo_put(&gw->memo, req->cmd, reg, epoch,
                                  delete_missing);
         }
         return rv;
@@ -296,26 +295,26 @@ int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
 
 int ns_handle_register_broker(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     const struct ns_cmd *cmd = req->cmd;
-    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    const struct ns_settings *st = ns_config_settings(gw->state->config);
     bool delete_missing = st->delete_topic_with_broker_registration;
     /* The same request bytes as a remembered one decode to the same
      * registration (and pass the same CRC check): only the route check is
      * repeated, and only when this server's route changed since it last
      * passed. */
     struct ns_register_memo *known =
-        may_short_cut(srv) ? ns_register_memo_find(&srv->memo, cmd) : NULL;
+        may_short_cut(gw) ? ns_register_memo_find(&gw->memo, cmd) : NULL;
     if (known != NULL) {
         const struct ns_register *kreg = ns_register_memo_reg(known);
-        uint64_t epoch = ns_route_epoch(srv->state->route);
+        uint64_t epoch = ns_route_epoch(gw->state->route);
         if (ns_register_memo_is_current(known, epoch, delete_missing) ||
-            ns_route_is_unchanged_registration(srv->state->route, kreg,
+            ns_route_is_unchanged_registration(gw->state->route, kreg,
                                                delete_missing)) {
             ns_register_memo_mark(known, epoch, delete_missing);
             return reply_unchanged(req, kreg);
         }
-        ns_register_memo_drop(&srv->memo, cmd);
+        ns_register_memo_drop(&gw->memo, cmd);
     }
     bool compressed = false;
     ns_cmd_ext_bool(cmd, "compressed", &compressed);
@@ -346,7 +345,7 @@ static void unregister_done(struct ns_pending *p, int status,
 {
     const struct broker_key *k = p->data;
     if (status == 0 && k != NULL) {
-        ns_liveness_remove(&p->srv->live, k->cluster, k->addr);
+        ns_liveness_remove(p->gw->live, k->cluster, k->addr);
     }
     ns_propose_simple_done(p, status, res);
 }
@@ -389,7 +388,7 @@ out:
 
 int ns_handle_query_data_version(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     const char *cluster = ext_or_empty(req->cmd, "clusterName");
     const char *addr = ext_or_empty(req->cmd, "brokerAddr");
     struct ns_data_version dv;
@@ -412,14 +411,14 @@ int ns_handle_query_data_version(struct ns_req *req)
     }
     bool have = drv == 0; /* NS_ENOTFOUND: Java's null DataVersion */
     const struct ns_data_version *stored =
-        ns_route_find_data_version(srv->state->route, cluster, addr);
+        ns_route_find_data_version(gw->state->route, cluster, addr);
     /* 4.9.8's DataVersion.equals: timestamp and counter (no stateVersion). */
     bool changed = !have || stored == NULL || stored->counter != dv.counter ||
                    stored->timestamp != dv.timestamp;
     if (!changed) {
         /* As Java: only an unchanged version refreshes the broker; a changed
          * one is followed by a registration. */
-        ns_liveness_touch(&srv->live, cluster, addr, uv_now(srv->loop));
+        ns_liveness_touch(gw->live, cluster, addr, uv_now(gw->loop));
     }
 
     struct ns_cmd reply;
@@ -449,8 +448,8 @@ err:
 
 int ns_handle_broker_heartbeat(struct ns_req *req)
 {
-    ns_liveness_touch(&req->srv->live, ext_or_empty(req->cmd, "clusterName"),
+    ns_liveness_touch(req->gw->live, ext_or_empty(req->cmd, "clusterName"),
                       ext_or_empty(req->cmd, "brokerAddr"),
-                      uv_now(req->srv->loop));
+                      uv_now(req->gw->loop));
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }

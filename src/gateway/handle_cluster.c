@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"
@@ -83,11 +83,11 @@ static void forward_done(struct ns_pending *p, int status,
 static int answer_applied_registration(struct ns_req *req,
                                        const struct ns_command *c)
 {
-    struct ns_server *srv = req->srv;
-    const struct ns_settings *st = ns_config_settings(srv->state->config);
+    struct ns_gateway *gw = req->gw;
+    const struct ns_settings *st = ns_config_settings(gw->state->config);
     if (c->type != NS_CMD_REGISTER_BROKER ||
         !ns_route_is_unchanged_registration(
-            srv->state->route, &c->u.reg,
+            gw->state->route, &c->u.reg,
             st->delete_topic_with_broker_registration)) {
         return 0;
     }
@@ -98,22 +98,22 @@ static int answer_applied_registration(struct ns_req *req,
     struct ns_apply_result res;
     memset(&res, 0, sizeof res);
     res.type = NS_CMD_REGISTER_BROKER;
-    int rv = ns_route_find_master(srv->state->route, &c->u.reg, &res.reg);
+    int rv = ns_route_find_master(gw->state->route, &c->u.reg, &res.reg);
     if (rv != 0) {
         ns_fsm_result_close(&res);
         ns_pending_finish(p, rv, 0, NULL);
         return 1;
     }
     NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
-    ns_pending_finish(p, 0, ns_node_last_applied(srv->node), &res);
+    ns_pending_finish(p, 0, ns_node_last_applied(gw->node), &res);
     ns_fsm_result_close(&res);
     return 1;
 }
 
 static int handle_forward(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
-    if (!ns_node_is_leader(srv->node)) {
+    struct ns_gateway *gw = req->gw;
+    if (!ns_node_is_leader(gw->node)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: not the leader");
     }
@@ -149,7 +149,7 @@ static int handle_forward(struct ns_req *req)
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    rv = ns_cluster_accept_forward(srv->cluster, req->cmd->body,
+    rv = ns_cluster_accept_forward(gw->cluster, req->cmd->body,
                                    req->cmd->body_len, resend, pending_cb, p);
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
@@ -170,7 +170,7 @@ static void read_index_done(struct ns_pending *p, int status,
     struct ns_cmd reply;
     ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
     if (set_ext_u64(&reply, NS_EXT_INDEX, p->index) != 0 ||
-        set_ext_u64(&reply, NS_EXT_LEADER, ns_node_id(p->srv->node)) != 0) {
+        set_ext_u64(&reply, NS_EXT_LEADER, ns_node_id(p->gw->node)) != 0) {
         ns_cmd_close(&reply);
         return;
     }
@@ -184,7 +184,7 @@ static void read_index_cb(void *arg, int status, uint64_t index)
 
 static int handle_read_index(struct ns_req *req)
 {
-    if (!ns_node_is_leader(req->srv->node)) {
+    if (!ns_node_is_leader(req->gw->node)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: not the leader");
     }
@@ -192,7 +192,7 @@ static int handle_read_index(struct ns_req *req)
     if (p == NULL) {
         return NS_ENOMEM;
     }
-    int rv = ns_node_read_index(req->srv->node, read_index_cb, p);
+    int rv = ns_node_read_index(req->gw->node, read_index_cb, p);
     if (rv != 0) {
         ns_pending_finish(p, rv, 0, NULL);
     }
@@ -219,10 +219,10 @@ static const char *or_empty(const char *s)
 
 static int handle_member_list(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     struct ns_node_member *m = NULL;
     size_t n = 0;
-    if (ns_node_members(srv->node, &m, &n) != 0) {
+    if (ns_node_members(gw->node, &m, &n) != 0) {
         return NS_ENOMEM;
     }
     static const char *const roles[] = {"voter", "standby", "spare"};
@@ -232,15 +232,15 @@ static int handle_member_list(struct ns_req *req)
     ns_json_write_init(&w, &b, NS_JSON_STANDARD);
     ns_json_write_obj_begin(&w);
     ns_json_write_key(&w, "appliedIndex");
-    ns_json_write_int(&w, (int64_t)ns_node_last_applied(srv->node));
+    ns_json_write_int(&w, (int64_t)ns_node_last_applied(gw->node));
     ns_json_write_key(&w, "commitIndex");
-    ns_json_write_int(&w, (int64_t)ns_node_commit_index(srv->node));
+    ns_json_write_int(&w, (int64_t)ns_node_commit_index(gw->node));
     ns_json_write_key(&w, "leader");
-    ns_json_write_int(&w, (int64_t)ns_node_leader_id(srv->node));
+    ns_json_write_int(&w, (int64_t)ns_node_leader_id(gw->node));
     ns_json_write_key(&w, "members");
     ns_json_write_arr_begin(&w);
     for (size_t i = 0; i < n; i++) {
-        const struct ns_member *sm = find_member(srv->state, m[i].id);
+        const struct ns_member *sm = find_member(gw->state, m[i].id);
         ns_json_write_obj_begin(&w);
         ns_json_write_key(&w, "client");
         ns_json_write_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
@@ -256,7 +256,7 @@ static int handle_member_list(struct ns_req *req)
     }
     ns_json_write_arr_end(&w);
     ns_json_write_key(&w, "term");
-    ns_json_write_int(&w, (int64_t)ns_node_term(srv->node));
+    ns_json_write_int(&w, (int64_t)ns_node_term(gw->node));
     ns_json_write_obj_end(&w);
     ns_free(m);
     int rv = ns_reply_buf(&req->to, b.err, &b);
@@ -272,7 +272,7 @@ static void change_done(struct ns_pending *p, int status,
 static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct ns_pending *p = arg;
-    uint64_t leader = ns_node_leader_id(p->srv->node);
+    uint64_t leader = ns_node_leader_id(p->gw->node);
     const uint64_t *target = p->data; /* a relayed transfer's, or NULL */
     if (status != 0 && target != NULL && *target == leader) {
         /* a relayed transfer: the leader connection was re-aimed at the new
@@ -329,9 +329,8 @@ static int proxy_to_leader(struct ns_req *req)
             p->data = keep;
         }
     }
-    rv = ns_cluster_leader_request(req->srv->cluster, &fwd,
-                                   req->srv->waits.admin_relay_ms, proxy_reply,
-                                   p);
+    rv = ns_cluster_leader_request(
+        req->gw->cluster, &fwd, req->gw->waits->admin_relay_ms, proxy_reply, p);
     ns_cmd_close(&fwd);
     if (rv != 0) {
         ns_pending_finish(p, 0, 0, NULL);
@@ -355,7 +354,7 @@ static void change_done(struct ns_pending *p, int status,
     }
     struct ns_cmd reply;
     ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
-    if (set_ext_u64(&reply, NS_EXT_LEADER, ns_node_leader_id(p->srv->node))) {
+    if (set_ext_u64(&reply, NS_EXT_LEADER, ns_node_leader_id(p->gw->node))) {
         ns_cmd_close(&reply);
         return;
     }
@@ -381,7 +380,7 @@ static void add_recorded(void *arg, int status, uint64_t index,
     struct member_op *op = p->data;
     if (status == 0) {
         status =
-            ns_node_member_add(p->srv->node, op->id, op->raft, change_cb, p);
+            ns_node_member_add(p->gw->node, op->id, op->raft, change_cb, p);
         if (status == 0) {
             return;
         }
@@ -395,7 +394,7 @@ static void remove_cb(void *arg, int status, const char *errmsg)
     struct member_op *op = p->data;
     (void)errmsg;
     if (status == 0) {
-        status = ns_cluster_propose_member(p->srv->cluster, op->id, NULL, NULL,
+        status = ns_cluster_propose_member(p->gw->cluster, op->id, NULL, NULL,
                                            NULL, NULL, NULL);
         /* the reply does not wait for the address removal */
     }
@@ -428,33 +427,33 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct relay *r = arg;
     struct ns_pending *p = r->p;
-    struct ns_server *srv = p->srv;
+    struct ns_gateway *gw = p->gw;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
-    if (ok || srv->stopping || ns_cluster_is_stopping(srv->cluster) ||
-        uv_now(srv->loop) >= r->deadline) {
+    if (ok || gw->stopping || ns_cluster_is_stopping(gw->cluster) ||
+        uv_now(gw->loop) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
     }
-    ns_cluster_wait_again(srv->cluster, &r->wait);
+    ns_cluster_wait_again(gw->cluster, &r->wait);
 }
 
 static void relay_retry(void *data)
 {
     struct relay *r = data;
     struct ns_pending *p = r->p;
-    struct ns_server *srv = p->srv;
+    struct ns_gateway *gw = p->gw;
     struct member_op *op = p->data;
-    uint64_t leader = ns_node_leader_id(srv->node);
-    if (srv->stopping || ns_cluster_is_stopping(srv->cluster)) {
+    uint64_t leader = ns_node_leader_id(gw->node);
+    if (gw->stopping || ns_cluster_is_stopping(gw->cluster)) {
         relay_fail(r, NS_ESHUTDOWN);
         return;
     }
-    if (leader == 0 || leader == ns_node_id(srv->node)) {
-        if (uv_now(srv->loop) >= r->deadline) {
+    if (leader == 0 || leader == ns_node_id(gw->node)) {
+        if (uv_now(gw->loop) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
-            ns_cluster_wait_again(srv->cluster, &r->wait);
+            ns_cluster_wait_again(gw->cluster, &r->wait);
         }
         return;
     }
@@ -467,16 +466,16 @@ static void relay_retry(void *data)
     int rv = ns_cmd_ext_set(&fwd, NS_EXT_ID, id);
     if (rv == 0) {
         rv = ns_cluster_leader_request(
-            srv->cluster, &fwd, srv->waits.admin_relay_ms, relay_reply, r);
+            gw->cluster, &fwd, gw->waits->admin_relay_ms, relay_reply, r);
     }
     ns_cmd_close(&fwd);
     if (rv == 0) {
         return; /* in flight */
     }
-    if (uv_now(srv->loop) >= r->deadline) {
+    if (uv_now(gw->loop) >= r->deadline) {
         relay_fail(r, rv);
     } else {
-        ns_cluster_wait_again(srv->cluster, &r->wait);
+        ns_cluster_wait_again(gw->cluster, &r->wait);
     }
 }
 
@@ -495,7 +494,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->srv->loop) + p->srv->waits.admin_leader_ms;
+    r->deadline = uv_now(p->gw->loop) + p->gw->waits->admin_leader_ms;
     r->wait.retry = relay_retry;
     r->wait.data = r;
     relay_retry(r);
@@ -518,8 +517,8 @@ static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
 
 static int handle_change(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
-    if (!ns_node_is_leader(srv->node)) {
+    struct ns_gateway *gw = req->gw;
+    if (!ns_node_is_leader(gw->node)) {
         return proxy_to_leader(req);
     }
     int32_t code = req->cmd->code;
@@ -548,7 +547,7 @@ static int handle_change(struct ns_req *req)
             "required");
     }
     bool self_remove =
-        code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(srv->node);
+        code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(gw->node);
     struct ns_pending *p =
         ns_pending_new(req, self_remove ? nothing_done : change_done);
     if (p == NULL) {
@@ -560,19 +559,19 @@ static int handle_change(struct ns_req *req)
     if (code == NS_CODE_MEMBER_ADD) {
         /* addresses first, so the new member's client port is known */
         rv = ns_cluster_propose_member(
-            srv->cluster, op->id, op->raft, op->client,
+            gw->cluster, op->id, op->raft, op->client,
             op->http[0] ? op->http : NULL, add_recorded, p);
     } else if (self_remove) {
         /* the leader removes itself: hand leadership over, then relay */
-        rv = ns_node_transfer(srv->node, 0, self_transfer_cb, p);
+        rv = ns_node_transfer(gw->node, 0, self_transfer_cb, p);
     } else if (code == NS_CODE_MEMBER_REMOVE) {
-        rv = ns_node_member_remove(srv->node, op->id, remove_cb, p);
+        rv = ns_node_member_remove(gw->node, op->id, remove_cb, p);
     } else {
-        if (op->id != 0 && op->id == ns_node_id(srv->node)) {
+        if (op->id != 0 && op->id == ns_node_id(gw->node)) {
             ns_pending_finish(p, 0, 0, NULL); /* already the leader */
             return 0;
         }
-        rv = ns_node_transfer(srv->node, op->id, change_cb, p);
+        rv = ns_node_transfer(gw->node, op->id, change_cb, p);
     }
     if (rv != 0 && self_remove) {
         ns_reply_remarkf(&req->to, NS_CODE_SYSTEM_ERROR,
@@ -599,7 +598,7 @@ static enum ns_acl_role private_role(const struct ns_req *req)
     const struct ns_cmd *cmd = req->cmd;
     if (ns_cmd_ext_find(cmd, NS_EXT_FROM) != NULL ||
         ((cmd->code == NS_CODE_ACL_UPDATE || cmd->code == NS_CODE_ACL_LIST) &&
-         req->srv->state->acl.n == 0)) {
+         req->gw->state->acl.n == 0)) {
         return NS_ACL_ROLE_NONE;
     }
     switch (cmd->code) {
@@ -618,7 +617,7 @@ static enum ns_acl_role private_role(const struct ns_req *req)
 
 bool ns_handle_private_is_signed(struct ns_req *req)
 {
-    const char *why = ns_cluster_check_signed(req->srv->cluster, req->cmd,
+    const char *why = ns_cluster_check_signed(req->gw->cluster, req->cmd,
                                               req->conn->id, req->conn->peer);
     if (why == NULL) {
         return true;

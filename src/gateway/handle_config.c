@@ -9,7 +9,7 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 /* The ACL settings are node-local start-up settings: nobody may turn ACL on
  * or off over the wire. */
@@ -53,7 +53,7 @@ int ns_handle_update_config(struct ns_req *req)
                              "aclBrokerNetworks are start-up settings");
         goto out;
     }
-    if (ns_config_is_protected_update(req->srv->state->config, &c.u.config)) {
+    if (ns_config_is_protected_update(req->gw->state->config, &c.u.config)) {
         rv = ns_reply_simple(&req->to, NS_CODE_NO_PERMISSION,
                              "Can not update config in black list.");
         goto out;
@@ -81,10 +81,10 @@ int ns_handle_get_config(struct ns_req *req)
 {
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_config_encode_properties(req->srv->state->config, &b);
+    int rv = ns_config_encode_properties(req->gw->state->config, &b);
     /* the controller's node-local settings, while it runs (config get) */
-    if (rv == 0 && req->srv->controller.set.enabled) {
-        ns_controller_encode_settings(&req->srv->controller, &b, false);
+    if (rv == 0 && req->gw->controller->set.enabled) {
+        ns_controller_encode_settings(req->gw->controller, &b, false);
     }
     rv = ns_reply_buf(&req->to, rv, &b);
     ns_buf_close(&b);

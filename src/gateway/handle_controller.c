@@ -19,13 +19,13 @@
 #include "raftns/log.h"
 #include "cluster/cluster.h"
 #include "controller/controller.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 #define NOT_LEADER_REMARK "The controller is not in leader state"
 
 static struct ns_controller *ctl_of(const struct ns_req *req)
 {
-    return &req->srv->controller;
+    return req->gw->controller;
 }
 
 static int not_supported(struct ns_req *req)
@@ -64,8 +64,8 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
         return ns_handle_broker_heartbeat(req);
     }
     const struct ns_cmd *cmd = req->cmd;
-    ns_liveness_touch(&req->srv->live, ext_or_empty(cmd, "clusterName"),
-                      ext_or_empty(cmd, "brokerAddr"), uv_now(req->srv->loop));
+    ns_liveness_touch(req->gw->live, ext_or_empty(cmd, "clusterName"),
+                      ext_or_empty(cmd, "brokerAddr"), uv_now(req->gw->loop));
     int64_t id;
     /* A heartbeat counts where the broker sent it: one another node relayed
      * (this node was not ready there) names no connection of the broker's,
@@ -95,10 +95,10 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
 
 /* --- 1005 --- */
 
-static int put_member(struct ns_buf *peers, const struct ns_server *srv,
+static int put_member(struct ns_buf *peers, const struct ns_gateway *gw,
                       uint64_t id)
 {
-    const char *addr = ns_cluster_client_addr(srv->cluster, id);
+    const char *addr = ns_cluster_client_addr(gw->cluster, id);
     return ns_buf_printf(peers, "n%llu:%s;", (unsigned long long)id,
                          addr ? addr : "");
 }
@@ -106,29 +106,29 @@ static int put_member(struct ns_buf *peers, const struct ns_server *srv,
 /* Answered from this node's raft view: brokers find the leader here. */
 int ns_handle_controller_metadata(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     if (!ctl_of(req)->set.enabled) {
         return not_supported(req);
     }
     struct ns_cmd reply;
     ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     reply.has_ext = true;
-    uint64_t leader = ns_node_leader_id(srv->node);
+    uint64_t leader = ns_node_leader_id(gw->node);
     const char *leader_addr =
-        leader ? ns_cluster_client_addr(srv->cluster, leader) : NULL;
+        leader ? ns_cluster_client_addr(gw->cluster, leader) : NULL;
     char id[32];
     snprintf(id, sizeof id, "n%llu", (unsigned long long)leader);
     struct ns_buf peers;
     ns_buf_init(&peers);
     struct ns_node_member *ms = NULL;
     size_t n = 0;
-    int rv = ns_node_members(srv->node, &ms, &n);
+    int rv = ns_node_members(gw->node, &ms, &n);
     for (size_t i = 0; rv == 0 && i < n; i++) {
-        rv = put_member(&peers, srv, ms[i].id);
+        rv = put_member(&peers, gw, ms[i].id);
     }
     ns_free(ms);
     if (rv == 0 && n == 0) {
-        rv = put_member(&peers, srv, ns_node_id(srv->node));
+        rv = put_member(&peers, gw, ns_node_id(gw->node));
     }
     ns_buf_put_u8(&peers, 0);
     rv = rv ? rv : peers.err;
@@ -142,9 +142,9 @@ int ns_handle_controller_metadata(struct ns_req *req)
         rv = ns_cmd_ext_set(&reply, "controllerLeaderAddress", leader_addr);
     }
     if (rv == 0) {
-        rv = ns_cmd_ext_set(
-            &reply, "isLeader",
-            ns_node_role(srv->node) == NS_ROLE_LEADER ? "true" : "false");
+        rv = ns_cmd_ext_set(&reply, "isLeader",
+                            ns_node_role(gw->node) == NS_ROLE_LEADER ? "true"
+                                                                     : "false");
     }
     if (rv == 0) {
         rv = ns_cmd_ext_set(&reply, "peers", (const char *)peers.data);
@@ -555,7 +555,7 @@ int ns_handle_controller_queued(struct ns_req *req)
     if (!c->set.enabled) {
         return not_supported(req);
     }
-    if (!ns_node_is_leader(req->srv->node)) {
+    if (!ns_node_is_leader(req->gw->node)) {
         c->stats.not_leader++;
         return ns_reply_simple(&req->to, NS_CODE_CONTROLLER_NOT_LEADER,
                                NOT_LEADER_REMARK);

@@ -9,7 +9,7 @@
 #include "cluster/integrity.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
 {
@@ -38,7 +38,7 @@ int ns_handle_digest_report(struct ns_req *req)
         from = 0; /* refused by the tally */
     }
     const char *refusal = NULL;
-    int rv = ns_verdict_take_report(ns_cluster_integrity(req->srv->cluster),
+    int rv = ns_verdict_take_report(ns_cluster_integrity(req->gw->cluster),
                                     (uint64_t)from, req->cmd->body,
                                     req->cmd->body_len, &refusal);
     if (rv != 0) {
@@ -52,10 +52,10 @@ int ns_handle_state_fetch(struct ns_req *req)
     if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
-    struct ns_integrity *ig = ns_cluster_integrity(req->srv->cluster);
+    struct ns_integrity *ig = ns_cluster_integrity(req->gw->cluster);
     uint64_t index = 0, offset = 0;
-    if (!ig->active || !ns_node_is_leader(req->srv->node) ||
-        ns_node_is_diverged(req->srv->node)) {
+    if (!ig->active || !ns_node_is_leader(req->gw->node) ||
+        ns_node_is_diverged(req->gw->node)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: not a healthy leader");
     }
@@ -91,14 +91,14 @@ int ns_handle_state_fetch(struct ns_req *req)
 /* NS_CODE_STATUS on the client port: the observer's /status document. */
 int ns_handle_status(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
-    if (srv->status_fn == NULL) {
+    struct ns_gateway *gw = req->gw;
+    if (gw->status_fn == NULL) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "status not available");
     }
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = srv->status_fn(srv->status_ctx, &b);
+    int rv = gw->status_fn(gw->status_ctx, &b);
     rv = ns_reply_buf(&req->to, rv, &b);
     ns_buf_close(&b);
     return rv;

@@ -6,7 +6,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static const char *or_null(const char *s)
 {
@@ -66,7 +66,7 @@ int ns_handle_get_kv(struct ns_req *req)
     const char *key = ns_cmd_ext_find(req->cmd, "key");
     const char *value = NULL;
     if (ns != NULL && key != NULL) {
-        value = ns_kv_find(req->srv->state->kv, ns, key);
+        value = ns_kv_find(req->gw->state->kv, ns, key);
     }
     struct ns_cmd reply;
     if (value == NULL) {
@@ -100,7 +100,7 @@ int ns_handle_get_kv(struct ns_req *req)
 int ns_handle_kvlist(struct ns_req *req)
 {
     const char *ns = ns_cmd_ext_find(req->cmd, "namespace");
-    const struct ns_kv *kv = req->srv->state->kv;
+    const struct ns_kv *kv = req->gw->state->kv;
     if (ns == NULL || !ns_kv_has_namespace(kv, ns)) {
         return ns_reply_remarkf(&req->to, NS_CODE_QUERY_NOT_FOUND,
                                 "No config item, Namespace: %s", or_null(ns));

@@ -8,7 +8,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 int ns_handle_liveness_report(struct ns_req *req)
 {
@@ -20,7 +20,7 @@ int ns_handle_liveness_report(struct ns_req *req)
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "liveness report without a sender id");
     }
-    int rv = ns_liveness_merge_report(&req->srv->live, (uint64_t)from,
+    int rv = ns_liveness_merge_report(req->gw->live, (uint64_t)from,
                                       req->cmd->body, req->cmd->body_len);
     if (rv == NS_EPROTO) {
         NS_LOG(NS_LOG_WARN, "liveness: malformed report from node %lld",

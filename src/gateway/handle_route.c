@@ -10,13 +10,13 @@
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/route.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 #define FAQ_URL "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
 static const struct ns_settings *settings(const struct ns_req *req)
 {
-    return ns_config_settings(req->srv->state->config);
+    return ns_config_settings(req->gw->state->config);
 }
 
 static bool is_blank(const char *s)
@@ -41,9 +41,9 @@ static int not_found(struct ns_req *req, const char *topic)
 int ns_handle_route(struct ns_req *req)
 {
     const struct ns_settings *st = settings(req);
-    struct ns_state *state = req->srv->state;
+    struct ns_state *state = req->gw->state;
     if (st->need_wait_for_service &&
-        uv_now(req->srv->loop) - req->srv->start_ms <
+        uv_now(req->gw->loop) - req->gw->start_ms <
             (uint64_t)st->wait_seconds_for_service * 1000u) {
         /* Java waits for brokers to re-register after a start; a restarted
          * member of a cluster has the cluster's routes at the leader. */
@@ -105,7 +105,7 @@ int ns_handle_cluster_info(struct ns_req *req)
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_reply_buf(
-        &req->to, ns_route_encode_cluster_info(req->srv->state->route, &b), &b);
+        &req->to, ns_route_encode_cluster_info(req->gw->state->route, &b), &b);
     ns_buf_close(&b);
     return rv;
 }
@@ -118,7 +118,7 @@ int ns_handle_all_topics(struct ns_req *req)
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_reply_buf(
-        &req->to, ns_route_encode_all_topics(req->srv->state->route, &b), &b);
+        &req->to, ns_route_encode_all_topics(req->gw->state->route, &b), &b);
     ns_buf_close(&b);
     return rv;
 }
@@ -134,7 +134,7 @@ int ns_handle_topics_by_cluster(struct ns_req *req)
     int rv =
         ns_reply_buf(&req->to,
                      ns_route_encode_topics_by_cluster(
-                         req->srv->state->route, cluster ? cluster : "", &b),
+                         req->gw->state->route, cluster ? cluster : "", &b),
                      &b);
     ns_buf_close(&b);
     return rv;
@@ -145,8 +145,7 @@ int ns_handle_system_topics(struct ns_req *req)
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_reply_buf(
-        &req->to, ns_route_encode_system_topics(req->srv->state->route, &b),
-        &b);
+        &req->to, ns_route_encode_system_topics(req->gw->state->route, &b), &b);
     ns_buf_close(&b);
     return rv;
 }
@@ -159,8 +158,8 @@ static int unit_list(struct ns_req *req, enum ns_unit_list which)
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_reply_buf(
-        &req->to,
-        ns_route_encode_unit_topics(req->srv->state->route, which, &b), &b);
+        &req->to, ns_route_encode_unit_topics(req->gw->state->route, which, &b),
+        &b);
     ns_buf_close(&b);
     return rv;
 }
@@ -189,7 +188,7 @@ int ns_handle_member_group(struct ns_req *req)
     int rv =
         ns_reply_buf(&req->to,
                      ns_route_encode_member_group(
-                         req->srv->state->route, cluster, name ? name : "", &b),
+                         req->gw->state->route, cluster, name ? name : "", &b),
                      &b);
     ns_buf_close(&b);
     return rv;

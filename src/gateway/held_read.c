@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/err.h"
@@ -78,7 +78,7 @@ static void run_again(struct ns_pending *p)
         ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, "out of memory");
         return;
     }
-    int rv = ns_dispatch_authorised(p->srv, conn, &cmd, p->to.served_by);
+    int rv = ns_dispatch_authorised(p->gw, conn, &cmd, p->to.served_by);
     ns_cmd_close(&cmd);
     if (rv != 0) {
         ns_conn_close(conn, "error answering a held read");
@@ -99,11 +99,11 @@ static void answer_confirmed(struct ns_pending *p, struct consistent_read *k)
     if (conn == NULL || ns_conn_is_closing(conn)) {
         return;
     }
-    if (ns_node_is_diverged(p->srv->node)) {
+    if (ns_node_is_diverged(p->gw->node)) {
         ns_reply_simple(&p->to, 1, "not ready: this node's state diverged");
         return;
     }
-    struct ns_req req = {.srv = p->srv, .conn = conn, .cmd = &k->cmd};
+    struct ns_req req = {.gw = p->gw, .conn = conn, .cmd = &k->cmd};
     req.to = p->to;
     if (k->handler(&req) != 0) {
         ns_conn_close(conn, "error answering a consistent read");
@@ -135,8 +135,8 @@ static void consistent_index(void *arg, int status, uint64_t index)
 {
     struct ns_pending *p = arg;
     if (status == 0) {
-        status = ns_node_wait_applied(p->srv->node, index,
-                                      p->srv->waits.consistent_read_ms,
+        status = ns_node_wait_applied(p->gw->node, index,
+                                      p->gw->waits->consistent_read_ms,
                                       consistent_applied, p);
         if (status == 0) {
             return;
@@ -176,15 +176,15 @@ bool ns_held_read_consistent(struct ns_req *req, ns_handler_fn handler)
     }
     p->data = k; /* freed with p, its copy closed by consistent_done */
     int rv;
-    if (ns_node_is_leader(req->srv->node)) {
-        rv = ns_node_read_index(req->srv->node, consistent_index, p);
+    if (ns_node_is_leader(req->gw->node)) {
+        rv = ns_node_read_index(req->gw->node, consistent_index, p);
     } else {
         struct ns_cmd ri;
         ns_cmd_init(&ri);
         ri.code = NS_CODE_READ_INDEX;
         ri.language = NS_LANG_OTHER;
-        rv = ns_cluster_leader_request(req->srv->cluster, &ri,
-                                       req->srv->waits.consistent_read_ms,
+        rv = ns_cluster_leader_request(req->gw->cluster, &ri,
+                                       req->gw->waits->consistent_read_ms,
                                        consistent_reply, p);
         ns_cmd_close(&ri);
     }
@@ -230,22 +230,22 @@ static void relay(struct ns_pending *p, const struct ns_cmd *reply)
 
 static void forward_send(struct ns_held_read *h);
 
-static bool stopping(const struct ns_server *srv)
+static bool stopping(const struct ns_gateway *gw)
 {
-    return srv->stopping || ns_cluster_is_stopping(srv->cluster);
+    return gw->stopping || ns_cluster_is_stopping(gw->cluster);
 }
 
 /* Until the next cluster tick, or answered now when the deadline passed. */
 static void wait_for_leader(struct ns_held_read *h)
 {
-    struct ns_server *srv = h->p->srv;
-    if (stopping(srv) || h->p->to.conn == NULL ||
-        uv_now(srv->loop) >= h->deadline) {
-        ns_pending_finish(h->p, stopping(srv) ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
+    struct ns_gateway *gw = h->p->gw;
+    if (stopping(gw) || h->p->to.conn == NULL ||
+        uv_now(gw->loop) >= h->deadline) {
+        ns_pending_finish(h->p, stopping(gw) ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
                           NULL);
         return;
     }
-    ns_cluster_wait_again(srv->cluster, &h->wait);
+    ns_cluster_wait_again(gw->cluster, &h->wait);
 }
 
 static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
@@ -265,21 +265,21 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
 static void forward_send(struct ns_held_read *h)
 {
     struct ns_pending *p = h->p;
-    struct ns_server *srv = p->srv;
-    struct ns_node *node = srv->node;
-    if (!stopping(srv) && h->local_when_ready && ns_node_is_ready(node) &&
+    struct ns_gateway *gw = p->gw;
+    struct ns_node *node = gw->node;
+    if (!stopping(gw) && h->local_when_ready && ns_node_is_ready(node) &&
         !ns_node_is_diverged(node)) {
         run_again(p);
         ns_pending_finish(p, 0, 0, NULL);
         return;
     }
-    uint64_t now = uv_now(srv->loop);
+    uint64_t now = uv_now(gw->loop);
     uint64_t leader = ns_node_leader_id(node);
     if (!h->local_when_ready && leader == ns_node_id(node)) {
         ns_pending_finish(p, NS_ENOTLEADER, 0, NULL); /* nobody to ask */
         return;
     }
-    if (!stopping(srv) && now < h->deadline && leader != 0 &&
+    if (!stopping(gw) && now < h->deadline && leader != 0 &&
         leader != ns_node_id(node)) {
         struct ns_cmd fwd;
         ns_cmd_init(&fwd);
@@ -287,8 +287,8 @@ static void forward_send(struct ns_held_read *h)
         fwd.language = NS_LANG_OTHER;
         fwd.body = h->bytes;
         fwd.body_len = h->len;
-        int rv = ns_cluster_leader_request(srv->cluster, &fwd,
-                                           h->deadline - now, forward_reply, h);
+        int rv = ns_cluster_leader_request(gw->cluster, &fwd, h->deadline - now,
+                                           forward_reply, h);
         ns_cmd_close(&fwd);
         if (rv == 0) {
             return;
@@ -312,18 +312,18 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
     if (h == NULL) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refusal);
     }
-    struct ns_server *srv = req->srv;
-    uint64_t now = uv_now(srv->loop);
+    struct ns_gateway *gw = req->gw;
+    uint64_t now = uv_now(gw->loop);
     uint64_t since = now;
-    uint64_t lost = ns_cluster_leaderless_since(srv->cluster);
-    if (ns_node_leader_id(srv->node) == 0 && lost != 0) {
+    uint64_t lost = ns_cluster_leaderless_since(gw->cluster);
+    if (ns_node_leader_id(gw->node) == 0 && lost != 0) {
         since = lost;
     }
     h->wait.retry = held_retry;
     h->wait.data = h;
     h->refusal = refusal;
     h->local_when_ready = local_when_ready;
-    h->deadline = since + srv->waits.read_forward_ms;
+    h->deadline = since + gw->waits->read_forward_ms;
     if (h->len > FORWARD_MAX_BYTES) {
         ns_pending_finish(h->p, NS_ETOOBIG, 0, NULL);
         return 0;
@@ -337,8 +337,8 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
 
 int ns_held_read_serve(struct ns_req *req)
 {
-    struct ns_server *srv = req->srv;
-    if (!ns_node_is_ready(srv->node) || ns_node_is_diverged(srv->node)) {
+    struct ns_gateway *gw = req->gw;
+    if (!ns_node_is_ready(gw->node) || ns_node_is_diverged(gw->node)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
                                "raftns: not ready to answer a forwarded read");
     }
@@ -356,8 +356,7 @@ int ns_held_read_serve(struct ns_req *req)
     /* answered on this connection as the forward's own reply */
     inner.opaque = req->cmd->opaque;
     inner.flag = 0;
-    int rv =
-        ns_dispatch_forwarded(srv, req->conn, &inner, ns_node_id(srv->node));
+    int rv = ns_dispatch_forwarded(gw, req->conn, &inner, ns_node_id(gw->node));
     ns_cmd_close(&inner);
     return rv;
 }

@@ -1,7 +1,7 @@
-/* Pending replies (server_int.h): a request answered later keeps its reply
+/* Pending replies (gateway_int.h): a request answered later keeps its reply
  * target here, attached to its connection so that a close detaches it. */
 #include "raftns/alloc.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static void detach(struct ns_pending *p)
 {
@@ -35,7 +35,7 @@ struct ns_pending *ns_pending_new(struct ns_req *req, ns_pending_done done)
     if (p == NULL) {
         return NULL;
     }
-    p->srv = req->srv;
+    p->gw = req->gw;
     p->to = req->to;
     p->done = done;
     /* Attach to the connection so its close detaches the reply target. */

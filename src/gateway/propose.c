@@ -6,7 +6,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 static void applied_cb(void *arg, int status, uint64_t index,
                        const struct ns_apply_result *res)
@@ -23,7 +23,7 @@ static int propose_from(struct ns_req *req, const struct ns_command *c,
         return NS_ENOMEM;
     }
     /* answered once applied HERE */
-    int rv = ns_cluster_submit(req->srv->cluster, c, from, applied_cb, p);
+    int rv = ns_cluster_submit(req->gw->cluster, c, from, applied_cb, p);
     if (rv != 0) {
         ns_pending_drop(p);
         return rv;

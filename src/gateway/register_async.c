@@ -15,13 +15,13 @@
 #include "raftns/log.h"
 #include "raftns/metrics.h"
 #include "cluster/cluster.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 #define NS_REGISTER_ASYNC_MIN (256u * 1024u)
 
 struct ns_reg_work {
     uv_work_t work;
-    struct ns_server *srv;
+    struct ns_gateway *gw;
     struct ns_pending *hold; /* the reply target; conn NULL once it closed */
     struct ns_cmd cmd;       /* copy: version, ext fields, body */
     uint8_t *body;           /* owned, cmd.body */
@@ -95,17 +95,17 @@ static void work_cb(uv_work_t *req)
     }
 }
 
-static void kick(struct ns_server *srv);
+static void kick(struct ns_gateway *gw);
 
 static void after_cb(uv_work_t *req, int status)
 {
     struct ns_reg_work *w = req->data;
-    struct ns_server *srv = w->srv;
+    struct ns_gateway *gw = w->gw;
     struct ns_reply_to to;
-    srv->reg_running = NULL;
+    gw->reg_running = NULL;
     struct ns_conn *conn = release(w, &to);
-    if (conn != NULL && !srv->stopping && status == 0) {
-        struct ns_req r = {.srv = srv, .conn = conn, .cmd = &w->cmd, .to = to};
+    if (conn != NULL && !gw->stopping && status == 0) {
+        struct ns_req r = {.gw = gw, .conn = conn, .cmd = &w->cmd, .to = to};
         int rv;
         if (!w->crc_bad && w->rv == 0 && w->command_len > NS_COMMAND_MAX) {
             ns_metrics_limit(NS_LIMIT_COMMAND_SIZE);
@@ -126,27 +126,27 @@ static void after_cb(uv_work_t *req, int status)
         }
     }
     work_free(w);
-    kick(srv);
+    kick(gw);
 }
 
 /* Starts the next queued decode whose connection is still open. */
-static void kick(struct ns_server *srv)
+static void kick(struct ns_gateway *gw)
 {
-    while (srv->reg_running == NULL && srv->reg_queue != NULL) {
-        struct ns_reg_work *w = srv->reg_queue;
-        srv->reg_queue = w->next;
-        if (srv->reg_queue == NULL) {
-            srv->reg_queue_tail = NULL;
+    while (gw->reg_running == NULL && gw->reg_queue != NULL) {
+        struct ns_reg_work *w = gw->reg_queue;
+        gw->reg_queue = w->next;
+        if (gw->reg_queue == NULL) {
+            gw->reg_queue_tail = NULL;
         }
         struct ns_reply_to to;
-        if (w->hold->to.conn == NULL || srv->stopping) {
+        if (w->hold->to.conn == NULL || gw->stopping) {
             release(w, &to);
             work_free(w);
             continue;
         }
         w->work.data = w;
-        srv->reg_running = w;
-        if (uv_queue_work(srv->loop, &w->work, work_cb, after_cb) != 0) {
+        gw->reg_running = w;
+        if (uv_queue_work(gw->loop, &w->work, work_cb, after_cb) != 0) {
             work_cb(&w->work); /* no pool: decode here */
             after_cb(&w->work, 0);
         }
@@ -155,14 +155,14 @@ static void kick(struct ns_server *srv)
 
 /* Drops queued decodes of closed connections: what they hold is freed at once
  * rather than when the queue reaches them. */
-static void purge(struct ns_server *srv)
+static void purge(struct ns_gateway *gw)
 {
-    struct ns_reg_work **pp = &srv->reg_queue;
-    srv->reg_queue_tail = NULL;
+    struct ns_reg_work **pp = &gw->reg_queue;
+    gw->reg_queue_tail = NULL;
     while (*pp != NULL) {
         struct ns_reg_work *w = *pp;
         if (w->hold->to.conn != NULL) {
-            srv->reg_queue_tail = w;
+            gw->reg_queue_tail = w;
             pp = &w->next;
             continue;
         }
@@ -198,12 +198,12 @@ static int copy_request(struct ns_reg_work *w, const struct ns_cmd *cmd)
 
 int ns_register_async_start(struct ns_req *req, bool compressed)
 {
-    struct ns_server *srv = req->srv;
+    struct ns_gateway *gw = req->gw;
     struct ns_reg_work *w = ns_calloc(1, sizeof *w);
     if (w == NULL) {
         return NS_ENOMEM;
     }
-    w->srv = srv;
+    w->gw = gw;
     w->compressed = compressed;
     ns_command_init(&w->c, NS_CMD_REGISTER_BROKER);
     ns_register_init(&w->c.u.reg);
@@ -224,25 +224,25 @@ int ns_register_async_start(struct ns_req *req, bool compressed)
         work_free(w);
         return NS_ENOMEM;
     }
-    purge(srv);
-    if (srv->reg_queue_tail != NULL) {
-        srv->reg_queue_tail->next = w;
+    purge(gw);
+    if (gw->reg_queue_tail != NULL) {
+        gw->reg_queue_tail->next = w;
     } else {
-        srv->reg_queue = w;
+        gw->reg_queue = w;
     }
-    srv->reg_queue_tail = w;
-    kick(srv);
+    gw->reg_queue_tail = w;
+    kick(gw);
     return 0;
 }
 
-void ns_register_async_clear(struct ns_server *srv)
+void ns_register_async_clear(struct ns_gateway *gw)
 {
-    while (srv->reg_queue != NULL) {
-        struct ns_reg_work *w = srv->reg_queue;
-        srv->reg_queue = w->next;
+    while (gw->reg_queue != NULL) {
+        struct ns_reg_work *w = gw->reg_queue;
+        gw->reg_queue = w->next;
         struct ns_reply_to to;
         release(w, &to);
         work_free(w);
     }
-    srv->reg_queue_tail = NULL;
+    gw->reg_queue_tail = NULL;
 }

@@ -1,9 +1,9 @@
 /* A memo of decoded REGISTER_BROKER requests, so that a broker's unchanged
  * re-registration (its heartbeat) is not decoded again. Each server owns one
- * table (its epochs are those of that server's route). Not a public
- * interface: only src/server/ includes it. */
-#ifndef RAFTNS_SERVER_REGISTER_MEMO_H
-#define RAFTNS_SERVER_REGISTER_MEMO_H
+ * table (its epochs are those of that server's route), in its
+ * gateway (gateway.h). Only src/gateway/ uses it. */
+#ifndef RAFTNS_GATEWAY_REGISTER_MEMO_H
+#define RAFTNS_GATEWAY_REGISTER_MEMO_H
 
 #include "raftns/remoting.h"
 #include "raftns/route.h"

@@ -8,7 +8,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/metrics.h"
-#include "server/server_int.h"
+#include "gateway/gateway_int.h"
 
 void ns_reply_init(struct ns_cmd *reply, const struct ns_reply_to *to,
                    int32_t code)

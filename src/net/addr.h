@@ -1,7 +1,7 @@
-/* The one "a.b.c.d:port" parser of the server layer: libraft 0.15 and raftns
- * take IPv4 literals only (docs/raft-0.15.md §8). */
-#ifndef RAFTNS_SERVER_ADDR_H
-#define RAFTNS_SERVER_ADDR_H
+/* The one "a.b.c.d:port" parser of the rooms (net, gateway, observe):
+ * libraft 0.15 and raftns take IPv4 literals only (docs/raft-0.15.md §8). */
+#ifndef RAFTNS_NET_ADDR_H
+#define RAFTNS_NET_ADDR_H
 
 #include <uv.h>
 

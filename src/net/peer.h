@@ -11,8 +11,6 @@
 
 #include "raftns/remoting.h"
 
-struct ns_server;
-struct ns_req;
 struct ns_peer;
 
 /* status 0: reply (borrowed for the call) is the peer's answer, whatever its

@@ -13,7 +13,7 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/tls.h"
-#include "observe/observe.h"
+#include "observe/observe_int.h"
 
 #define BACKLOG 1024
 

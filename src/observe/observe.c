@@ -1,7 +1,8 @@
 /* The observer's life cycle, the /status JSON document (also the body of the
  * private NS_CODE_STATUS reply) and the gauges of /metrics. It reads the node,
- * the state and the server; it changes none of them. HTTP framing is in
- * http.c, divergence detection in checkpoint.c. */
+ * the state and the server (through raftns/server.h); it changes none of
+ * them. HTTP framing is in http.c; the divergence work it ticks is the
+ * cluster's (cluster/integrity.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 #include "raftns/err.h"
 #include "raftns/json.h"
 #include "raftns/log.h"
-#include "observe/observe.h"
+#include "observe/observe_int.h"
 
 static const char *role_text(int role)
 {

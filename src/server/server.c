@@ -1,7 +1,8 @@
-/* The server object: the listener, the per-turn flush, the expiry and idle
- * timers, and the reaction to node role changes (liveness seeding and reset).
- * Connection handling is in conn.c, request handling in dispatch.c and
- * handle_*.c. */
+/* The composition root (docs/ARCHITECTURE.md): it creates the rooms of a
+ * server (net, cluster, liveness, gateway), wires the transport's hooks to the
+ * gateway and liveness, and owns the timers: the per-turn flush, the expiry
+ * scan, the idle sweep, and the reaction to node role changes (liveness
+ * seeding and reset). What a request means is the gateway's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,6 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "cluster/cluster.h"
-#include "gateway/register_memo.h"
 #include "server/server_int.h"
 
 #define IDLE_SWEEP_MS 1000
@@ -39,13 +39,15 @@ static void conn_closed(void *ctx, struct ns_conn *c)
 
 static int on_request(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd)
 {
-    return ns_dispatch(ctx, c, cmd);
+    struct ns_server *srv = ctx;
+    return ns_dispatch(&srv->gw, c, cmd);
 }
 
 /* Every cluster tick: a leader seeds the ACL table from the cluster file. */
 static void seed_acl(void *ctx)
 {
-    ns_acl_gate_seed(ctx);
+    struct ns_server *srv = ctx;
+    ns_acl_gate_seed(&srv->gw);
 }
 
 int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
@@ -78,19 +80,16 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         0) {
         goto err_after_cluster;
     }
-    if (ns_register_memo_init(&s->memo) != 0) {
+    if (ns_gateway_init(&s->gw, loop, cfg, state, node, &s->waits, s->cluster,
+                        &s->live, &s->net) != 0) {
         goto err_after_live;
-    }
-    if (ns_acl_gate_init(&s->acl, cfg) != 0) {
-        goto err_after_memo;
     }
     ns_controller_init(&s->controller, loop, cfg->settings, state, node,
                        s->cluster);
+    s->gw.controller = &s->controller;
     *out = s;
     return 0;
 
-err_after_memo:
-    ns_register_memo_close(&s->memo);
 err_after_live:
     ns_liveness_close(&s->live);
 err_after_cluster:
@@ -171,7 +170,7 @@ int ns_server_start(struct ns_server *s)
     /* the three, the net's listener and the liveness timer */
     s->n_open_handles = 5;
     s->started = true;
-    s->start_ms = uv_now(s->loop);
+    s->gw.start_ms = uv_now(s->loop);
     if (rv != 0) {
         return NS_EIO;
     }
@@ -218,6 +217,7 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
     s->stop_arg = arg;
     ns_node_set_watch(s->node, NULL, NULL);
     if (!s->started) {
+        ns_gateway_stop(&s->gw);
         ns_liveness_stop(&s->live, NULL, NULL);
         if (cb != NULL) {
             cb(arg);
@@ -225,6 +225,7 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
         return;
     }
     ns_controller_stop(&s->controller);
+    ns_gateway_stop(&s->gw);
     ns_liveness_stop(&s->live, room_stopped, s);
     ns_net_stop(&s->net, room_stopped, s);
     ns_cluster_stop(s->cluster);
@@ -242,11 +243,9 @@ void ns_server_destroy(struct ns_server *s)
     ns_cluster_destroy(s->cluster);
     s->cluster = NULL;
     ns_controller_close(&s->controller);
-    ns_acl_gate_close(&s->acl);
+    ns_gateway_close(&s->gw);
     ns_net_close(&s->net);
-    ns_register_async_clear(s);
     ns_liveness_close(&s->live);
-    ns_register_memo_close(&s->memo);
     ns_free(s);
 }
 
@@ -258,8 +257,8 @@ int ns_server_reload_tls(struct ns_server *s)
 void ns_server_set_status(struct ns_server *s, ns_server_status_fn fn,
                           void *ctx)
 {
-    s->status_fn = fn;
-    s->status_ctx = ctx;
+    s->gw.status_fn = fn;
+    s->gw.status_ctx = ctx;
 }
 
 const char *ns_server_client_addr(const struct ns_server *s)

@@ -3,8 +3,8 @@
  * work (cluster/integrity.h). The observer sits over the server's public API
  * (raftns/server.h, raftns/metrics.h) and the cluster room; no room below
  * includes this header. */
-#ifndef RAFTNS_OBSERVE_H
-#define RAFTNS_OBSERVE_H
+#ifndef RAFTNS_OBSERVE_INT_H
+#define RAFTNS_OBSERVE_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 
 #include "raftns/diverge.h"
 #include "raftns/metrics.h"
+#include "raftns/observe.h"
 #include "cluster/integrity.h"
 #include "raftns/server.h"
 
