@@ -59,6 +59,15 @@ struct ns_cluster {
  * none is known (or it is this node) (cluster.c). */
 int ns_cluster_aim_leader(struct ns_cluster *cl);
 
+/* --- dedup.c --- */
+/* Proposes bytes (borrowed) on the leader, sharing the entry of an identical
+ * pending command (equal but for the leader time, and with any_id for the
+ * request id: only a first send may share another id's entry,
+ * docs/exactly-once.md). As ns_node_propose_indexed: 0 (cb exactly once) or
+ * an NS_E* code (cb never runs). */
+int ns_dedup_propose(struct ns_cluster *cl, const uint8_t *bytes, size_t len,
+                     bool any_id, ns_node_index_cb cb, void *arg);
+
 /* --- cluster_submit.c --- */
 /* This process's request-id run, and the test hooks of the write path. */
 void ns_cluster_submit_init(struct ns_cluster *cl);

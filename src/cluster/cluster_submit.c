@@ -1,6 +1,6 @@
 /* The write path (docs/exactly-once.md, docs/waits.md): ns_cluster_submit
  * stamps a client's write with a request id and replicates it: on the leader
- * here, sharing the entry of an identical pending command; on a follower
+ * through the de-duplication step (dedup.c); on a follower
  * forwarded with NS_CODE_FORWARD (parked while no leader is known, sent again
  * after a failure with the same id), answered once THIS node applied it. The
  * leader's half of a forwarded write is ns_cluster_accept_forward. */
@@ -21,21 +21,6 @@
 #define BIG_COMMAND (1024u * 1024u)
 #define BIG_RETRY_MS 200
 #define BIG_RETRY_MAX_MS 1000
-
-/* Identical pending commands on the leader share one log entry. */
-struct shared_waiter {
-    ns_node_index_cb cb;
-    void *arg;
-    struct shared_waiter *next;
-};
-
-struct shared {
-    struct ns_cluster *cl;
-    uint8_t *key; /* the command's bytes (same_command compares them) */
-    size_t len;
-    struct shared_waiter *waiters;
-    struct shared *prev, *next;
-};
 
 /* A write of this node waiting for (or travelling to) the leader. */
 struct fwd {
@@ -92,103 +77,6 @@ static void stamp(struct ns_cluster *cl, struct ns_reqid *out)
     out->origin = cl->id;
     out->run = cl->reqid_run;
     out->seq = ++cl->reqid_seq;
-}
-
-/* --- de-duplicated proposals on the leader --- */
-
-static void shared_done(void *arg, int status, uint64_t index,
-                        const struct ns_apply_result *res)
-{
-    struct shared *sh = arg;
-    struct ns_cluster *cl = sh->cl;
-    if (sh->prev != NULL) {
-        sh->prev->next = sh->next;
-    } else {
-        cl->shared = sh->next;
-    }
-    if (sh->next != NULL) {
-        sh->next->prev = sh->prev;
-    }
-    struct shared_waiter *w = sh->waiters;
-    while (w != NULL) {
-        struct shared_waiter *next = w->next;
-        w->cb(w->arg, status, index, res);
-        ns_free(w);
-        w = next;
-    }
-    ns_free(sh->key);
-    ns_free(sh);
-}
-
-/* Command layout (raft/command.c): u8 version, u8 type, u64 leader_time_ms,
- * for version 2 the request id (3 x u64), then the payload. */
-#define TIME_OFF 2
-#define TIME_LEN 8
-#define ID_LEN 24
-
-/* Equal but for the leader time, and (any_id) for the request id. */
-static bool same_command(const struct shared *sh, const uint8_t *bytes,
-                         size_t len, bool any_id)
-{
-    size_t skip = TIME_LEN;
-    if (any_id && len > 0 && bytes[0] == NS_COMMAND_VERSION) {
-        skip += ID_LEN;
-    }
-    if (sh->len != len || len < TIME_OFF + skip) {
-        return false;
-    }
-    return memcmp(sh->key, bytes, TIME_OFF) == 0 &&
-           memcmp(sh->key + TIME_OFF + skip, bytes + TIME_OFF + skip,
-                  len - TIME_OFF - skip) == 0;
-}
-
-/* Proposes on the leader, sharing the entry of an identical pending command
- * (equal but for the leader time, and with any_id for the request id: only a
- * first send may share another id's entry, docs/exactly-once.md). */
-static int propose_shared(struct ns_cluster *cl, const uint8_t *bytes,
-                          size_t len, bool any_id, ns_node_index_cb cb,
-                          void *arg)
-{
-    struct shared_waiter *w = ns_calloc(1, sizeof *w);
-    if (w == NULL) {
-        return NS_ENOMEM;
-    }
-    w->cb = cb;
-    w->arg = arg;
-    for (struct shared *sh = cl->shared; sh != NULL; sh = sh->next) {
-        if (same_command(sh, bytes, len, any_id)) {
-            w->next = sh->waiters;
-            sh->waiters = w;
-            NS_LOG(NS_LOG_DEBUG, "forward: identical pending command joined");
-            return 0;
-        }
-    }
-    struct shared *sh = ns_calloc(1, sizeof *sh);
-    uint8_t *key = ns_malloc(len > 0 ? len : 1);
-    if (sh == NULL || key == NULL) {
-        ns_free(sh);
-        ns_free(key);
-        ns_free(w);
-        return NS_ENOMEM;
-    }
-    memcpy(key, bytes, len);
-    sh->cl = cl;
-    sh->key = key;
-    sh->len = len;
-    sh->waiters = w;
-    int rv = ns_node_propose_indexed(cl->node, bytes, len, shared_done, sh);
-    if (rv != 0) {
-        ns_free(key);
-        ns_free(sh);
-        ns_free(w);
-        return rv;
-    }
-    sh->next = cl->shared;
-    if (sh->next != NULL) {
-        sh->next->prev = sh;
-    }
-    cl->shared = sh;
-    return 0;
 }
 
 /* --- this node's writes --- */
@@ -355,7 +243,7 @@ static void route(struct fwd *f)
         return;
     }
     if (ns_node_is_leader(cl->node)) {
-        int rv = propose_shared(cl, f->bytes, f->len, true, local_done, f);
+        int rv = ns_dedup_propose(cl, f->bytes, f->len, true, local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);
         }
@@ -515,7 +403,7 @@ int ns_cluster_submit(struct ns_cluster *cl, const struct ns_command *c,
     if (rv == 0) {
         rv = from == NS_SUBMIT_CLIENT
                  ? submit_anywhere(cl, b.data, b.len, cb, arg)
-                 : propose_shared(cl, b.data, b.len, true, cb, arg);
+                 : ns_dedup_propose(cl, b.data, b.len, true, cb, arg);
     }
     ns_buf_close(&b);
     return rv;
@@ -525,7 +413,7 @@ int ns_cluster_accept_forward(struct ns_cluster *cl, const uint8_t *bytes,
                               size_t len, bool resend, ns_node_index_cb cb,
                               void *arg)
 {
-    return propose_shared(cl, bytes, len, !resend, cb, arg);
+    return ns_dedup_propose(cl, bytes, len, !resend, cb, arg);
 }
 
 void ns_cluster_submit_tick(struct ns_cluster *cl)
