@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import unittest
@@ -21,6 +22,7 @@ from harness import T, wait_until  # noqa: E402
 
 ALTER, ELECT, REGISTER, REPLICA_INFO, METADATA, SYNC_DATA = 1001, 1002, 1003, 1004, 1005, 1006
 NOTIFY, UPDATE_CONFIG, GET_CONFIG, CLEAN, NEXT_ID, APPLY_ID = 1008, 1009, 1010, 1011, 1012, 1013
+RAFTNSCTL = os.environ.get("RAFTNSCTL_BIN", "raftnsctl")
 NOT_LEADER = 2007
 NOT_LEADER_REMARK = "The controller is not in leader state"
 CONTROLLER_ON = {"enableControllerInNamesrv": "true", "scanNotActiveBrokerInterval": "1000",
@@ -484,6 +486,43 @@ class Unclean(ControllerCase):
         self.assertEqual((r.ext["masterEpoch"], json.loads(r.body)["syncStateSet"]), ("2", [2]))
         r = self.ld.request(GET_CONFIG)
         self.assertIn("enableElectUncleanMaster=true", r.body.decode())
+
+
+class Raftnsctl(ControllerCase):
+    """raftnsctl controller ... (mqadmin's controller commands) asked through a follower."""
+
+    def ctl(self, nd, *args):
+        out = subprocess.run([RAFTNSCTL, "-n", "127.0.0.1:%d" % nd.client_port] + list(args),
+                             capture_output=True, timeout=T(20.0))
+        return out.returncode, out.stdout.decode(), out.stderr.decode()
+
+    def test_metadata_sync_state_elect_clean_config(self):
+        b1, b2 = self.state_11()
+        f = self.cluster.followers(self.ld)[0]
+        rc, out, err = self.ctl(f, "controller", "metadata")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("127.0.0.1:%d" % self.ld.client_port, out)
+        self.assertRegex(out, r"isLeader\s+false")
+        rc, out, err = self.ctl(f, "controller", "sync-state", "broker-a", "nope")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("broker-a master 1 epoch 1 syncStateSetEpoch 2", out)
+        self.assertEqual(out.count("in-sync"), 2, out)
+        # 20 through the tool: designate B2, then the current master again
+        rc, out, err = self.ctl(f, "--json", "controller", "elect", "broker-a", "2", "c1")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["masterBrokerId"], "2")
+        rc, out, err = self.ctl(f, "controller", "elect", "broker-a", "2")
+        self.assertEqual(rc, 1)
+        self.assertIn("2011", err)
+        rc, out, err = self.ctl(f, "controller", "clean", "broker-a", "1")
+        self.assertEqual(rc, 1)
+        self.assertIn("is still alive", err)
+        rc, out, err = self.ctl(f, "controller", "config", "set", "notifyBrokerRoleChanged=false")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.ctl(f, "controller", "config", "get")
+        self.assertIn("notifyBrokerRoleChanged=false", out)
+        rc, out, err = self.ctl(self.ld, "controller", "config", "get")
+        self.assertIn("notifyBrokerRoleChanged=true", out)  # per node, as Java's
 
 
 class Disabled(clusterh.ClusterTestCase):
