@@ -129,6 +129,20 @@ int ns_cluster_propose_member(struct ns_cluster *cl, uint64_t id,
                               const char *raft_addr, const char *client_addr,
                               const char *http_addr, ns_node_index_cb cb,
                               void *arg);
+/* --- dedup.c: the de-duplication step (docs/exactly-once.md) --- */
+
+/* Whether the state already holds exactly what registering reg (borrowed)
+ * would write (ns_route_is_unchanged_registration under this node's
+ * deleteTopicWithBrokerRegistration): 1 with *master filled as the FSM would
+ * answer (caller closes it), 0 (nothing filled: it must be written), or
+ * NS_ENOMEM (caller closes *master). Any node's heartbeat short-cut and the
+ * leader's answer to a forwarded registration ask this; the leader's sharing
+ * of identical pending commands is the same step's other half, inside
+ * ns_cluster_submit and ns_cluster_accept_forward. */
+int ns_dedup_registration_held(const struct ns_cluster *cl,
+                               const struct ns_register *reg,
+                               struct ns_register_result *master);
+
 uint64_t ns_cluster_self_id(const struct ns_cluster *cl);
 const char *ns_cluster_secret(const struct ns_cluster *cl);
 

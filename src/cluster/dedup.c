@@ -13,6 +13,20 @@
 #include "raftns/config.h"
 #include "raftns/err.h"
 #include "raftns/log.h"
+#include "raftns/route.h"
+
+int ns_dedup_registration_held(const struct ns_cluster *cl,
+                               const struct ns_register *reg,
+                               struct ns_register_result *master)
+{
+    const struct ns_settings *st = ns_config_settings(cl->state->config);
+    if (!ns_route_is_unchanged_registration(
+            cl->state->route, reg, st->delete_topic_with_broker_registration)) {
+        return 0;
+    }
+    int rv = ns_route_find_master(cl->state->route, reg, master);
+    return rv != 0 ? rv : 1;
+}
 
 /* Identical pending commands on the leader share one log entry. */
 struct shared_waiter {

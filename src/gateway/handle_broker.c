@@ -214,22 +214,35 @@ static bool may_short_cut(const struct ns_gateway *gw)
            ns_node_has_leader_contact(gw->node);
 }
 
-/* Heartbeat short-cut: an unchanged re-registration only refreshes liveness;
- * a slave's reply carries its master's addresses as the FSM would compute
- * them. */
-static int reply_unchanged(struct ns_req *req, const struct ns_register *reg)
+/* Heartbeat short-cut: a re-registration the de-duplication step finds
+ * already held (held: 1, or the error it met) only refreshes liveness; a
+ * slave's reply carries its master's addresses as the FSM would compute them
+ * (master, from the step). */
+static int reply_unchanged(struct ns_req *req, const struct ns_register *reg,
+                           int held, const struct ns_register_result *master)
 {
     struct ns_gateway *gw = req->gw;
-    struct ns_register_result master;
-    int rv = ns_route_find_master(gw->state->route, reg, &master);
+    int rv = held == 1 ? 0 : held;
     if (rv == 0) {
         rv = ns_liveness_register(
             gw->live, reg->cluster, reg->broker_addr, uv_now(gw->loop),
             (uint64_t)reg->heartbeat_timeout_ms, req->conn);
     }
     if (rv == 0) {
-        rv = reply_registered(gw, &req->to, master.master_addr, master.ha_addr);
+        rv = reply_registered(gw, &req->to, master->master_addr,
+                              master->ha_addr);
     }
+    return rv;
+}
+
+/* The short-cut for a registration the memo remembers as held at the route's
+ * current epoch (or that the route check finds unchanged again): the
+ * de-duplication step's answer, without asking it again. */
+static int reply_remembered(struct ns_req *req, const struct ns_register *reg)
+{
+    struct ns_register_result master;
+    int rv = ns_route_find_master(req->gw->state->route, reg, &master);
+    rv = reply_unchanged(req, reg, rv == 0 ? 1 : rv, &master);
     ns_register_result_close(&master);
     return rv;
 }
@@ -271,9 +284,13 @@ int ns_handle_broker_finish(struct ns_req *req, struct ns_command *c,
                                                 : REMARK_NPE_REGISTER_OLD);
     }
     uint64_t epoch = ns_route_epoch(gw->state->route);
-    if (may_short_cut(gw) && ns_route_is_unchanged_registration(
-                                 gw->state->route, reg, delete_missing)) {
-        rv = reply_unchanged(req, reg);
+    struct ns_register_result master;
+    int held = may_short_cut(gw)
+                   ? ns_dedup_registration_held(gw->cluster, reg, &master)
+                   : 0;
+    if (held != 0) {
+        rv = reply_unchanged(req, reg, held, &master);
+        ns_register_result_close(&master);
         /* A DataVersion without a timestamp takes the decode time: such a
          * body does not decode the same twice, so it is not remembered. */
         if (rv == 0 && reg->dv.timestamp != c->leader_time_ms) {
@@ -312,7 +329,7 @@ int ns_handle_register_broker(struct ns_req *req)
             ns_route_is_unchanged_registration(gw->state->route, kreg,
                                                delete_missing)) {
             ns_register_memo_mark(known, epoch, delete_missing);
-            return reply_unchanged(req, kreg);
+            return reply_remembered(req, kreg);
         }
         ns_register_memo_drop(&gw->memo, cmd);
     }

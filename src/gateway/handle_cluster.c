@@ -74,7 +74,8 @@ static void forward_done(struct ns_pending *p, int status,
     ns_reply_send(&p->to, &reply);
 }
 
-/* A forwarded registration that the leader's state already holds exactly (an
+/* The de-duplication step on the leader (ns_dedup_registration_held): a
+ * forwarded registration that the leader's state already holds exactly (an
  * identical one from another node was applied a moment ago) is answered
  * without a log entry: the index is the leader's applied index, which the
  * forwarding node waits for. Not for a resend: its request id must reach the
@@ -84,24 +85,24 @@ static int answer_applied_registration(struct ns_req *req,
                                        const struct ns_command *c)
 {
     struct ns_gateway *gw = req->gw;
-    const struct ns_settings *st = ns_config_settings(gw->state->config);
-    if (c->type != NS_CMD_REGISTER_BROKER ||
-        !ns_route_is_unchanged_registration(
-            gw->state->route, &c->u.reg,
-            st->delete_topic_with_broker_registration)) {
+    if (c->type != NS_CMD_REGISTER_BROKER) {
         return 0;
-    }
-    struct ns_pending *p = ns_pending_new(req, forward_done);
-    if (p == NULL) {
-        return NS_ENOMEM;
     }
     struct ns_apply_result res;
     memset(&res, 0, sizeof res);
     res.type = NS_CMD_REGISTER_BROKER;
-    int rv = ns_route_find_master(gw->state->route, &c->u.reg, &res.reg);
-    if (rv != 0) {
+    int held = ns_dedup_registration_held(gw->cluster, &c->u.reg, &res.reg);
+    if (held == 0) {
+        return 0;
+    }
+    struct ns_pending *p = ns_pending_new(req, forward_done);
+    if (p == NULL) {
         ns_fsm_result_close(&res);
-        ns_pending_finish(p, rv, 0, NULL);
+        return NS_ENOMEM;
+    }
+    if (held != 1) {
+        ns_fsm_result_close(&res);
+        ns_pending_finish(p, held, 0, NULL);
         return 1;
     }
     NS_LOG(NS_LOG_DEBUG, "forward: registration already applied; no entry");
