@@ -73,6 +73,9 @@ int ns_ctl_live_beat(struct ns_ctl_live *l, const struct ns_ctl_beat_in *in,
                      int64_t now_ms)
 {
     struct ns_ctl_beat *b = find(l, in->cluster, in->broker_name, in->id);
+    if (b == NULL && l->n >= NS_CTL_MAX_BEATS) {
+        return NS_ETOOBIG;
+    }
     if (b == NULL) {
         struct ns_ctl_beat fresh = {0};
         if (copy_str(&fresh.cluster, in->cluster) != 0 ||

@@ -20,6 +20,7 @@
 #define NS_CTL_MAX_MEMBERS 1024 /* ids per group (and per event) */
 #define NS_CTL_MAX_STR 4096     /* any name, address or check code */
 #define NS_CTL_DEFAULT_PRIORITY 2147483647
+#define NS_CTL_MAX_BEATS 4096 /* heartbeat entries a node keeps */
 
 struct ns_ctl_member {
     int64_t id;
@@ -143,7 +144,8 @@ struct ns_ctl_beat_in {
 void ns_ctl_live_close(struct ns_ctl_live *l);
 /* Records a heartbeat at now_ms. Existing entry: time, timeout, priority and
  * connection always refreshed; epoch/offsets only when the epoch is higher,
- * or equal with a higher maxOffset. 0 or NS_ENOMEM. */
+ * or equal with a higher maxOffset. 0, NS_ETOOBIG (a new entry beyond
+ * NS_CTL_MAX_BEATS: nothing recorded) or NS_ENOMEM. */
 int ns_ctl_live_beat(struct ns_ctl_live *l, const struct ns_ctl_beat_in *in,
                      int64_t now_ms);
 /* Borrowed entry or NULL. */

@@ -173,6 +173,7 @@ static void count(struct ns_controller *c, const struct ns_controller_op *op)
 static void finish(struct ns_controller *c, struct ns_controller_op *op,
                    int status)
 {
+    c->n_queued--;
     count(c, op);
     op->done(op, status);
     op_free(op);
@@ -195,7 +196,7 @@ static void applied_cb(void *arg, int status, uint64_t index,
                op->req.has_id && op->req.id != -1 ? "asked" : "leader",
                (long long)op->d.event.id, op->d.event.broker_name,
                (int)op->d.reply.master_epoch);
-        if (c->set.notify) {
+        if (c->set.notify && !c->stopping) {
             ns_controller_notify(c, op->d.event.broker_name);
         }
     } else if (status != 0) {
@@ -280,6 +281,7 @@ static void pump(struct ns_controller *c)
 
 void ns_controller_submit(struct ns_controller *c, struct ns_controller_op *op)
 {
+    c->n_queued++;
     op->ctl = c;
     op->next = NULL;
     if (c->tail != NULL) {

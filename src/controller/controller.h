@@ -17,6 +17,8 @@
 #include "raftns/node.h"
 #include "raftns/remoting.h"
 
+#define NS_CONTROLLER_MAX_QUEUED 1024 /* as Java's event queue */
+
 struct ns_cluster;
 struct ns_pending;
 struct ns_peer;
@@ -78,7 +80,8 @@ struct ns_controller {
     struct ns_controller_stats stats;
     struct ns_ctl_live live; /* this node's heartbeats */
     struct ns_controller_op *head, *tail;
-    bool busy; /* an op's event is being committed */
+    size_t n_queued; /* ops submitted and not yet finished */
+    bool busy;       /* an op's event is being committed */
     uv_timer_t tick;
     bool started, stopping;
     int64_t next_expiry_ms, next_master_scan_ms;

@@ -87,8 +87,13 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
         .priority = ext_i32(cmd, "electionPriority", NS_CTL_DEFAULT_PRIORITY),
         .conn_id = req->conn != NULL ? req->conn->id : 0,
     };
-    if (!relayed && ns_controller_beat(c, &in) != 0) {
-        return NS_ENOMEM;
+    int rv = relayed ? 0 : ns_controller_beat(c, &in);
+    if (rv == NS_ETOOBIG) {
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_BUSY,
+                               "too many brokers heartbeating");
+    }
+    if (rv != 0) {
+        return rv;
     }
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, "Heart beat success");
 }
@@ -559,6 +564,11 @@ int ns_handle_controller_queued(struct ns_req *req)
         c->stats.not_leader++;
         return ns_reply_simple(&req->to, NS_CODE_CONTROLLER_NOT_LEADER,
                                NOT_LEADER_REMARK);
+    }
+    if (c->n_queued >= NS_CONTROLLER_MAX_QUEUED) {
+        /* Java's event queue holds 1024; a flood waits its turn elsewhere */
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_BUSY,
+                               "controller request queue is full");
     }
     struct ns_controller_op *op = ns_calloc(1, sizeof *op);
     if (op == NULL) {

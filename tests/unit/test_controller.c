@@ -455,6 +455,17 @@ static void test_live(void **state)
     assert_int_equal(gone.n, 1);
     assert_int_equal(w.live.n, 0);
     ns_ctl_live_close(&gone);
+    /* bounded: a new entry past NS_CTL_MAX_BEATS is refused, known ones
+     * still refresh */
+    for (int64_t id = 1; id <= NS_CTL_MAX_BEATS; id++) {
+        struct ns_ctl_beat_in in = {"c1", "g", "a", id, 10000, 0, 0, 0, 0, 0};
+        assert_int_equal(ns_ctl_live_beat(&w.live, &in, NOW), 0);
+    }
+    struct ns_ctl_beat_in more = {"c1", "g", "a", 0, 10000, 0, 0, 0, 0, 0};
+    assert_int_equal(ns_ctl_live_beat(&w.live, &more, NOW), NS_ETOOBIG);
+    more.id = 5;
+    assert_int_equal(ns_ctl_live_beat(&w.live, &more, NOW + 1), 0);
+    assert_int_equal(w.live.n, NS_CTL_MAX_BEATS);
 }
 
 /* --- election policy (§5.4) --- */
