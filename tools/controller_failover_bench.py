@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import sys
 import threading
 import time
@@ -157,6 +158,8 @@ def main():
     ap.add_argument("--with-leader-kill", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
+    # SIGTERM unwinds like an error, so the nodes and temp dirs are cleaned up
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     cluster = clusterh.Cluster(3, namesrv=tc.CONTROLLER_ON)
     cluster.start()
     beater = Beater(cluster, [])

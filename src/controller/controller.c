@@ -17,7 +17,10 @@
 #include "controller/controller_int.h"
 
 #define TICK_MS 250
-#define FIRST_SCAN_MS 2000 /* Java's first expiry scan after start */
+#define FIRST_SCAN_MS 2000       /* Java's first expiry scan after start */
+#define WARM_MS 10000            /* the brokers' default heartbeat timeout */
+#define HEARTBEAT_PERIOD_MS 1000 /* brokers beat every controller this often   \
+                                  */
 
 struct ns_controller_retry {
     char *name; /* owned broker name */
@@ -467,6 +470,7 @@ void ns_controller_start(struct ns_controller *c)
     uv_timer_init(c->loop, &c->tick);
     c->tick.data = c;
     int64_t now = ns_controller_now(c);
+    c->start_ms = now;
     c->next_expiry_ms = now + FIRST_SCAN_MS;
     c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
     uv_timer_start(&c->tick, tick_cb, TICK_MS, TICK_MS);
@@ -475,16 +479,35 @@ void ns_controller_start(struct ns_controller *c)
            c->set.group, c->set.unclean ? "on" : "off");
 }
 
+/* A new leader judges masters from its own heartbeat table. The table is
+ * warm once this node has run for a broker heartbeat timeout (brokers beat
+ * every node every second, and a dead broker's connections closed here too):
+ * then one heartbeat period is enough. A node that started later waits
+ * until then, so a broker that reconnects first is not taken for the only
+ * live one. */
+static int64_t first_scan_at(const struct ns_controller *c, int64_t now)
+{
+    int64_t warm_at = c->start_ms + WARM_MS;
+    int64_t at = now + HEARTBEAT_PERIOD_MS;
+    return at > warm_at ? at : warm_at;
+}
+
 void ns_controller_on_change(struct ns_controller *c)
 {
-    if (c->started && ns_node_is_leader(c->node)) {
-        /* A new leader's table is warm (brokers beat every node), but give
-         * every master one scan period before judging it. */
-        int64_t now = ns_controller_now(c);
-        if (c->next_master_scan_ms < now + c->set.scan_inactive_master_ms) {
-            c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
+    bool leader = c->started && ns_node_is_leader(c->node);
+    if (leader && !c->was_leader) {
+        c->next_master_scan_ms = first_scan_at(c, ns_controller_now(c));
+        /* An election the previous leader committed but never announced (it
+         * died in between) reaches the brokers now; an announcement they
+         * know already is ignored (its epoch is not newer). */
+        const struct ns_ctl_table *t = &c->state->ctl;
+        for (size_t i = 0; c->set.notify && i < t->n; i++) {
+            if (t->groups[i].has_master) {
+                ns_controller_notify(c, t->groups[i].broker_name);
+            }
         }
     }
+    c->was_leader = leader;
 }
 
 int ns_controller_beat(struct ns_controller *c, const struct ns_ctl_beat_in *in)

@@ -84,6 +84,8 @@ struct ns_controller {
     bool busy;       /* an op's event is being committed */
     uv_timer_t tick;
     bool started, stopping;
+    bool was_leader;  /* the ready leader at the last role change */
+    int64_t start_ms; /* uv_now at ns_controller_start */
     int64_t next_expiry_ms, next_master_scan_ms;
     struct ns_controller_retry *retries; /* owned */
     size_t n_retries;

@@ -360,6 +360,21 @@ class Failover(ControllerCase):
         self.assertEqual(b1.elect(self.ld).code, 2011)
         self.assertGreaterEqual(self.ld.status()["controller"]["elections"], 2)
 
+    def test_master_and_raft_leader_die_together(self):
+        """Whichever node elects B2 (the dying leader's entry committed by its successor, or the
+        successor's own scan), B2 is told, and by the leader that serves."""
+        b1, b2 = self.state_11()
+        old = self.ld
+        b1.die()
+        old.kill9()
+        ld = self.leader_answers(exclude=(old.id,))
+        n = wait_until(lambda: [f for f in b2.listener.notifications()
+                                if f.ext.get("masterBrokerId") == "2"] or harness.Seen([]),
+                       T(15.0), "1008 naming B2 after the master and the raft leader died")
+        self.assertEqual(n[0].ext["masterEpoch"], "2")
+        r = replica_info(ld)
+        self.assertEqual((r.ext.get("masterBrokerId"), r.ext["masterEpoch"]), ("2", "2"), r)
+
     def test_state_survives_leader_change_and_full_restart(self):
         b1, b2 = self.state_11()
         # 27: the raft leader dies; the next one answers from the same log
