@@ -692,6 +692,22 @@ static bool is_known_type(uint8_t t)
     return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_CTL_UPDATE_BROKER_ADDRESS;
 }
 
+bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,
+                           size_t b_len, bool any_id)
+{
+    /* u8 version, u8 type, then leader_time_ms, 8 bytes, and in version 2
+     * the request id (24 bytes) before the payload */
+    size_t skip = 8;
+    if (any_id && b_len > 0 && b[0] == NS_COMMAND_VERSION) {
+        skip += 24;
+    }
+    if (a_len != b_len || b_len < 2 + skip) {
+        return false;
+    }
+    return memcmp(a, b, 2) == 0 &&
+           memcmp(a + 2 + skip, b + 2 + skip, b_len - 2 - skip) == 0;
+}
+
 int ns_command_peek_type(const uint8_t *p, size_t len)
 {
     size_t head = len > 0 && p[0] == NS_COMMAND_VERSION ? 34 : 10;

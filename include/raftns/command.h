@@ -121,6 +121,13 @@ bool ns_command_is_client_write(enum ns_command_type type);
  * or not of a known format version. */
 int ns_command_peek_type(const uint8_t *p, size_t len);
 
+/* Whether two encoded commands (borrowed) are the same write but for the
+ * leader time and, with any_id, the request id: the leader's de-duplication
+ * of identical pending commands (src/cluster/dedup.c) compares with it, so
+ * that the byte layout stays this file's. */
+bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,
+                           size_t b_len, bool any_id);
+
 /* Zeroes c and sets version and type. */
 void ns_command_init(struct ns_command *c, enum ns_command_type type);
 void ns_command_close(struct ns_command *c);

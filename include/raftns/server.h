@@ -1,7 +1,10 @@
 /* The name server's client side on a libuv loop: the RocketMQ remoting
  * listener, request dispatch, broker liveness and expiry. It replicates every
  * change through a struct ns_node and reads only the local struct ns_state; it
- * does not own either. */
+ * does not own either. This is the composition root's API (src/server/server.c
+ * creates and wires the rooms, docs/ARCHITECTURE.md) and its start-up
+ * settings; the rooms below it use the settings types only
+ * (scripts/check-layers.sh refuses a call to ns_server_* from them). */
 #ifndef RAFTNS_SERVER_H
 #define RAFTNS_SERVER_H
 

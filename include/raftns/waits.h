@@ -1,8 +1,10 @@
 /* Every time a request waits on the cluster is named here, with its default,
- * and can be set at start with --wait NAME=MS (docs/waits.md). Pure. */
+ * and can be set at start with --wait NAME=MS (docs/waits.md); and the one
+ * kind of list a request waits in (struct ns_wait_list). Pure. */
 #ifndef RAFTNS_WAITS_H
 #define RAFTNS_WAITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,5 +41,30 @@ void ns_waits_fill_defaults(struct ns_waits *w);
  * NS_EINVAL with err naming what is wrong (NUL-terminated in errlen). */
 int ns_waits_set(struct ns_waits *w, const char *assignment, char *err,
                  size_t errlen);
+
+/* One request that waits (for a leader, for a leader's answer), embedded in
+ * the request. retry(data) finishes the request or adds it to a list again. */
+struct ns_wait {
+    struct ns_wait *next;
+    void (*retry)(void *data);
+    void *data; /* the waiting request */
+};
+
+/* Requests waiting, in the order they were added. Its owner runs it on the
+ * events that may let them go on (a tick, a role change, a stop). */
+struct ns_wait_list {
+    struct ns_wait *head, *tail;
+};
+
+void ns_wait_list_init(struct ns_wait_list *l);
+static inline bool ns_wait_list_is_empty(const struct ns_wait_list *l)
+{
+    return l->head == NULL;
+}
+/* Adds w (borrowed until its retry runs) at the end. */
+void ns_wait_list_add(struct ns_wait_list *l, struct ns_wait *w);
+/* Takes every request off l and calls its retry once, oldest first; one that
+ * is added again waits for the next run, behind the others. */
+void ns_wait_list_run(struct ns_wait_list *l);
 
 #endif

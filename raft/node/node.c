@@ -127,59 +127,39 @@ static void fail_proposal(struct proposal *p, int status)
     ns_free(p);
 }
 
-static void enqueue(struct ns_node *n, struct proposal *p)
+/* A queued proposal's turn in the node's wait list (docs/waits.md): handed to
+ * raft once this node is a leader whose barrier applied, failed at stop or
+ * once its deadline passed, otherwise it waits again. The list runs oldest
+ * first, so proposals reach raft in the order they were made. */
+static void proposal_retry(void *data)
 {
-    p->next = NULL;
-    if (n->q_tail != NULL) {
-        n->q_tail->next = p;
-    } else {
-        n->q_head = p;
+    struct proposal *p = data;
+    struct ns_node *n = p->node;
+    if (n->stopping) {
+        fail_proposal(p, NS_ESHUTDOWN);
+        return;
     }
-    n->q_tail = p;
-}
-
-static struct proposal *dequeue(struct ns_node *n)
-{
-    struct proposal *p = n->q_head;
-    if (p != NULL) {
-        n->q_head = p->next;
-        if (n->q_head == NULL) {
-            n->q_tail = NULL;
+    if (ns_node_is_leader(n)) {
+        int rv = submit(n, p);
+        if (rv == 0) {
+            return;
         }
-        p->next = NULL;
+        if (rv != RAFT_NOTLEADER) {
+            fail_proposal(p, node_map_raft_status(rv));
+            return;
+        }
     }
-    return p;
+    if (p->deadline <= uv_now(n->loop)) {
+        fail_proposal(p, NS_ETIMEDOUT);
+        return;
+    }
+    ns_wait_list_add(&n->proposals, &p->wait);
 }
 
 void node_flush_queue(struct ns_node *n)
 {
-    while (n->q_head != NULL && ns_node_is_leader(n)) {
-        struct proposal *p = n->q_head;
-        int rv = submit(n, p);
-        if (rv == RAFT_NOTLEADER) {
-            return;
-        }
-        dequeue(n);
-        if (rv != 0) {
-            fail_proposal(p, node_map_raft_status(rv));
-        }
-    }
-}
-
-static void expire_queue(struct ns_node *n, int status, bool all)
-{
-    uint64_t now = uv_now(n->loop);
-    struct proposal **pp = &n->q_head;
-    n->q_tail = NULL;
-    while (*pp != NULL) {
-        struct proposal *p = *pp;
-        if (all || p->deadline <= now) {
-            *pp = p->next;
-            fail_proposal(p, status);
-        } else {
-            n->q_tail = p;
-            pp = &p->next;
-        }
+    if (ns_node_is_leader(n)) {
+        ns_wait_list_run(&n->proposals);
     }
 }
 
@@ -202,7 +182,9 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     p->index_cb = index_cb;
     p->arg = arg;
     p->deadline = uv_now(n->loop) + n->write_wait_ms;
-    if (ns_node_is_leader(n) && n->q_head == NULL) {
+    p->wait.retry = proposal_retry;
+    p->wait.data = p;
+    if (ns_node_is_leader(n) && ns_wait_list_is_empty(&n->proposals)) {
         int rv = submit(n, p);
         if (rv == 0) {
             return 0;
@@ -214,7 +196,7 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
                                                          : NS_ESHUTDOWN;
         }
     }
-    enqueue(n, p);
+    ns_wait_list_add(&n->proposals, &p->wait);
     return 0;
 }
 
@@ -298,7 +280,7 @@ static void check_cb(uv_check_t *h)
 static void timer_cb(uv_timer_t *t)
 {
     struct ns_node *n = t->data;
-    expire_queue(n, NS_ETIMEDOUT, false);
+    ns_wait_list_run(&n->proposals); /* those past their deadline fail */
     node_run_waiters(n, false, 0);
 }
 
@@ -435,6 +417,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     if (n == NULL) {
         return NS_ENOMEM;
     }
+    ns_wait_list_init(&n->proposals);
     n->loop = loop;
     n->state = state;
     n->id = cfg->id;
@@ -690,7 +673,7 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     n->stopping = true;
     n->stop_cb = cb;
     n->stop_arg = arg;
-    expire_queue(n, NS_ESHUTDOWN, true);
+    ns_wait_list_run(&n->proposals); /* each fails with NS_ESHUTDOWN */
     node_run_waiters(n, true, NS_ESHUTDOWN);
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);

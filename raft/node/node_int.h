@@ -12,6 +12,7 @@
 #include "raftns/diverge.h"
 #include "raftns/fsm_adapter.h"
 #include "raftns/node.h"
+#include "raftns/waits.h"
 
 #define SEGMENT_SIZE (1u << 20)
 #define CONNECT_RETRY_MS 100
@@ -28,8 +29,9 @@ struct proposal {
     ns_node_apply_cb cb;
     ns_node_index_cb index_cb; /* instead of cb when set */
     void *arg;
-    uint64_t deadline;                  /* uv_now while queued */
-    struct proposal *next;              /* queue */
+    uint64_t deadline; /* uv_now while queued */
+    /* in the node's proposal wait list while queued (raftns/waits.h) */
+    struct ns_wait wait;
     struct proposal *in_next, *in_prev; /* in-flight list */
     /* The FSM result of this proposal's entry, filled by the FSM adapter
      * when the entry at req.index is applied while the proposal is in flight
@@ -106,8 +108,8 @@ struct ns_node {
     unsigned late_close_callbacks;
     bool started;
     bool stopping;
-    struct proposal *q_head;
-    struct proposal *q_tail;
+    /* proposals waiting for a leader whose barrier applied, oldest first */
+    struct ns_wait_list proposals;
     struct proposal *inflight; /* handed to raft, callback not yet run */
     uint64_t drain_deadline;   /* stop: when to close despite in-flight */
     struct waiter *waiters;

@@ -1,4 +1,4 @@
-/* The named waits (include/raftns/waits.h). Pure. */
+/* The named waits and the wait list (include/raftns/waits.h). Pure. */
 #include "raftns/waits.h"
 
 #include <string.h>
@@ -59,4 +59,32 @@ int ns_waits_set(struct ns_waits *w, const char *assignment, char *err,
     }
     *field = (uint32_t)ms;
     return 0;
+}
+
+void ns_wait_list_init(struct ns_wait_list *l)
+{
+    l->head = l->tail = NULL;
+}
+
+void ns_wait_list_add(struct ns_wait_list *l, struct ns_wait *w)
+{
+    w->next = NULL;
+    if (l->tail != NULL) {
+        l->tail->next = w;
+    } else {
+        l->head = w;
+    }
+    l->tail = w;
+}
+
+void ns_wait_list_run(struct ns_wait_list *l)
+{
+    struct ns_wait *w = l->head;
+    l->head = l->tail = NULL;
+    while (w != NULL) {
+        struct ns_wait *next = w->next;
+        w->next = NULL;
+        w->retry(w->data);
+        w = next;
+    }
 }

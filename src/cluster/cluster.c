@@ -41,6 +41,7 @@ int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         ns_free(cl);
         return NS_ENOMEM;
     }
+    ns_wait_list_init(&cl->waiting);
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
     ns_cluster_submit_init(cl);
     ns_integrity_init(&cl->integrity, loop, state, node, cl);
@@ -324,10 +325,9 @@ static void record_members(struct ns_cluster *cl)
 
 /* --- waiting for the cluster --- */
 
-void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_cluster_wait *w)
+void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_wait *w)
 {
-    w->next = cl->waiting;
-    cl->waiting = w;
+    ns_wait_list_add(&cl->waiting, w);
 }
 
 bool ns_cluster_is_stopping(const struct ns_cluster *cl)
@@ -342,14 +342,7 @@ uint64_t ns_cluster_leaderless_since(const struct ns_cluster *cl)
 
 static void run_waiting(struct ns_cluster *cl)
 {
-    struct ns_cluster_wait *list = cl->waiting;
-    cl->waiting = NULL;
-    while (list != NULL) {
-        struct ns_cluster_wait *w = list;
-        list = w->next;
-        w->next = NULL;
-        w->retry(w->data);
-    }
+    ns_wait_list_run(&cl->waiting);
 }
 
 /* --- events --- */
@@ -420,7 +413,7 @@ void ns_cluster_stop(struct ns_cluster *cl)
     /* Each waiting request finishes now (shutdown); a retry that waited again
      * anyway would be lost with the cluster. */
     run_waiting(cl);
-    if (cl->waiting != NULL) {
+    if (!ns_wait_list_is_empty(&cl->waiting)) {
         NS_LOG(NS_LOG_ERROR, "cluster: a request kept waiting after stop");
     }
     ns_peer_close(cl->leader_peer, NULL, NULL);

@@ -29,19 +29,14 @@ int64_t ns_clock_wall_ms(void);
 
 /* --- waiting for the cluster (docs/waits.md) --- */
 
-/* A request that waits for a leader to be known or to answer: a write with no
- * leader (cluster_submit.c), a read no node could answer yet (held_read.c),
- * the removal relayed to a new leader (handle_cluster.c). Every cluster tick
- * and role change takes each off the list and calls its retry once; retry
- * finishes the request or waits again (ns_cluster_wait_again). Once the
+/* A request that waits for a leader to be known or to answer (a struct
+ * ns_wait, raftns/waits.h): a write with no leader (cluster_submit.c), a read
+ * no node could answer yet (gateway/held_read.c), the removal relayed to a new
+ * leader (gateway/handle_cluster.c). Every cluster tick and role change takes
+ * each off the cluster's wait list and calls its retry once, oldest first;
+ * retry finishes the request or waits again (ns_cluster_wait_again). Once the
  * cluster is stopping (ns_cluster_is_stopping), retry must finish it. */
-struct ns_cluster_wait {
-    struct ns_cluster_wait *next;
-    void (*retry)(void *data);
-    void *data; /* the waiting request */
-};
-
-void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_cluster_wait *w);
+void ns_cluster_wait_again(struct ns_cluster *cl, struct ns_wait *w);
 bool ns_cluster_is_stopping(const struct ns_cluster *cl);
 /* uv_now since which no leader has been known, or 0 while one is known. */
 uint64_t ns_cluster_leaderless_since(const struct ns_cluster *cl);

@@ -28,8 +28,8 @@ struct ns_cluster {
     const struct ns_cluster_config *file; /* borrowed, may be NULL */
     struct ns_peer *leader_peer;
     uint64_t peer_leader_id;
-    struct ns_cluster_wait *waiting; /* retried on every tick */
-    uint64_t leaderless_since;       /* uv_now; 0 = a leader is known */
+    struct ns_wait_list waiting; /* retried on every tick */
+    uint64_t leaderless_since;   /* uv_now; 0 = a leader is known */
     struct shared *shared;
     uv_timer_t timer;
     bool started;

@@ -34,7 +34,7 @@ struct fwd {
     unsigned n_sends;
     uint64_t index;
     struct ns_apply_result res;
-    struct ns_cluster_wait wait; /* parked: waiting for a leader */
+    struct ns_wait wait; /* parked: waiting for a leader */
 };
 
 /* A copy of a forwarded write waiting for its echo (test hook only). */

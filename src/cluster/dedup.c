@@ -67,26 +67,11 @@ static void shared_done(void *arg, int status, uint64_t index,
     ns_free(sh);
 }
 
-/* Command layout (raft/command.c): u8 version, u8 type, u64 leader_time_ms,
- * for version 2 the request id (3 x u64), then the payload. */
-#define TIME_OFF 2
-#define TIME_LEN 8
-#define ID_LEN 24
-
 /* Equal but for the leader time, and (any_id) for the request id. */
 static bool same_command(const struct shared *sh, const uint8_t *bytes,
                          size_t len, bool any_id)
 {
-    size_t skip = TIME_LEN;
-    if (any_id && len > 0 && bytes[0] == NS_COMMAND_VERSION) {
-        skip += ID_LEN;
-    }
-    if (sh->len != len || len < TIME_OFF + skip) {
-        return false;
-    }
-    return memcmp(sh->key, bytes, TIME_OFF) == 0 &&
-           memcmp(sh->key + TIME_OFF + skip, bytes + TIME_OFF + skip,
-                  len - TIME_OFF - skip) == 0;
+    return ns_command_same_write(sh->key, sh->len, bytes, len, any_id);
 }
 
 int ns_dedup_propose(struct ns_cluster *cl, const uint8_t *bytes, size_t len,

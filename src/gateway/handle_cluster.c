@@ -406,7 +406,7 @@ static void remove_cb(void *arg, int status, const char *errmsg)
  * leader once this node knows it (a cluster wait, retried every tick; the
  * admin-leader wait at most). It is either waiting or in flight, never both. */
 struct relay {
-    struct ns_cluster_wait wait;
+    struct ns_wait wait;
     struct ns_pending *p;
     uint64_t deadline;
 };

@@ -30,10 +30,10 @@
 /* A held request (p->data of its pending reply, freed with it). */
 struct ns_held_read {
     struct ns_pending *p;
-    struct ns_cluster_wait wait; /* for a leader to answer */
-    const char *refusal;         /* static: the answer when nobody answers */
-    bool local_when_ready;       /* answered here once this node is ready */
-    uint64_t deadline;           /* uv_now */
+    struct ns_wait wait;   /* for a leader to answer */
+    const char *refusal;   /* static: the answer when nobody answers */
+    bool local_when_ready; /* answered here once this node is ready */
+    uint64_t deadline;     /* uv_now */
     size_t len;
     uint8_t bytes[]; /* the request, re-encoded */
 };

@@ -572,6 +572,54 @@ static void check_golden_with_id(const uint8_t *golden, size_t len,
     }
 }
 
+/* Encodes a KV put with leader time t, request id seq (0 = none) and value. */
+static void encode_put(struct ns_buf *b, int64_t t, uint64_t seq,
+                       const char *value)
+{
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_KV_PUT);
+    c.leader_time_ms = t;
+    c.reqid.origin = seq != 0 ? 7 : 0;
+    c.reqid.run = seq != 0 ? 1 : 0;
+    c.reqid.seq = seq;
+    c.u.kv.ns = "ns";
+    c.u.kv.key = "k";
+    c.u.kv.value = (char *)value;
+    ns_buf_init(b);
+    assert_int_equal(ns_command_encode(&c, b), 0);
+}
+
+static void test_same_write(void **state)
+{
+    (void)state;
+    struct ns_buf a, b;
+    /* the leader time never counts */
+    encode_put(&a, T0, 5, "v");
+    encode_put(&b, T0 + 1, 5, "v");
+    assert_true(ns_command_same_write(a.data, a.len, b.data, b.len, false));
+    ns_buf_close(&b);
+    /* another id: the same write only when any id may share */
+    encode_put(&b, T0, 6, "v");
+    assert_false(ns_command_same_write(a.data, a.len, b.data, b.len, false));
+    assert_true(ns_command_same_write(a.data, a.len, b.data, b.len, true));
+    ns_buf_close(&b);
+    /* another payload, or another length, is another write */
+    encode_put(&b, T0, 5, "w");
+    assert_false(ns_command_same_write(a.data, a.len, b.data, b.len, true));
+    ns_buf_close(&b);
+    encode_put(&b, T0, 5, "vv");
+    assert_false(ns_command_same_write(a.data, a.len, b.data, b.len, true));
+    ns_buf_close(&b);
+    ns_buf_close(&a);
+    /* version 1 (no id): only the time is skipped */
+    encode_put(&a, T0, 0, "v");
+    encode_put(&b, T0 + 9, 0, "v");
+    assert_true(ns_command_same_write(a.data, a.len, b.data, b.len, true));
+    assert_false(ns_command_same_write(a.data, 9, b.data, 9, true));
+    ns_buf_close(&b);
+    ns_buf_close(&a);
+}
+
 static void test_request_id(void **state)
 {
     (void)state;
@@ -599,11 +647,9 @@ static void test_request_id(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_encode),
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_rejects),
-        cmocka_unit_test(test_dv_64bit),
-        cmocka_unit_test(test_request_id),
+        cmocka_unit_test(test_golden_encode), cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_rejects),       cmocka_unit_test(test_dv_64bit),
+        cmocka_unit_test(test_request_id),    cmocka_unit_test(test_same_write),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

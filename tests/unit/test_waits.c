@@ -1,5 +1,6 @@
 /* Unit tests of the named waits (src/base/waits.c): the defaults, every name
- * settable, and every malformed assignment refused with a reason. */
+ * settable, every malformed assignment refused with a reason; and the wait
+ * list: oldest first, a request added again waits for the next run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,12 +89,68 @@ static void test_refused(void **state)
     }
 }
 
+/* A waiting request of the list tests: it records its turn and waits again
+ * while it has rounds left. */
+struct waiter {
+    struct ns_wait wait;
+    struct ns_wait_list *list;
+    int id;
+    int rounds;
+    int *order;
+    size_t *n_order;
+};
+
+static void waiter_retry(void *data)
+{
+    struct waiter *w = data;
+    w->order[(*w->n_order)++] = w->id;
+    if (--w->rounds > 0) {
+        ns_wait_list_add(w->list, &w->wait);
+    }
+}
+
+static void test_list_order(void **state)
+{
+    (void)state;
+    struct ns_wait_list l;
+    ns_wait_list_init(&l);
+    assert_true(ns_wait_list_is_empty(&l));
+    ns_wait_list_run(&l); /* nothing to run */
+    int order[16];
+    size_t n = 0;
+    struct waiter w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (struct waiter){.wait = {.retry = waiter_retry, .data = &w[i]},
+                               .list = &l,
+                               .id = i,
+                               .rounds = i + 1,
+                               .order = order,
+                               .n_order = &n};
+        ns_wait_list_add(&l, &w[i].wait);
+    }
+    assert_false(ns_wait_list_is_empty(&l));
+    ns_wait_list_run(&l); /* each once, oldest first; 1 and 2 wait again */
+    assert_int_equal(n, 3);
+    assert_int_equal(order[0], 0);
+    assert_int_equal(order[1], 1);
+    assert_int_equal(order[2], 2);
+    ns_wait_list_run(&l);
+    assert_int_equal(n, 5);
+    assert_int_equal(order[3], 1);
+    assert_int_equal(order[4], 2);
+    ns_wait_list_run(&l);
+    assert_int_equal(n, 6);
+    assert_int_equal(order[5], 2);
+    assert_true(ns_wait_list_is_empty(&l));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_set),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_list_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
