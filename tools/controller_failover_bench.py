@@ -113,16 +113,18 @@ def trial(cluster, k, leader_kill, beater):
     b1.die()
     if leader_kill:
         ld.kill9()
+    survivors = cluster.live()
     deadline = t0 + harness.T(60.0)
     master_at = route_at = None
     reader = followers[0]
     while time.monotonic() < deadline and (master_at is None or route_at is None):
-        if master_at is None:
+        # 1004 on every survivor: the one that leads answers (the others 2007)
+        for nd in survivors if master_at is None else ():
             try:
-                cur = cluster.current_leader() or reader
-                r = cur.request(tc.REPLICA_INFO, {"brokerName": name}, timeout=harness.T(2.0))
+                r = nd.request(tc.REPLICA_INFO, {"brokerName": name}, timeout=harness.T(1.0))
                 if r.code == 0 and r.ext.get("masterBrokerId") == str(b2.id):
                     master_at = time.monotonic()
+                    break
             except (OSError, ns.ConnectionClosed, TimeoutError):
                 pass
         if route_at is None:
