@@ -93,7 +93,9 @@ def trial(cluster, k, leader_kill, beater):
 
     def on_notify():  # B2 re-registers as id 0 as soon as its 1008 arrives
         while "notify" not in seen:
-            n = b2.listener.notifications()
+            # a new leader also re-announces the old master: only B2's own counts
+            n = [f for f in b2.listener.notifications()
+                 if f.ext.get("masterBrokerId") == str(b2.id)]
             if n:
                 seen["notify"] = time.monotonic()
                 for nd in cluster.live():

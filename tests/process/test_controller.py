@@ -309,6 +309,10 @@ class Protocol(ControllerCase):
                 self.assertEqual((r.code, r.remark, r.ext), (NOT_LEADER, NOT_LEADER_REMARK,
                                                              None), r)
         self.assertEqual(ld.request(METADATA).ext["isLeader"], "true")
+        # 19: all alive, a controller-style 1002 (no brokerId) keeps the master, writes nothing
+        r = ld.request(ELECT, {"clusterName": "", "brokerName": "broker-a"})
+        self.assertEqual((r.code, r.ext["masterBrokerId"]), (2011, "1"), r)
+        self.assertEqual(replica_info(ld).ext["masterEpoch"], "1")
         # /status and /metrics show the group
         st = ld.status()["controller"]
         self.assertEqual(st["groups"][0]["master"], 1)
@@ -424,6 +428,16 @@ class Expiry(ControllerCase):
         r = wait_until(lambda: no_master(self.ld), T(10.0), "no master after B1's timeout")
         self.assertGreater(int(r.ext["masterEpoch"]), epoch0)
         self.assertEqual(json.loads(r.body)["syncStateSet"], [1])
+        # 21: nobody electable, controller-style: 2004, the master epoch grows, S stays
+        before = int(replica_info(self.ld).ext["masterEpoch"])
+        r = self.ld.request(ELECT, {"clusterName": "", "brokerName": "broker-a",
+                                    "brokerId": "-1"})
+        self.assertEqual((r.code, r.remark, r.ext),
+                         (2004, "Old master has down and failed to elect a new broker master",
+                          {}), r)
+        r2 = replica_info(self.ld)
+        self.assertGreater(int(r2.ext["masterEpoch"]), before)
+        self.assertEqual(json.loads(r2.body)["syncStateSet"], [1])
         b3 = self.new_broker()
         r = b3.admit(self.ld)
         self.assertEqual(r.code, 0, r)
