@@ -20,6 +20,7 @@
 #include "raftns/secret.h"
 #include "raftns/server.h"
 #include "main_options.h"
+#include "main_restore.h"
 
 struct app {
     uv_loop_t loop;
@@ -205,6 +206,9 @@ int main(int argc, char **argv)
     struct app app;
     int status = 0;
     ns_json_use_ns_alloc();
+    if (argc > 1 && strcmp(argv[1], "restore") == 0) {
+        return ns_restore_main(argc - 1, argv + 1);
+    }
     int prv = ns_options_load(&o, argc, argv);
     if (prv != 0) {
         return prv == 1 ? 0 : 2;

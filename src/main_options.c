@@ -21,6 +21,10 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: raftns [options]\n"
+        "       raftns restore --from FILE --config FILE --id N --data-dir "
+        "DIR\n"
+        "                         (a new cluster's node from a backup: raftns\n"
+        "                         restore --help)\n"
         "  --config FILE          cluster file (cluster-configs/README.md);\n"
         "                         flags given as well override it\n"
         "  --id N                 node id (default 1)\n"

@@ -59,6 +59,15 @@ int ns_ctl_cmd_status(struct ctl *ctl);
 int ns_ctl_cmd_member(struct ctl *ctl);
 int ns_ctl_cmd_leader(struct ctl *ctl);
 
+/* ctl_mqadmin.c */
+int ns_ctl_cmd_write_perm(
+    struct ctl *ctl); /* wipe-write-perm, add-write-perm */
+int ns_ctl_cmd_delete_topic(struct ctl *ctl);
+int ns_ctl_cmd_brokers(struct ctl *ctl);
+
+/* ctl_snapshot.c */
+int ns_ctl_cmd_snapshot(struct ctl *ctl);
+
 /* ctl_acl.c */
 int ns_ctl_cmd_acl(struct ctl *ctl);
 

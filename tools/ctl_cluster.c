@@ -108,7 +108,19 @@ static void row_of(const struct node_status *ns, char cells[N_COLS][64])
     const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
     const char *digest = ns_json_get_string(d, "digest");
     num_text(cells[0], 64, d, "id");
-    snprintf(cells[1], 64, "%s", ns_json_get_string(d, "role") ?: "?");
+    /* a standby is a follower that does not vote: say so */
+    const char *member_role = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(d, "members"))
+    {
+        if (ns_json_get_int64(m, "id", 0) == ns_json_get_int64(d, "id", -1)) {
+            member_role = ns_json_get_string(m, "role");
+        }
+    }
+    snprintf(cells[1], 64, "%s%s%s", ns_json_get_string(d, "role") ?: "?",
+             member_role && strcmp(member_role, "voter") != 0 ? "/" : "",
+             member_role && strcmp(member_role, "voter") != 0 ? member_role
+                                                              : "");
     num_text(cells[2], 64, d, "term");
     num_text(cells[3], 64, leader, "id");
     num_text(cells[4], 64, d, "commit_index");
@@ -287,18 +299,46 @@ int ns_ctl_cmd_member(struct ctl *ctl)
         }
         return rv;
     }
-    if (strcmp(sub, "add") == 0 && (ctl->n_args == 5 || ctl->n_args == 6)) {
-        rv = private_call(ctl, NS_CODE_MEMBER_ADD, NS_EXT_ID, ctl->args[2],
-                          NS_EXT_RAFT_ADDR, ctl->args[3], NS_EXT_CLIENT_ADDR,
-                          ctl->args[4], NS_EXT_HTTP_ADDR,
-                          ctl->n_args == 6 ? ctl->args[5] : NULL, &rep);
+    /* a trailing --role ROLE on add */
+    const char *role = NULL;
+    size_t n_args = ctl->n_args;
+    if (strcmp(sub, "add") == 0 && n_args >= 7 &&
+        strcmp(ctl->args[n_args - 2], "--role") == 0) {
+        role = ctl->args[n_args - 1];
+        n_args -= 2;
+        if (strcmp(role, "voter") != 0 && strcmp(role, "standby") != 0) {
+            return ns_ctl_usage_error("--role must be voter or standby", role);
+        }
+    }
+    if (strcmp(sub, "add") == 0 && (n_args == 5 || n_args == 6)) {
+        const char *ext[12] = {NS_EXT_ID,          ctl->args[2],
+                               NS_EXT_RAFT_ADDR,   ctl->args[3],
+                               NS_EXT_CLIENT_ADDR, ctl->args[4]};
+        size_t k = 6;
+        if (n_args == 6) {
+            ext[k++] = NS_EXT_HTTP_ADDR;
+            ext[k++] = ctl->args[5];
+        }
+        if (role != NULL) {
+            ext[k++] = NS_EXT_ROLE;
+            ext[k++] = role;
+        }
+        ext[k] = NULL;
+        rv = ns_ctl_call(ctl, NS_CODE_MEMBER_ADD, ext, NULL, 0, &rep);
     } else if (strcmp(sub, "remove") == 0 && ctl->n_args == 3) {
         rv = private_call(ctl, NS_CODE_MEMBER_REMOVE, NS_EXT_ID, ctl->args[2],
                           NULL, NULL, NULL, NULL, NULL, NULL, &rep);
+    } else if ((strcmp(sub, "promote") == 0 || strcmp(sub, "demote") == 0) &&
+               ctl->n_args == 3) {
+        rv = private_call(ctl, NS_CODE_MEMBER_ASSIGN, NS_EXT_ID, ctl->args[2],
+                          NS_EXT_ROLE,
+                          strcmp(sub, "promote") == 0 ? "voter" : "standby",
+                          NULL, NULL, NULL, NULL, &rep);
     } else {
         return ns_ctl_usage_error(
-            "usage: member list | member add ID RAFT CLIENT HTTP | member "
-            "remove ID",
+            "usage: member list | member add ID RAFT CLIENT [HTTP] [--role "
+            "voter|standby] | member remove ID | member promote ID | member "
+            "demote ID",
             NULL);
     }
     if (rv == 0) {

@@ -59,12 +59,24 @@ static const char usage_text[] =
     "  kv put NS KEY VALUE         write a KV entry\n"
     "  kv delete NS KEY            delete a KV entry\n"
     "  kv list NS                  all entries of a namespace\n"
+    "  brokers                     every broker with its cluster, address,\n"
+    "                              timeout and last heartbeat on each node\n"
+    "  wipe-write-perm BROKER      remove write permission of a broker's\n"
+    "                              topics (mqadmin wipeWritePerm)\n"
+    "  add-write-perm BROKER       give it back (mqadmin addWritePerm)\n"
+    "  delete-topic TOPIC [--cluster C]  delete a topic's route from the\n"
+    "                              name server (mqadmin deleteTopic)\n"
     "  config get                  the server's settings\n"
     "  config set KEY=VALUE...     change settings\n"
     "  status                      every member's state as a table (asks the\n"
     "                              -n nodes and every member they list)\n"
     "  member list                 raft members and their addresses\n"
-    "  member add ID RAFT CLIENT HTTP  add a voter (addresses IPv4 ip:port)\n"
+    "  member add ID RAFT CLIENT [HTTP] [--role voter|standby]\n"
+    "                              add a voter, or a standby (a read replica\n"
+    "                              that does not vote; addresses IPv4 "
+    "ip:port)\n"
+    "  member promote ID           make a standby a voter\n"
+    "  member demote ID            make a voter a standby\n"
     "  member remove ID            remove a member\n"
     "  leader transfer [ID]        hand leadership to ID (or the best voter)\n"
     "  acl add AK SK ROLE [--networks CIDR,...]  add or replace an account\n"
@@ -78,6 +90,10 @@ static const char usage_text[] =
     "                              (IDS ';'-separated)\n"
     "  controller config get|set KEY=VALUE...  each -n node's controller\n"
     "                              settings\n"
+    "  snapshot save FILE          copy a ready node's state into a backup\n"
+    "                              file (index, term, CRC32C in its header)\n"
+    "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
+    "                              write to DIR) its tables\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -738,6 +754,15 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_member(&ctl);
     else if (strcmp(cmd, "leader") == 0)
         rv = ns_ctl_cmd_leader(&ctl);
+    else if (strcmp(cmd, "wipe-write-perm") == 0 ||
+             strcmp(cmd, "add-write-perm") == 0)
+        rv = ns_ctl_cmd_write_perm(&ctl);
+    else if (strcmp(cmd, "delete-topic") == 0)
+        rv = ns_ctl_cmd_delete_topic(&ctl);
+    else if (strcmp(cmd, "brokers") == 0)
+        rv = ns_ctl_cmd_brokers(&ctl);
+    else if (strcmp(cmd, "snapshot") == 0)
+        rv = ns_ctl_cmd_snapshot(&ctl);
     else if (strcmp(cmd, "acl") == 0)
         rv = ns_ctl_cmd_acl(&ctl);
     else if (strcmp(cmd, "controller") == 0)

@@ -31,7 +31,8 @@ struct ns_controller_retry {
 
 int64_t ns_controller_now(const struct ns_controller *c)
 {
-    return (int64_t)uv_now(c->loop);
+    return c->clock != NULL ? (int64_t)ns_clock_now(c->clock)
+                            : (int64_t)uv_now(c->loop);
 }
 
 /* --- settings --- */
@@ -492,9 +493,11 @@ static void run_retries(struct ns_controller *c, int64_t now)
     }
 }
 
-static void tick_cb(uv_timer_t *t)
+void ns_controller_tick(struct ns_controller *c)
 {
-    struct ns_controller *c = t->data;
+    if (!c->started || c->stopping) {
+        return;
+    }
     int64_t now = ns_controller_now(c);
     if (now >= c->next_expiry_ms) {
         c->next_expiry_ms = now + c->set.scan_not_active_ms;
@@ -510,10 +513,16 @@ static void tick_cb(uv_timer_t *t)
     run_retries(c, now);
 }
 
-void ns_controller_start(struct ns_controller *c)
+static void tick_cb(uv_timer_t *t)
+{
+    ns_controller_tick(t->data);
+}
+
+/* The tick handle is initialised either way, so that stopping closes it. */
+static bool start_common(struct ns_controller *c)
 {
     if (!c->set.enabled) {
-        return;
+        return false;
     }
     uv_timer_init(c->loop, &c->tick);
     c->tick.data = c;
@@ -521,8 +530,26 @@ void ns_controller_start(struct ns_controller *c)
     c->start_ms = now;
     c->next_expiry_ms = now + FIRST_SCAN_MS;
     c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
-    uv_timer_start(&c->tick, tick_cb, TICK_MS, TICK_MS);
     c->started = true;
+    return true;
+}
+
+void ns_controller_start_driven(struct ns_controller *c,
+                                const struct ns_peer_factory *peers)
+{
+    c->peer_factory = peers;
+    if (start_common(c)) {
+        NS_LOG(NS_LOG_INFO, "controller: enabled, driven (group %s)",
+               c->set.group);
+    }
+}
+
+void ns_controller_start(struct ns_controller *c)
+{
+    if (!start_common(c)) {
+        return;
+    }
+    uv_timer_start(&c->tick, tick_cb, TICK_MS, TICK_MS);
     NS_LOG(NS_LOG_INFO, "controller: enabled (group %s, unclean %s)",
            c->set.group, c->set.unclean ? "on" : "off");
 }

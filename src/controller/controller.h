@@ -11,6 +11,7 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
 #include "raftns/config.h"
 #include "raftns/controller.h"
 #include "raftns/fsm.h"
@@ -23,6 +24,7 @@
 struct ns_cluster;
 struct ns_pending;
 struct ns_peer;
+struct ns_peer_factory;
 
 /* Node-local settings (docs/controller.md §8), from the cluster file's namesrv
  * section and --set, changed by 1009 on this node only (as Java's). */
@@ -82,6 +84,10 @@ struct ns_controller_op {
 
 struct ns_controller {
     uv_loop_t *loop;
+    /* borrowed (the server's), NULL = the loop's uv_now */
+    const struct ns_clock *clock;
+    /* borrowed, NULL = TCP: how the 1008 connections are made */
+    const struct ns_peer_factory *peer_factory;
     struct ns_state *state;     /* borrowed */
     struct ns_node *node;       /* borrowed */
     struct ns_cluster *cluster; /* borrowed */
@@ -94,7 +100,7 @@ struct ns_controller {
     uv_timer_t tick;
     bool started, stopping;
     bool was_leader;  /* the ready leader at the last role change */
-    int64_t start_ms; /* uv_now at ns_controller_start */
+    int64_t start_ms; /* the clock at ns_controller_start */
     int64_t next_expiry_ms, next_master_scan_ms;
     struct ns_controller_retry *retries; /* owned */
     size_t n_retries;
@@ -109,6 +115,15 @@ int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
                        struct ns_node *node, struct ns_cluster *cluster);
 /* Starts the tick when enabled. */
 void ns_controller_start(struct ns_controller *c);
+/* As ns_controller_start on a loop that is never run (the simulated cluster,
+ * ns_server_start_driven): the tick is not armed, the owner calls
+ * ns_controller_tick instead; the 1008 peers come from peers (borrowed, must
+ * outlive c; NULL = TCP). */
+void ns_controller_start_driven(struct ns_controller *c,
+                                const struct ns_peer_factory *peers);
+/* What the tick does: the expiry and inactive-master scans and the election
+ * retries that are due by now. Cheap when nothing is due. */
+void ns_controller_tick(struct ns_controller *c);
 /* Finishes queued ops with NS_ESHUTDOWN, closes the tick and the peers. */
 void ns_controller_stop(struct ns_controller *c);
 /* Frees what is left (after the loop ran the closes). */

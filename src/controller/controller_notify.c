@@ -37,7 +37,13 @@ static struct ns_controller_peer *peer_for(struct ns_controller *c,
     }
     c->peers = arr;
     struct ns_controller_peer p = {ns_strdup(addr), NULL, 0};
-    if (p.addr == NULL || ns_peer_create(c->loop, &p.peer) != 0) {
+    int rv = NS_ENOMEM;
+    if (p.addr != NULL) {
+        rv = c->peer_factory != NULL
+                 ? c->peer_factory->create(c->peer_factory->arg, &p.peer)
+                 : ns_peer_create(c->loop, &p.peer);
+    }
+    if (rv != 0) {
         ns_free(p.addr);
         return NULL;
     }

@@ -1,7 +1,8 @@
 /* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
- * read indexes on the leader, member list/add/remove and leader transfer, and
- * the client side of these codes is cluster.c (nodes) and tools/ctl_cluster.c
- * (raftnsctl). Held reads (raftnsConsistent) are held_read.c. */
+ * read indexes on the leader, member list/add/remove/assign (promote, demote)
+ * and leader transfer; the client side of these codes is cluster.c (nodes)
+ * and tools/ctl_cluster.c (raftnsctl). Held reads (raftnsConsistent) are
+ * held_read.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 struct member_op {
     uint64_t id;
+    int role; /* enum ns_node_member_role: MEMBER_ADD's and MEMBER_ASSIGN's */
     char raft[64];
     char client[64];
     char http[64];
@@ -380,8 +382,8 @@ static void add_recorded(void *arg, int status, uint64_t index,
     struct ns_pending *p = arg;
     struct member_op *op = p->data;
     if (status == 0) {
-        status =
-            ns_node_member_add(p->gw->node, op->id, op->raft, change_cb, p);
+        status = ns_node_member_add(p->gw->node, op->id, op->raft, op->role,
+                                    change_cb, p);
         if (status == 0) {
             return;
         }
@@ -431,7 +433,7 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_gateway *gw = p->gw;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
     if (ok || gw->stopping || ns_cluster_is_stopping(gw->cluster) ||
-        uv_now(gw->loop) >= r->deadline) {
+        ns_gateway_now(gw) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
@@ -451,7 +453,7 @@ static void relay_retry(void *data)
         return;
     }
     if (leader == 0 || leader == ns_node_id(gw->node)) {
-        if (uv_now(gw->loop) >= r->deadline) {
+        if (ns_gateway_now(gw) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
             ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -473,7 +475,7 @@ static void relay_retry(void *data)
     if (rv == 0) {
         return; /* in flight */
     }
-    if (uv_now(gw->loop) >= r->deadline) {
+    if (ns_gateway_now(gw) >= r->deadline) {
         relay_fail(r, rv);
     } else {
         ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -495,7 +497,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->gw->loop) + p->gw->waits->admin_leader_ms;
+    r->deadline = ns_gateway_now(p->gw) + p->gw->waits->admin_leader_ms;
     r->wait.retry = relay_retry;
     r->wait.data = r;
     relay_retry(r);
@@ -516,6 +518,76 @@ static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
     return true;
 }
 
+/* raftnsRole: absent (MEMBER_ADD: voter), "voter" or "standby". */
+static bool parse_role(const struct ns_cmd *c, bool required, int *role)
+{
+    const char *v = ns_cmd_ext_find(c, NS_EXT_ROLE);
+    if (v == NULL || v[0] == '\0') {
+        *role = NS_MEMBER_VOTER;
+        return !required;
+    }
+    *role = strcmp(v, "voter") == 0     ? NS_MEMBER_VOTER
+            : strcmp(v, "standby") == 0 ? NS_MEMBER_STANDBY
+                                        : -1;
+    return *role >= 0;
+}
+
+/* The role of member id in the current configuration (enum
+ * ns_node_member_role), -1 when it is not a member, or -2 without memory. */
+static int member_role(struct ns_gateway *gw, uint64_t id)
+{
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    if (ns_node_members(gw->node, &m, &n) != 0) {
+        return -2;
+    }
+    int have = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id == id) {
+            have = m[i].role;
+        }
+    }
+    ns_free(m);
+    return have;
+}
+
+/* MEMBER_ASSIGN's and LEADER_TRANSFER's checks with the current
+ * configuration, so the answer names the member: NULL when the change may go
+ * on, else the refusal's remark (static or in buf). */
+static const char *role_refusal(struct ns_gateway *gw, int32_t code,
+                                uint64_t id, int role, char *buf, size_t len)
+{
+    static const char *const names[] = {"voter", "standby", "spare"};
+    int have = member_role(gw, id);
+    if (have == -2) {
+        return "raftns: out of memory";
+    }
+    if (code == NS_CODE_LEADER_TRANSFER) {
+        if (have < 0 || have == NS_MEMBER_VOTER) {
+            return NULL; /* raft's own answer names an unknown id */
+        }
+        snprintf(buf, len,
+                 "raftns: member %llu is a %s and cannot lead; promote it "
+                 "first (raftnsctl member promote %llu)",
+                 (unsigned long long)id, names[have % 3],
+                 (unsigned long long)id);
+    } else if (have < 0) {
+        snprintf(buf, len, "raftns: no member %llu (raftnsctl member list)",
+                 (unsigned long long)id);
+    } else if (have == role) {
+        snprintf(buf, len, "raftns: member %llu is already a %s",
+                 (unsigned long long)id, names[role % 3]);
+    } else if (id == ns_node_id(gw->node) && role != NS_MEMBER_VOTER) {
+        snprintf(buf, len,
+                 "raftns: member %llu is the leader; transfer leadership "
+                 "first (raftnsctl leader transfer)",
+                 (unsigned long long)id);
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
 static int handle_change(struct ns_req *req)
 {
     struct ns_gateway *gw = req->gw;
@@ -534,6 +606,22 @@ static int handle_change(struct ns_req *req)
         return NS_ENOMEM;
     }
     op->id = id > 0 ? (uint64_t)id : 0;
+    if ((code == NS_CODE_MEMBER_ADD || code == NS_CODE_MEMBER_ASSIGN) &&
+        !parse_role(req->cmd, code == NS_CODE_MEMBER_ASSIGN, &op->role)) {
+        ns_free(op);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: raftnsRole must be voter or standby");
+    }
+    if (code == NS_CODE_MEMBER_ASSIGN ||
+        (code == NS_CODE_LEADER_TRANSFER && op->id != 0)) {
+        char why[160];
+        const char *refused =
+            role_refusal(gw, code, op->id, op->role, why, sizeof why);
+        if (refused != NULL) {
+            ns_free(op);
+            return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refused);
+        }
+    }
     if (code == NS_CODE_MEMBER_ADD &&
         (!copy_addr(req->cmd, NS_EXT_RAFT_ADDR, op->raft, sizeof op->raft,
                     true) ||
@@ -567,6 +655,8 @@ static int handle_change(struct ns_req *req)
         rv = ns_node_transfer(gw->node, 0, self_transfer_cb, p);
     } else if (code == NS_CODE_MEMBER_REMOVE) {
         rv = ns_node_member_remove(gw->node, op->id, remove_cb, p);
+    } else if (code == NS_CODE_MEMBER_ASSIGN) {
+        rv = ns_node_member_assign(gw->node, op->id, op->role, change_cb, p);
     } else {
         if (op->id != 0 && op->id == ns_node_id(gw->node)) {
             ns_pending_finish(p, 0, 0, NULL); /* already the leader */
@@ -607,6 +697,7 @@ static enum ns_acl_role private_role(const struct ns_req *req)
         return NS_ACL_ROLE_READER;
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
     case NS_CODE_ACL_UPDATE:
     case NS_CODE_ACL_LIST:
@@ -647,6 +738,7 @@ int ns_handle_private(struct ns_req *req)
         return handle_member_list(req);
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
         return handle_change(req);
     case NS_CODE_ACL_UPDATE:

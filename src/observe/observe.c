@@ -91,9 +91,8 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     return 0;
 }
 
-static void timer_cb(uv_timer_t *t)
+void ns_observe_tick(struct ns_observe *o)
 {
-    struct ns_observe *o = t->data;
     if (o->stopping) {
         return;
     }
@@ -104,6 +103,11 @@ static void timer_cb(uv_timer_t *t)
 static int status_cb(void *ctx, struct ns_buf *out)
 {
     return ns_observe_status_json(ctx, out);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    ns_observe_tick(t->data);
 }
 
 int ns_observe_start(struct ns_observe *o)
