@@ -464,6 +464,14 @@ class Expiry(ControllerCase):
         self.assertEqual((r.code, r.remark),
                          (2009, "Broker [broker-a,  1] is still alive, clean up failure"))
         b2.die()  # the slave first: its going changes nothing
+
+        def b2_gone():
+            r = self.ld.request(SYNC_DATA, {}, b'["broker-a"]')
+            reps = ns.loads_tolerant(r.body)["replicasInfoTable"]["broker-a"]
+            alive = [x["brokerId"] for x in reps["inSyncReplicas"] + reps["notInSyncReplicas"]
+                     if x["alive"]]
+            return alive == [1] or harness.Seen(alive)
+        wait_until(b2_gone, T(5.0), "B2 no longer alive on the leader")
         b1.die()  # then the master: nobody in S is alive, the master is cleared
         wait_until(lambda: no_master(self.ld), T(10.0), "no master once both are gone")
         r = self.ld.request(CLEAN, dict(names, brokerControllerIdsToClean="1;2;3"))
