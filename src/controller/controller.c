@@ -257,7 +257,13 @@ static void applied_cb(void *arg, int status, uint64_t index,
                ns_strerror(status));
     }
     finish(c, op, status);
-    pump(c);
+    /* A failed commit is reported from inside raft while the node steps
+     * down: proposing the next event there re-enters raft_apply on a leader
+     * being torn down (it crashed libraft in tests/cluster/
+     * test_sim_controller.c). The tick runs the queue instead. */
+    if (status == 0) {
+        pump(c);
+    }
 }
 
 static enum ns_command_type command_type(enum ns_ctl_event_type t)
@@ -498,6 +504,7 @@ void ns_controller_tick(struct ns_controller *c)
     if (!c->started || c->stopping) {
         return;
     }
+    pump(c); /* what waits behind a failed commit (applied_cb) */
     int64_t now = ns_controller_now(c);
     if (now >= c->next_expiry_ms) {
         c->next_expiry_ms = now + c->set.scan_not_active_ms;
