@@ -65,7 +65,7 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
     }
     const struct ns_cmd *cmd = req->cmd;
     ns_liveness_touch(req->gw->live, ext_or_empty(cmd, "clusterName"),
-                      ext_or_empty(cmd, "brokerAddr"), uv_now(req->gw->loop));
+                      ext_or_empty(cmd, "brokerAddr"), ns_gateway_now(req->gw));
     int64_t id;
     /* A heartbeat counts where the broker sent it: one another node relayed
      * (this node was not ready there) names no connection of the broker's,
