@@ -26,6 +26,7 @@ struct ctl {
     size_t n_addrs;
     bool json;
     int timeout_ms;
+    bool timeout_given; /* --timeout-ms: commands keep their own otherwise */
     const char *secret; /* borrowed: --secret or env RAFTNS_SECRET, or NULL */
     /* borrowed: --access-key / --secret-key or env RAFTNS_ACCESS_KEY /
      * RAFTNS_SECRET_KEY; when both are set every request is signed as the

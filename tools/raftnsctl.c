@@ -23,6 +23,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
+#include "raftns/version.h"
 #include "raftns/remoting.h"
 #include "raftns/tls.h"
 
@@ -39,7 +40,9 @@ static const char usage_text[] =
     "                   accepted); tried in order until one answers.\n"
     "                   Default " DEFAULT_ADDR ".\n"
     "  --json           print the reply as standard JSON\n"
-    "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
+    "  --timeout-ms N   connect + reply timeout per address (default 3000;\n"
+    "                   member add/remove and leader transfer: 15000)\n"
+    "  --version        print the version and git revision\n"
     "  --secret S       cluster secret for member, leader and acl commands\n"
     "                   (default: environment RAFTNS_SECRET, else \"\")\n"
     "  --access-key AK  sign every request as account AK (RocketMQ ACL)\n"
@@ -83,6 +86,10 @@ static const char usage_text[] =
     "                              (ROLE admin|broker|reader)\n"
     "  acl remove AK               remove an account\n"
     "  acl list                    accounts, roles, networks (no secrets)\n"
+    "  snapshot save FILE          copy a ready node's state into a backup\n"
+    "                              file (index, term, CRC32C in its header)\n"
+    "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
+    "                              write to DIR) its tables\n"
     "  controller metadata         the controller leader and peers (1005)\n"
     "  controller sync-state BROKER...  masters, epochs, in-sync replicas\n"
     "  controller elect BROKER ID [CLUSTER]  make ID the master (1002)\n"
@@ -90,10 +97,6 @@ static const char usage_text[] =
     "                              (IDS ';'-separated)\n"
     "  controller config get|set KEY=VALUE...  each -n node's controller\n"
     "                              settings\n"
-    "  snapshot save FILE          copy a ready node's state into a backup\n"
-    "                              file (index, term, CRC32C in its header)\n"
-    "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
-    "                              write to DIR) its tables\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -632,6 +635,7 @@ static int parse_timeout(struct ctl *ctl, const char *text)
     if (!is_integer(text, &v) || v <= 0 || v > 3600 * 1000)
         return usage_error("bad --timeout-ms", text);
     ctl->timeout_ms = (int)v;
+    ctl->timeout_given = true;
     return 0;
 }
 
@@ -718,6 +722,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("raftnsctl %s (git %s)\n", ns_version(), ns_version_git());
+            return 0;
+        }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;

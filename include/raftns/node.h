@@ -198,6 +198,36 @@ int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
  * NS_EINVAL or NS_ENOMEM. */
 int ns_node_reload_tls(struct ns_node *n);
 
+/* --- quorum report (raft/node/node_quorum.c) --- */
+#define NS_NODE_QUORUM_MAX 64
+/* Which voters of the raft configuration this node heard from recently:
+ * itself, and every peer whose authenticated raft traffic arrived within the
+ * window (2 election timeouts, at least 2 s). A candidate hears every voter
+ * that answers its votes and a leader every follower that answers; a follower
+ * hears its leader only, so on a follower not_heard lists healthy followers
+ * too: has_quorum is what to read, and it counts when no leader is known. */
+struct ns_node_quorum {
+    size_t n_voters;
+    size_t needed; /* a majority of the voters */
+    size_t n_heard, n_not_heard;
+    uint64_t heard[NS_NODE_QUORUM_MAX], not_heard[NS_NODE_QUORUM_MAX];
+    bool has_quorum;       /* n_heard >= needed */
+    bool in_configuration; /* this node is a voter of its configuration */
+    uint64_t window_ms;
+    uint64_t leaderless_ms; /* how long no leader has been known, 0 = known */
+};
+void ns_node_quorum(const struct ns_node *n, struct ns_node_quorum *q);
+/* The leader's view of replication: for each member of the configuration (up
+ * to cap), its id and how many entries of the leader's log it has not
+ * confirmed (last index - match index; 0 for the leader itself). Returns the
+ * count written, 0 when this node is not the leader. */
+struct ns_node_lag {
+    uint64_t id;
+    uint64_t lag;
+};
+size_t ns_node_replication_lag(const struct ns_node *n, struct ns_node_lag *out,
+                               size_t cap);
+
 /* Copies the peer port counters into *out. */
 void ns_node_peer_stats(const struct ns_node *n,
                         struct ns_node_peer_stats *out);

@@ -289,6 +289,7 @@ static void timer_cb(uv_timer_t *t)
     struct ns_node *n = t->data;
     ns_wait_list_run(&n->proposals); /* those past their deadline fail */
     node_run_waiters(n, false, 0);
+    node_quorum_tick(n);
 }
 
 void ns_node_tick(struct ns_node *n)
@@ -300,6 +301,7 @@ void ns_node_tick(struct ns_node *n)
     check(n);
     ns_wait_list_run(&n->proposals); /* those past their deadline fail */
     node_run_waiters(n, false, 0);
+    node_quorum_tick(n);
 }
 
 /* --- life cycle --- */
@@ -590,8 +592,13 @@ int ns_node_start(struct ns_node *n)
     }
     int rv = raft_start(n->raft);
     if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "node: raft_start failed: %s (%s)",
-               raft_strerror(rv), raft_errmsg(n->raft));
+        /* the transport's message names the address (listen on IP:PORT:
+         * address already in use); raft's own is often empty */
+        const char *why = n->transport.errmsg[0] != '\0' ? n->transport.errmsg
+                                                         : raft_errmsg(n->raft);
+        NS_LOG(NS_LOG_ERROR,
+               "node: cannot start raft on %s (data dir %s): %s%s%s", n->addr,
+               n->dir, raft_strerror(rv), why[0] != '\0' ? ": " : "", why);
         return NS_EIO;
     }
     n->started = true;

@@ -91,6 +91,8 @@ struct ns_node {
      * and timer handles do. */
     bool driven;
     uint64_t write_wait_ms; /* a proposal waits this long for a leader */
+    uint64_t leaderless_since; /* the clock's ms; 0 = a leader is known */
+    uint64_t quorum_logged_ms; /* the last "cannot reach a quorum" warning */
     struct raft *raft;      /* &own_raft, or the driver's */
     struct raft own_raft;
     struct raft_io io;
@@ -155,5 +157,9 @@ void node_run_waiters(struct ns_node *n, bool all, int status);
 void node_issue_leader_barrier(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);
+
+/* Every timer tick: tracks how long no leader is known and, past a few
+ * election timeouts, logs which voters were heard (node_quorum.c). */
+void node_quorum_tick(struct ns_node *n);
 
 #endif

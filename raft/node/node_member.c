@@ -82,8 +82,7 @@ static int start_change(struct ns_node *n, uint64_t id, int step, int role,
                          : raft_remove(n->raft, &c->req, id, change_cb);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "node: membership change for %llu refused: %s (%s)",
-               (unsigned long long)id, raft_strerror(rv),
-               raft_errmsg(n->raft));
+               (unsigned long long)id, raft_strerror(rv), raft_errmsg(n->raft));
         ns_free(c);
         return rv == RAFT_NOMEM ? NS_ENOMEM
                : rv == RAFT_NOTLEADER || rv == RAFT_LEADERSHIPLOST

@@ -31,8 +31,7 @@ struct ns_controller_retry {
 
 int64_t ns_controller_now(const struct ns_controller *c)
 {
-    return c->clock != NULL ? (int64_t)ns_clock_now(c->clock)
-                            : (int64_t)uv_now(c->loop);
+    return (int64_t)ns_clock_now(c->clock);
 }
 
 /* --- settings --- */
@@ -137,11 +136,13 @@ static void read_settings(struct ns_controller_settings *s,
 }
 
 int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
+                       const struct ns_clock *clock,
                        const struct ns_props *props, struct ns_state *state,
                        struct ns_node *node, struct ns_cluster *cluster)
 {
     memset(c, 0, sizeof *c);
     c->loop = loop;
+    c->clock = clock;
     c->state = state;
     c->node = node;
     c->cluster = cluster;
@@ -525,37 +526,31 @@ static void tick_cb(uv_timer_t *t)
     ns_controller_tick(t->data);
 }
 
-/* The tick handle is initialised either way, so that stopping closes it. */
-static bool start_common(struct ns_controller *c)
+static void begin(struct ns_controller *c)
 {
-    if (!c->set.enabled) {
-        return false;
-    }
-    uv_timer_init(c->loop, &c->tick);
-    c->tick.data = c;
     int64_t now = ns_controller_now(c);
     c->start_ms = now;
     c->next_expiry_ms = now + FIRST_SCAN_MS;
     c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
     c->started = true;
-    return true;
 }
 
-void ns_controller_start_driven(struct ns_controller *c,
-                                const struct ns_peer_factory *peers)
+void ns_controller_start_driven(struct ns_controller *c)
 {
-    c->peer_factory = peers;
-    if (start_common(c)) {
-        NS_LOG(NS_LOG_INFO, "controller: enabled, driven (group %s)",
-               c->set.group);
+    if (c->set.enabled) {
+        begin(c);
+        c->driven = true;
     }
 }
 
 void ns_controller_start(struct ns_controller *c)
 {
-    if (!start_common(c)) {
+    if (!c->set.enabled) {
         return;
     }
+    uv_timer_init(c->loop, &c->tick);
+    c->tick.data = c;
+    begin(c);
     uv_timer_start(&c->tick, tick_cb, TICK_MS, TICK_MS);
     NS_LOG(NS_LOG_INFO, "controller: enabled (group %s, unclean %s)",
            c->set.group, c->set.unclean ? "on" : "off");
@@ -613,7 +608,7 @@ void ns_controller_stop(struct ns_controller *c)
         finish(c, op, NS_ESHUTDOWN);
     }
     c->tail = NULL;
-    if (c->started) {
+    if (c->started && !c->driven) {
         uv_close((uv_handle_t *)&c->tick, NULL);
     }
     ns_controller_notify_close(c);

@@ -84,9 +84,9 @@ struct ns_controller_op {
 
 struct ns_controller {
     uv_loop_t *loop;
-    /* borrowed (the server's), NULL = the loop's uv_now */
-    const struct ns_clock *clock;
-    /* borrowed, NULL = TCP: how the 1008 connections are made */
+    const struct ns_clock *clock; /* borrowed: the server's */
+    /* borrowed, NULL = TCP: how the 1008 connections are made (a driven
+     * server's in-memory network) */
     const struct ns_peer_factory *peer_factory;
     struct ns_state *state;     /* borrowed */
     struct ns_node *node;       /* borrowed */
@@ -99,8 +99,9 @@ struct ns_controller {
     bool busy;       /* an op's event is being committed */
     uv_timer_t tick;
     bool started, stopping;
+    bool driven;      /* no timer: ns_controller_tick is called */
     bool was_leader;  /* the ready leader at the last role change */
-    int64_t start_ms; /* the clock at ns_controller_start */
+    int64_t start_ms; /* uv_now at ns_controller_start */
     int64_t next_expiry_ms, next_master_scan_ms;
     struct ns_controller_retry *retries; /* owned */
     size_t n_retries;
@@ -108,21 +109,19 @@ struct ns_controller {
     size_t n_peers;
 };
 
-/* Reads the settings from props (borrowed; validated at start-up). 0 or
- * NS_ENOMEM. */
+/* Reads the settings from props (borrowed; validated at start-up); time
+ * comes from clock (borrowed, outlives c). 0 or NS_ENOMEM. */
 int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
+                       const struct ns_clock *clock,
                        const struct ns_props *props, struct ns_state *state,
                        struct ns_node *node, struct ns_cluster *cluster);
-/* Starts the tick when enabled. */
+/* Starts the tick timer (every 250 ms) when enabled. */
 void ns_controller_start(struct ns_controller *c);
-/* As ns_controller_start on a loop that is never run (the simulated cluster,
- * ns_server_start_driven): the tick is not armed, the owner calls
- * ns_controller_tick instead; the 1008 peers come from peers (borrowed, must
- * outlive c; NULL = TCP). */
-void ns_controller_start_driven(struct ns_controller *c,
-                                const struct ns_peer_factory *peers);
-/* What the tick does: the expiry and inactive-master scans and the election
- * retries that are due by now. Cheap when nothing is due. */
+/* For a driven server (no running timer): as ns_controller_start, and the
+ * driver calls ns_controller_tick as time moves. */
+void ns_controller_start_driven(struct ns_controller *c);
+/* The expiry scan, the leader's inactive-master scan and retries, when due
+ * by the clock. */
 void ns_controller_tick(struct ns_controller *c);
 /* Finishes queued ops with NS_ESHUTDOWN, closes the tick and the peers. */
 void ns_controller_stop(struct ns_controller *c);

@@ -99,9 +99,8 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         goto err_after_live;
     }
     s->gw.clock = &s->clock;
-    ns_controller_init(&s->controller, loop, cfg->settings, state, node,
-                       s->cluster);
-    s->controller.clock = &s->clock;
+    ns_controller_init(&s->controller, loop, &s->clock, cfg->settings, state,
+                       node, s->cluster);
     s->gw.controller = &s->controller;
     rv = ns_server_controller_port_init(s, cfg, on_request, conn_closed);
     if (rv != 0) {
@@ -214,7 +213,8 @@ int ns_server_start_driven(struct ns_server *s,
     s->next_scan_ms = now + scan_interval(s);
     ns_node_set_watch(s->node, watch_cb, s);
     ns_cluster_start_driven(s->cluster, peers);
-    ns_controller_start_driven(&s->controller, peers);
+    s->controller.peer_factory = peers;
+    ns_controller_start_driven(&s->controller);
     watch_cb(s);
     return 0;
 }
@@ -237,13 +237,13 @@ void ns_server_tick(struct ns_server *s)
         s->next_scan_ms = now + scan_interval(s);
         ns_liveness_scan(&s->live);
     }
+    ns_controller_tick(&s->controller);
     /* The fast-path timer is armed but never runs on a driven loop: checking
      * early is harmless (it re-arms for the next deadline). */
     if (uv_is_active((uv_handle_t *)&s->live.fast_timer)) {
         uv_timer_stop(&s->live.fast_timer);
         ns_liveness_fast_check(&s->live);
     }
-    ns_controller_tick(&s->controller);
     ns_conn_flush_all(&s->net);
     if (s->has_ctl_net) {
         ns_conn_flush_all(&s->ctl_net);
