@@ -993,6 +993,13 @@ static void test_follower_answers_not_leader(void **state)
     expect(&r, 0, NULL);
     ns_cmd_close(&r);
     assert_int_equal(ctl_of(s, f)->set.scan_inactive_master_ms, 700);
+    /* 319 lists the controller's settings NamesrvConfig does not have */
+    ctl_request(&req, NS_CODE_GET_NAMESRV_CONFIG);
+    call(s, f, &req, &r);
+    expect(&r, 0, NULL);
+    assert_true(body_has(&r, "scanInactiveMasterInterval=700\n"));
+    assert_true(body_has(&r, "notifyBrokerRoleChanged=true\n"));
+    ns_cmd_close(&r);
     assert_int_equal(ctl_of(s, l)->set.scan_inactive_master_ms, 500);
 }
 
