@@ -25,6 +25,8 @@
  *   ACL_SEED          u32 n {account}
  *   VERDICT           u64 index, u64 digest, u32 n_agree {u64 id}, u32
  * n_dissent {u64 id} (each at most NS_VERDICT_MAX_IDS)
+ *   CTL_*             the event's payload (ns_ctl_event_encode,
+ * raft/controller.c)
  * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
  * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
  * Never change this layout; add a version or a type. */
@@ -55,8 +57,32 @@ bool ns_command_is_client_write(enum ns_command_type type)
     case NS_CMD_VERDICT:
     case NS_CMD_SET_MEMBER:
         return false;
+    case NS_CMD_CTL_ALTER_SYNC_STATE_SET: /* decided on the leader only */
+    case NS_CMD_CTL_APPLY_BROKER_ID:
+    case NS_CMD_CTL_ELECT_MASTER:
+    case NS_CMD_CTL_CLEAN_BROKER_DATA:
+    case NS_CMD_CTL_UPDATE_BROKER_ADDRESS:
+        return false;
     }
     return false;
+}
+
+enum ns_ctl_event_type ns_command_ctl_event(enum ns_command_type type)
+{
+    switch (type) {
+    case NS_CMD_CTL_ALTER_SYNC_STATE_SET:
+        return NS_CTL_EV_ALTER_SYNC_STATE_SET;
+    case NS_CMD_CTL_APPLY_BROKER_ID:
+        return NS_CTL_EV_APPLY_BROKER_ID;
+    case NS_CMD_CTL_ELECT_MASTER:
+        return NS_CTL_EV_ELECT_MASTER;
+    case NS_CMD_CTL_CLEAN_BROKER_DATA:
+        return NS_CTL_EV_CLEAN_BROKER_DATA;
+    case NS_CMD_CTL_UPDATE_BROKER_ADDRESS:
+        return NS_CTL_EV_UPDATE_BROKER_ADDRESS;
+    default:
+        return (enum ns_ctl_event_type)0;
+    }
 }
 
 void ns_command_init(struct ns_command *c, enum ns_command_type type)
@@ -135,6 +161,13 @@ void ns_command_close(struct ns_command *c)
     case NS_CMD_VERDICT:
         ns_free(c->u.verdict.agree);
         ns_free(c->u.verdict.dissent);
+        break;
+    case NS_CMD_CTL_ALTER_SYNC_STATE_SET:
+    case NS_CMD_CTL_APPLY_BROKER_ID:
+    case NS_CMD_CTL_ELECT_MASTER:
+    case NS_CMD_CTL_CLEAN_BROKER_DATA:
+    case NS_CMD_CTL_UPDATE_BROKER_ADDRESS:
+        ns_ctl_event_close(&c->u.ctl);
         break;
     }
     memset(&c->u, 0, sizeof c->u);
@@ -284,6 +317,13 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
         for (size_t i = 0; i < c->u.verdict.n_dissent; i++) {
             ns_buf_put_u64(b, c->u.verdict.dissent[i]);
         }
+        break;
+    case NS_CMD_CTL_ALTER_SYNC_STATE_SET:
+    case NS_CMD_CTL_APPLY_BROKER_ID:
+    case NS_CMD_CTL_ELECT_MASTER:
+    case NS_CMD_CTL_CLEAN_BROKER_DATA:
+    case NS_CMD_CTL_UPDATE_BROKER_ADDRESS:
+        ns_ctl_event_encode(ns_command_ctl_event(c->type), &c->u.ctl, b);
         break;
     }
 }
@@ -637,13 +677,19 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
         return decode_acl_seed(r, c);
     case NS_CMD_VERDICT:
         return decode_verdict(r, c);
+    case NS_CMD_CTL_ALTER_SYNC_STATE_SET:
+    case NS_CMD_CTL_APPLY_BROKER_ID:
+    case NS_CMD_CTL_ELECT_MASTER:
+    case NS_CMD_CTL_CLEAN_BROKER_DATA:
+    case NS_CMD_CTL_UPDATE_BROKER_ADDRESS:
+        return ns_ctl_event_decode(ns_command_ctl_event(c->type), r, &c->u.ctl);
     }
     return NS_EPROTO;
 }
 
 static bool is_known_type(uint8_t t)
 {
-    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_VERDICT;
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_CTL_UPDATE_BROKER_ADDRESS;
 }
 
 bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,

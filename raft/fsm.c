@@ -1,5 +1,6 @@
 /* The replicated state machine: ns_fsm_apply, a table of
- * apply_<command>() functions over the route, KV and config modules. It never
+ * apply_<command>() functions over the route, KV, config and controller
+ * modules. It never
  * validates (commands are checked before they are proposed) and never does I/O.
  * Snapshots are in snapshot.c. */
 #include <string.h>
@@ -201,6 +202,15 @@ static int apply_acl_seed(struct ns_state *s, const struct ns_command *c,
     return 0;
 }
 
+/* The five controller events share one applier: the table's own
+ * (raft/controller.c). */
+static int apply_ctl(struct ns_state *s, const struct ns_command *c,
+                     struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_ctl_apply(&s->ctl, ns_command_ctl_event(c->type), &c->u.ctl);
+}
+
 typedef int (*apply_fn)(struct ns_state *s, const struct ns_command *c,
                         struct ns_apply_result *res);
 
@@ -221,6 +231,11 @@ static const apply_fn APPLY[] = {
     [NS_CMD_ACL_REMOVE] = apply_acl_remove,
     [NS_CMD_ACL_SEED] = apply_acl_seed,
     [NS_CMD_VERDICT] = apply_verdict,
+    [NS_CMD_CTL_ALTER_SYNC_STATE_SET] = apply_ctl,
+    [NS_CMD_CTL_APPLY_BROKER_ID] = apply_ctl,
+    [NS_CMD_CTL_ELECT_MASTER] = apply_ctl,
+    [NS_CMD_CTL_CLEAN_BROKER_DATA] = apply_ctl,
+    [NS_CMD_CTL_UPDATE_BROKER_ADDRESS] = apply_ctl,
 };
 
 /* A copy of a command applied before answers what its first apply would

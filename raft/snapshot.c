@@ -9,7 +9,11 @@
  * written while the table is empty and unseeded, so a cluster that never used
  * ACL keeps byte-identical snapshots and digests. Version 3: version 2's
  * fields, then the request-id table (ns_reqid_encode_state), written once a
- * request id was recorded. Never change any of them; add a version. */
+ * request id was recorded. Version 4: version 3's fields (the request-id
+ * table may be empty), then the controller table (ns_ctl_encode_state),
+ * written while that table has a group, so a name server that never served a
+ * controller keeps the bytes and digests of versions 1-3. Never change any of
+ * them; add a version. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -19,16 +23,19 @@
 #define SNAPSHOT_MAGIC 0x524E5353u /* "RNSS" */
 #define SNAPSHOT_VERSION_1 1
 #define SNAPSHOT_VERSION_ACL 2
-#define SNAPSHOT_VERSION 3 /* the newest this code reads */
+#define SNAPSHOT_VERSION_REQIDS 3
+#define SNAPSHOT_VERSION 4 /* the newest this code reads */
 
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
 {
-    bool with_reqids = s->reqids.n > 0;
+    bool with_ctl = s->ctl.n > 0;
+    bool with_reqids = s->reqids.n > 0 || with_ctl;
     bool with_acl = s->acl.n > 0 || s->acl.seeded || with_reqids;
     ns_buf_put_u32(out, SNAPSHOT_MAGIC);
-    ns_buf_put_u16(out, with_reqids ? SNAPSHOT_VERSION
-                        : with_acl  ? SNAPSHOT_VERSION_ACL
-                                    : SNAPSHOT_VERSION_1);
+    ns_buf_put_u16(out, with_ctl      ? SNAPSHOT_VERSION
+                        : with_reqids ? SNAPSHOT_VERSION_REQIDS
+                        : with_acl    ? SNAPSHOT_VERSION_ACL
+                                      : SNAPSHOT_VERSION_1);
     int rv = ns_route_encode_state(s->route, out);
     if (rv == 0) {
         rv = ns_kv_encode_state(s->kv, out);
@@ -51,6 +58,9 @@ int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
     }
     if (with_reqids) {
         ns_reqid_encode_state(&s->reqids, out);
+    }
+    if (with_ctl) {
+        ns_ctl_encode_state(&s->ctl, out);
     }
     return out->err;
 }
@@ -117,10 +127,17 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     if (rv == 0 && version >= SNAPSHOT_VERSION_ACL) {
         rv = ns_acl_decode_state(&fresh.acl, &in);
     }
-    if (rv == 0 && version >= SNAPSHOT_VERSION) {
+    if (rv == 0 && version >= SNAPSHOT_VERSION_REQIDS) {
         rv = ns_reqid_decode_state(&fresh.reqids, &in);
-        if (rv == 0 && fresh.reqids.n == 0) {
+        if (rv == 0 && version == SNAPSHOT_VERSION_REQIDS &&
+            fresh.reqids.n == 0) {
             rv = NS_EPROTO; /* version 3 is written only with ids */
+        }
+    }
+    if (rv == 0 && version >= SNAPSHOT_VERSION) {
+        rv = ns_ctl_decode_state(&fresh.ctl, &in);
+        if (rv == 0 && fresh.ctl.n == 0) {
+            rv = NS_EPROTO; /* version 4 is written only with groups */
         }
     }
     if (rv == 0 && (in.err != 0 || ns_rd_left(&in) != 0)) {

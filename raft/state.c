@@ -11,6 +11,7 @@ int ns_state_init(struct ns_state *s)
 {
     memset(s, 0, sizeof *s);
     ns_acl_init(&s->acl);
+    ns_ctl_table_init(&s->ctl);
     s->route = ns_route_create();
     s->kv = ns_kv_create();
     s->config = ns_config_create();
@@ -41,5 +42,6 @@ void ns_state_close(struct ns_state *s)
     ns_free(s->members);
     ns_acl_close(&s->acl);
     ns_reqid_table_close(&s->reqids);
+    ns_ctl_table_close(&s->ctl);
     memset(s, 0, sizeof *s);
 }

@@ -13,7 +13,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 base_h='err|alloc|buf|rcbuf|log|sorted|utf8|decimal|waits'
 codec_h="$base_h|remoting|json|json_pull|sign|replay|codes"
 route_h="$codec_h|route|kv|config|acl|cluster_config"
-rsm_h="$route_h|command|fsm|wire|diverge|reqid|backup"
+rsm_h="$route_h|command|fsm|wire|diverge|reqid|backup|controller"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
 check_layer() {
@@ -44,7 +44,8 @@ check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c inc
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/backup.c raft/wire_auth.c raft/wire_check.c \
-    raft/diverge.c raft/reqid.c include/raftns/{command,fsm,wire,diverge,reqid,backup}.h
+    raft/diverge.c raft/reqid.c raft/controller.c raft/controller_live.c raft/controller_decide.c \
+    include/raftns/{command,fsm,wire,diverge,reqid,backup,controller}.h
 # The broker liveness table sits beside the layers over base only: time comes
 # in as now_ms; the timers, reports and proposals stay in src/liveness/liveness.c.
 check_layer liveness "$base_h|liveness_table" "$sys_io|cJSON\.h|zlib\.h" \
@@ -75,8 +76,9 @@ declare -A room_may=(
     [net]=""
     [cluster]="net"
     [liveness]="cluster net"
-    [gateway]="cluster liveness net"
-    [server]="gateway liveness cluster net"
+    [controller]="cluster net"
+    [gateway]="controller cluster liveness net"
+    [server]="gateway controller liveness cluster net"
     [observe]="cluster net"
     [metrics]=""
 )
@@ -113,7 +115,7 @@ grep -rn '#include "server/' src --include='*.c' --include='*.h' | grep -v '^src
     while IFS= read -r line; do report "only src/server includes server/: $line"; done
 # Rooms below the composition root call none of its functions, and only the
 # observer and main.c see the observer's API.
-grep -nE '\bns_server_[a-z_]*\(' src/{net,cluster,liveness,gateway,metrics}/*.[ch] raft/node/*.[ch] 2>/dev/null |
+grep -nE '\bns_server_[a-z_]*\(' src/{net,cluster,liveness,controller,gateway,metrics}/*.[ch] raft/node/*.[ch] 2>/dev/null |
     grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|//)' |
     while IFS= read -r line; do report "a room calls up into the server: $line"; done
 grep -rn '#include "raftns/observe.h"' src raft --include='*.c' --include='*.h' |
@@ -135,7 +137,8 @@ grep -nE '\bns_(dispatch|handle|cluster|liveness|pending|held_read|propose|acl_g
 
 # Lower layers never include the server or node headers.
 grep -nE '#include "raftns/(server|node)\.h"' src/base/*.c src/remoting/*.c src/json/*.c src/route/*.c src/liveness/liveness_table.c \
-    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c 2>/dev/null |
+    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c raft/diverge.c \
+    raft/controller.c raft/controller_live.c raft/controller_decide.c 2>/dev/null |
     while IFS= read -r line; do report "pure layer includes the server: $line"; done
 
 # Every file and raftns name that docs/ and the comments cite exists.

@@ -13,8 +13,9 @@ declare -A may=(
     [ns_net]=""
     [ns_cluster]="ns_net"
     [ns_liveness_policy]="ns_cluster ns_net"
-    [ns_gateway]="ns_liveness_policy ns_cluster ns_net"
-    [ns_server]="ns_gateway ns_liveness_policy ns_cluster ns_net"
+    [ns_controller]="ns_cluster ns_net"
+    [ns_gateway]="ns_controller ns_liveness_policy ns_cluster ns_net"
+    [ns_server]="ns_gateway ns_controller ns_liveness_policy ns_cluster ns_net"
     [ns_observe]="ns_server ns_cluster ns_net"
 )
 bad=0

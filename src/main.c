@@ -174,6 +174,7 @@ static int run(struct app *app, const struct options *o)
         .tls = &o->tls,
         .limits = o->limits,
         .waits = o->waits,
+        .settings = &o->settings,
     };
     int rv = ns_node_create(&app->loop, &ncfg, &app->state, &app->node);
     app->bad_config = rv == NS_EINVAL;

@@ -72,4 +72,7 @@ int ns_ctl_cmd_snapshot(struct ctl *ctl);
 /* ctl_acl.c */
 int ns_ctl_cmd_acl(struct ctl *ctl);
 
+/* ctl_controller.c */
+int ns_ctl_cmd_controller(struct ctl *ctl);
+
 #endif

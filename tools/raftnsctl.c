@@ -90,6 +90,13 @@ static const char usage_text[] =
     "                              file (index, term, CRC32C in its header)\n"
     "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
     "                              write to DIR) its tables\n"
+    "  controller metadata         the controller leader and peers (1005)\n"
+    "  controller sync-state BROKER...  masters, epochs, in-sync replicas\n"
+    "  controller elect BROKER ID [CLUSTER]  make ID the master (1002)\n"
+    "  controller clean BROKER [IDS] [--living]  drop a group or its ids\n"
+    "                              (IDS ';'-separated)\n"
+    "  controller config get|set KEY=VALUE...  each -n node's controller\n"
+    "                              settings\n"
     "\n"
     "exit status: 0 ok, 1 server error, 2 usage error, 3 no address answered\n";
 
@@ -783,6 +790,8 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_snapshot(&ctl);
     else if (strcmp(cmd, "acl") == 0)
         rv = ns_ctl_cmd_acl(&ctl);
+    else if (strcmp(cmd, "controller") == 0)
+        rv = ns_ctl_cmd_controller(&ctl);
     else
         rv = usage_error("unknown command", cmd);
     fflush(stdout);

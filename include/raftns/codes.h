@@ -31,6 +31,21 @@
     X(RESPONSE, TOPIC_NOT_EXIST, 17)                                           \
     X(RESPONSE, QUERY_NOT_FOUND, 22)                                           \
     X(RESPONSE, GO_AWAY, 1500)                                                 \
+    X(RESPONSE, CONTROLLER_FENCED_MASTER_EPOCH, 2000)                          \
+    X(RESPONSE, CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, 2001)                  \
+    X(RESPONSE, CONTROLLER_INVALID_MASTER, 2002)                               \
+    X(RESPONSE, CONTROLLER_INVALID_REPLICAS, 2003)                             \
+    X(RESPONSE, CONTROLLER_MASTER_NOT_AVAILABLE, 2004)                         \
+    X(RESPONSE, CONTROLLER_INVALID_REQUEST, 2005)                              \
+    X(RESPONSE, CONTROLLER_BROKER_NOT_ALIVE, 2006)                             \
+    X(RESPONSE, CONTROLLER_NOT_LEADER, 2007)                                   \
+    X(RESPONSE, CONTROLLER_BROKER_METADATA_NOT_EXIST, 2008)                    \
+    X(RESPONSE, CONTROLLER_INVALID_CLEAN_BROKER_METADATA, 2009)                \
+    X(RESPONSE, CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, 2010)                 \
+    X(RESPONSE, CONTROLLER_MASTER_STILL_EXIST, 2011)                           \
+    X(RESPONSE, CONTROLLER_ELECT_MASTER_FAILED, 2012)                          \
+    X(RESPONSE, CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, 2013)                  \
+    X(RESPONSE, CONTROLLER_BROKER_ID_INVALID, 2014)                            \
     X(REQUEST, PUT_KV_CONFIG, 100)                                             \
     X(REQUEST, GET_KV_CONFIG, 101)                                             \
     X(REQUEST, DELETE_KV_CONFIG, 102)                                          \
@@ -53,7 +68,19 @@
     X(REQUEST, QUERY_DATA_VERSION, 322)                                        \
     X(REQUEST, ADD_WRITE_PERM_OF_BROKER, 327)                                  \
     X(REQUEST, GET_BROKER_MEMBER_GROUP, 901)                                   \
-    X(REQUEST, BROKER_HEARTBEAT, 904)
+    X(REQUEST, BROKER_HEARTBEAT, 904)                                          \
+    X(REQUEST, CONTROLLER_ALTER_SYNC_STATE_SET, 1001)                          \
+    X(REQUEST, CONTROLLER_ELECT_MASTER, 1002)                                  \
+    X(REQUEST, CONTROLLER_REGISTER_BROKER, 1003)                               \
+    X(REQUEST, CONTROLLER_GET_REPLICA_INFO, 1004)                              \
+    X(REQUEST, CONTROLLER_GET_METADATA_INFO, 1005)                             \
+    X(REQUEST, CONTROLLER_GET_SYNC_STATE_DATA, 1006)                           \
+    X(REQUEST, NOTIFY_BROKER_ROLE_CHANGED, 1008)                               \
+    X(REQUEST, UPDATE_CONTROLLER_CONFIG, 1009)                                 \
+    X(REQUEST, GET_CONTROLLER_CONFIG, 1010)                                    \
+    X(REQUEST, CLEAN_BROKER_DATA, 1011)                                        \
+    X(REQUEST, CONTROLLER_GET_NEXT_BROKER_ID, 1012)                            \
+    X(REQUEST, CONTROLLER_APPLY_BROKER_ID, 1013)
 
 enum ns_code {
 #define NS_CODE_ENUM(kind, name, number) NS_CODE_##name = (number),

@@ -18,6 +18,7 @@
 #include "raftns/acl.h"
 #include "raftns/buf.h"
 #include "raftns/config.h"
+#include "raftns/controller.h"
 #include "raftns/reqid.h"
 #include "raftns/route.h"
 
@@ -42,7 +43,17 @@ enum ns_command_type {
     NS_CMD_ACL_REMOVE = 14, /* remove an account */
     NS_CMD_ACL_SEED = 15,   /* the cluster file's accounts, once */
     NS_CMD_VERDICT = 16,    /* the majority digest of a checkpoint */
+    /* The controller's five events (raftns/controller.h), decided on the
+     * leader: payload ns_ctl_event_encode of the matching event type. */
+    NS_CMD_CTL_ALTER_SYNC_STATE_SET = 17,
+    NS_CMD_CTL_APPLY_BROKER_ID = 18,
+    NS_CMD_CTL_ELECT_MASTER = 19,
+    NS_CMD_CTL_CLEAN_BROKER_DATA = 20,
+    NS_CMD_CTL_UPDATE_BROKER_ADDRESS = 21,
 };
+
+/* The controller event of a NS_CMD_CTL_* type, 0 for any other type. */
+enum ns_ctl_event_type ns_command_ctl_event(enum ns_command_type type);
 
 #define NS_VERDICT_MAX_IDS 64 /* voters named in one VERDICT */
 
@@ -97,6 +108,7 @@ struct ns_command {
             struct ns_acl_account *items; /* owned */
             size_t n;
         } acl_seed;
+        struct ns_ctl_event ctl; /* NS_CMD_CTL_* (owned) */
     } u;
 };
 

@@ -10,6 +10,7 @@
 #include "raftns/acl.h"
 #include "raftns/command.h"
 #include "raftns/config.h"
+#include "raftns/controller.h"
 #include "raftns/kv.h"
 #include "raftns/reqid.h"
 #include "raftns/route.h"
@@ -27,6 +28,7 @@ struct ns_state {
     size_t n_members;
     struct ns_acl acl;            /* accounts (ACL_PUT/REMOVE/SEED) */
     struct ns_reqid_table reqids; /* request ids applied (exactly once) */
+    struct ns_ctl_table ctl;      /* the broker groups' controller table */
     uint64_t n_applied; /* commands applied since the state was created or
                            restored */
     uint64_t last_checkpoint_digest;
@@ -72,7 +74,9 @@ int ns_snapshot_digest(const struct ns_state *s, uint64_t *out);
  * the account table is empty and was never seeded and no request id was
  * recorded (so such states keep their bytes and digests), version 2 (version
  * 1 + the account table) while no request id was recorded, version 3 (version
- * 2 + the request-id table) otherwise; all are read. */
+ * 2 + the request-id table) otherwise, and version 4 (version 3, its
+ * request-id table possibly empty, + the controller table) while the
+ * controller table has a group; all are read. */
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
 /* Replaces s's contents with the snapshot (s must be initialised). 0,
  * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */

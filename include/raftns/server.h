@@ -71,6 +71,9 @@ struct ns_server_config {
     /* this node's client-port limits; all zero = the defaults */
     struct ns_client_limits limits;
     struct ns_waits waits; /* zero fields = the defaults */
+    /* borrowed, may be NULL: every start-up setting (cluster file and
+     * --set), for the node-local controller settings (docs/controller.md) */
+    const struct ns_props *settings;
     /* borrowed (must outlive the server), NULL = the loop's uv_now: the
      * monotonic time of every timeout and deadline of the server */
     const struct ns_clock *clock;
@@ -142,6 +145,12 @@ size_t ns_server_n_conns(const struct ns_server *s);
 struct ns_tls_ctx *ns_server_https_ctx(const struct ns_server *s);
 /* The cluster room of the server (borrowed; src/cluster/cluster.h). */
 struct ns_cluster *ns_server_cluster(struct ns_server *s);
+/* While the controller runs (enableControllerInNamesrv): appends its /status
+ * object to out and returns true; else false, out untouched. */
+bool ns_server_controller_status(const struct ns_server *s, struct ns_buf *out);
+/* Appends the controller's /metrics lines while it runs. */
+void ns_server_controller_metrics(const struct ns_server *s,
+                                  struct ns_buf *out);
 
 /* Reloads the TLS files (SIGHUP): new connections use the new contexts,
  * established ones keep theirs. 0 (or TLS disabled), NS_EIO (logged; the old

@@ -16,6 +16,7 @@
 #include "raftns/clock.h"
 
 #include "cluster/cluster.h"
+#include "controller/controller.h"
 #include "gateway/register_memo.h"
 #include "liveness/liveness.h"
 #include "net/net.h"
@@ -55,8 +56,10 @@ struct ns_gateway {
     struct ns_cluster *cluster;   /* borrowed: writes, leader, signatures */
     struct ns_liveness *live;     /* borrowed: registrations, heartbeats */
     struct ns_net *net;           /* borrowed */
-    uint64_t start_ms;            /* uv_now when the server started */
-    bool stopping;                /* ns_gateway_stop ran */
+    /* borrowed: the controller (docs/controller.md); set by the root */
+    struct ns_controller *controller;
+    uint64_t start_ms;                  /* uv_now when the server started */
+    bool stopping;                      /* ns_gateway_stop ran */
     struct ns_register_memo_table memo; /* decoded REGISTER_BROKER requests */
     struct ns_acl_gate acl;
     /* REGISTER_BROKER bodies waiting to be decoded off the loop, and the one

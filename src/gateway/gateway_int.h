@@ -201,6 +201,13 @@ int ns_handle_register_broker(struct ns_req *req);
 int ns_handle_unregister_broker(struct ns_req *req);
 int ns_handle_query_data_version(struct ns_req *req);
 int ns_handle_broker_heartbeat(struct ns_req *req);
+/* --- handle_controller.c: the controller codes (docs/controller.md §3) --- */
+int ns_handle_controller_heartbeat(struct ns_req *req);     /* 904 */
+int ns_handle_controller_metadata(struct ns_req *req);      /* 1005 */
+int ns_handle_controller_get_config(struct ns_req *req);    /* 1010 */
+int ns_handle_controller_update_config(struct ns_req *req); /* 1009 */
+/* 1001-1004, 1006, 1011-1013 */
+int ns_handle_controller_queued(struct ns_req *req);
 int ns_handle_route(struct ns_req *req);
 int ns_handle_cluster_info(struct ns_req *req);
 int ns_handle_all_topics(struct ns_req *req);

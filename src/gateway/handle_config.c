@@ -102,6 +102,10 @@ int ns_handle_get_config(struct ns_req *req)
     if (rv == 0) {
         rv = ns_config_encode_properties_local(gw->state->config, &mine, &b);
     }
+    /* the controller's node-local settings, while it runs (config get) */
+    if (rv == 0 && gw->controller->set.enabled) {
+        ns_controller_encode_settings(gw->controller, &b, false);
+    }
     rv = ns_reply_buf(&req->to, rv != 0 ? rv : b.err, &b);
     ns_buf_close(&b);
     ns_props_close(&mine);

@@ -581,6 +581,6 @@ void ns_liveness_each(const struct ns_liveness *lv,
                                  uint64_t now),
                       void *arg)
 {
-    struct each_ctx x = {cb, arg, uv_now(lv->loop)};
+    struct each_ctx x = {cb, arg, lv_now(lv)};
     ns_liveness_table_each(&lv->t, each_one, &x);
 }

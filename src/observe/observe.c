@@ -431,6 +431,14 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_json_write_key(&w, "connections");
     ns_json_write_int(&w, (int64_t)ns_server_n_conns(o->srv));
     ns_observe_put_ops(&w, o);
+    struct ns_buf cb;
+    ns_buf_init(&cb);
+    if (ns_server_controller_status(o->srv, &cb)) {
+        ns_json_write_key(&w, "controller");
+        ns_json_write_raw(&w, (const char *)cb.data, cb.len);
+        out->err = out->err ? out->err : cb.err;
+    }
+    ns_buf_close(&cb);
     ns_json_write_obj_end(&w);
     if (rv == 0 && out->err != 0) {
         rv = out->err;
@@ -603,4 +611,5 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_peer_backpressure_total %" PRIu64 "\n",
                   ps.accepted, ps.connected, ps.refused, ps.violations,
                   ps.pauses);
+    ns_server_controller_metrics(o->srv, out);
 }

@@ -144,6 +144,16 @@ static const struct known_setting LOCAL[] = {
     {"tlsServerNeedClientAuth", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"httpTls", T_BOOL, "false", 0, 0, CS_NONE, F_LOCAL},
     {"raftTls", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL}, /* raft peer port */
+    /* The controller's (src/controller/, docs/controller.md): node-local as
+     * Java's ControllerConfig; enableControllerInNamesrv is above. */
+    {"enableElectUncleanMaster", T_BOOL, "false", 0, 0, CS_NONE, F_LOCAL},
+    {"notifyBrokerRoleChanged", T_BOOL, "true", 0, 0, CS_NONE, F_LOCAL},
+    {"scanInactiveMasterInterval", T_LONG, "5000", 100, 600000, CS_NONE,
+     F_LOCAL},
+    {"electMasterMaxRetryCount", T_INT, "3", 0, 100, CS_NONE, F_LOCAL},
+    {"controllerDLegerGroup", T_STRING, "DefaultControllerGroup", 0, 127,
+     CS_TOKEN, F_LOCAL},
+    {"controllerDLegerPeers", T_STRING, "", 0, 1024, CS_TEXT, F_LOCAL},
     {"tls.server.mode", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"tls.server.certPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
     {"tls.server.keyPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},

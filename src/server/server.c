@@ -35,6 +35,7 @@ static void conn_closed(void *ctx, struct ns_conn *c)
     struct ns_server *srv = ctx;
     ns_pending_detach_all(c);
     ns_liveness_conn_closed(&srv->live, c);
+    ns_controller_conn_closed(&srv->controller, c->id);
 }
 
 static int on_request(void *ctx, struct ns_conn *c, const struct ns_cmd *cmd)
@@ -108,6 +109,15 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         goto err_after_live;
     }
     s->gw.clock = &s->clock;
+    ns_controller_init(&s->controller, loop, &s->clock, cfg->settings, state,
+                       node, s->cluster);
+    s->gw.controller = &s->controller;
+    rv = ns_server_controller_port_init(s, cfg, on_request, conn_closed);
+    if (rv != 0) {
+        ns_controller_close(&s->controller);
+        ns_gateway_close(&s->gw);
+        goto err_after_live;
+    }
     *out = s;
     return 0;
 
@@ -126,6 +136,9 @@ static void flush_cb(uv_check_t *h)
 {
     struct ns_server *s = h->data;
     ns_conn_flush_all(&s->net);
+    if (s->has_ctl_net) {
+        ns_conn_flush_all(&s->ctl_net);
+    }
 }
 
 static void scan_cb(uv_timer_t *t)
@@ -146,6 +159,12 @@ static void idle_cb(uv_timer_t *t)
         ns_conn_sweep_idle(&s->net, (uint64_t)secs * 1000u);
     }
     ns_conn_tls_sweep_handshakes(&s->net);
+    if (s->has_ctl_net) {
+        if (secs > 0) {
+            ns_conn_sweep_idle(&s->ctl_net, (uint64_t)secs * 1000u);
+        }
+        ns_conn_tls_sweep_handshakes(&s->ctl_net);
+    }
     ns_liveness_tick(
         &s->live); /* reports and fast-path expiry, once a second */
 }
@@ -172,6 +191,7 @@ static void watch_cb(void *arg)
     }
     s->was_leader = leader;
     ns_cluster_on_change(s->cluster);
+    ns_controller_on_change(&s->controller);
 }
 
 /* The handles of a started server, listening or driven, so that stopping
@@ -187,6 +207,7 @@ static void init_handles(struct ns_server *s)
     ns_liveness_start(&s->live);
     /* the three, the net's listener and the liveness timer */
     s->n_open_handles = 5;
+    s->n_open_handles += s->has_ctl_net; /* its listener */
     s->started = true;
     s->gw.start_ms = ns_server_now(s);
 }
@@ -202,6 +223,8 @@ int ns_server_start_driven(struct ns_server *s,
     s->next_scan_ms = now + scan_interval(s);
     ns_node_set_watch(s->node, watch_cb, s);
     ns_cluster_start_driven(s->cluster, peers);
+    s->controller.peer_factory = peers;
+    ns_controller_start_driven(&s->controller);
     watch_cb(s);
     return 0;
 }
@@ -224,6 +247,7 @@ void ns_server_tick(struct ns_server *s)
         s->next_scan_ms = now + scan_interval(s);
         ns_liveness_scan(&s->live);
     }
+    ns_controller_tick(&s->controller);
     /* The fast-path timer is armed but never runs on a driven loop: checking
      * early is harmless (it re-arms for the next deadline). */
     if (uv_is_active((uv_handle_t *)&s->live.fast_timer)) {
@@ -231,6 +255,9 @@ void ns_server_tick(struct ns_server *s)
         ns_liveness_fast_check(&s->live);
     }
     ns_conn_flush_all(&s->net);
+    if (s->has_ctl_net) {
+        ns_conn_flush_all(&s->ctl_net);
+    }
 }
 
 int ns_server_start(struct ns_server *s)
@@ -240,6 +267,9 @@ int ns_server_start(struct ns_server *s)
         return rv;
     }
     init_handles(s);
+    if (rv == 0) {
+        rv = ns_server_controller_port_listen(s);
+    }
     if (rv != 0) {
         return NS_EIO;
     }
@@ -249,6 +279,7 @@ int ns_server_start(struct ns_server *s)
     uv_timer_start(&s->idle_timer, idle_cb, IDLE_SWEEP_MS, IDLE_SWEEP_MS);
     ns_node_set_watch(s->node, watch_cb, s);
     ns_cluster_start(s->cluster, &s->net.tls.peer_ctx);
+    ns_controller_start(&s->controller);
     watch_cb(s);
     return 0;
 }
@@ -292,9 +323,13 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
         }
         return;
     }
+    ns_controller_stop(&s->controller);
     ns_gateway_stop(&s->gw);
     ns_liveness_stop(&s->live, room_stopped, s);
     ns_net_stop(&s->net, room_stopped, s);
+    if (s->has_ctl_net) {
+        ns_net_stop(&s->ctl_net, room_stopped, s);
+    }
     ns_cluster_stop(s->cluster);
     NS_LOG(NS_LOG_INFO, "server: stopping");
     uv_close((uv_handle_t *)&s->flush_check, handle_closed);
@@ -309,8 +344,12 @@ void ns_server_destroy(struct ns_server *s)
     }
     ns_cluster_destroy(s->cluster);
     s->cluster = NULL;
+    ns_controller_close(&s->controller);
     ns_gateway_close(&s->gw);
     ns_net_close(&s->net);
+    if (s->has_ctl_net) {
+        ns_net_close(&s->ctl_net);
+    }
     ns_liveness_close(&s->live);
     ns_free(s);
 }
@@ -345,4 +384,20 @@ struct ns_tls_ctx *ns_server_https_ctx(const struct ns_server *s)
 struct ns_cluster *ns_server_cluster(struct ns_server *s)
 {
     return s->cluster;
+}
+
+bool ns_server_controller_status(const struct ns_server *s, struct ns_buf *out)
+{
+    if (!s->controller.set.enabled) {
+        return false;
+    }
+    ns_controller_status_json(&s->controller, out);
+    return true;
+}
+
+void ns_server_controller_metrics(const struct ns_server *s, struct ns_buf *out)
+{
+    if (s->controller.set.enabled) {
+        ns_controller_metrics(&s->controller, out);
+    }
 }

@@ -41,6 +41,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/command.h"
+#include "raftns/config.h"
 #include "raftns/fsm.h"
 #include "raftns/json.h"
 #include "raftns/kv.h"
@@ -61,9 +62,20 @@
 #define SIM_LATENCY_MS 5
 #define SIM_MAX_REPLIES 64
 #define SIM_MAX_APPLIED 512
-#define SIM_MAX_CLIENTS 48
+#define SIM_MAX_CLIENTS 64
+#define SIM_MAX_SENT 128
 
 struct sim;
+
+/* A oneway frame a node sent to an address that is no node (a broker's:
+ * the controller's 1008). */
+struct sim_sent {
+    unsigned from;
+    char addr[64];
+    uint8_t *frame; /* owned */
+    size_t len;
+    uint64_t at;
+};
 
 /* One applied command entry of one node (its apply hook). */
 struct sim_applied {
@@ -173,6 +185,9 @@ struct sim {
     /* Test hook: drop the next n replies to a FORWARD (0 = none) */
     unsigned drop_forward_replies;
     struct ns_waits waits; /* every server's (zero fields = the defaults) */
+    struct ns_props settings; /* every server's start-up settings */
+    struct sim_sent sent[SIM_MAX_SENT];
+    unsigned n_sent;
 };
 
 static inline uint64_t sim_now(struct sim *s)
@@ -336,6 +351,23 @@ static inline int sim_peer_send(struct sim_peer *p, struct ns_cmd *req)
             to = i;
         }
     }
+    if (to == s->n && p->addr != NULL && (req->flag & NS_FLAG_ONEWAY) &&
+        s->nodes[p->from].up && !s->cut[p->from]) {
+        assert_true(s->n_sent < SIM_MAX_SENT);
+        struct sim_sent *m = &s->sent[s->n_sent++];
+        struct ns_buf b;
+        ns_buf_init(&b);
+        assert_int_equal(ns_cmd_encode(req, &b), 0);
+        m->from = p->from;
+        snprintf(m->addr, sizeof m->addr, "%s", p->addr);
+        m->frame = malloc(b.len);
+        assert_non_null(m->frame);
+        memcpy(m->frame, b.data, b.len);
+        m->len = b.len;
+        ns_buf_close(&b);
+        m->at = sim_now(s);
+        return 0;
+    }
     if (to == s->n) {
         return NS_ENOTFOUND;
     }
@@ -463,6 +495,7 @@ static inline void sim_node_start(struct sim *s, unsigned i)
         .clock = &s->clock,
         .acl = &s->acl,
         .waits = s->waits,
+        .settings = &s->settings,
     };
     assert_int_equal(
         ns_server_create(&s->loop, &scfg, &nd->state, nd->node, &nd->server),
@@ -518,6 +551,8 @@ struct sim_opts {
     /* the cluster file's "acl" accounts (JSON array text), or NULL */
     const char *acl_accounts;
     struct ns_waits waits; /* zero fields = the defaults (raftns/waits.h) */
+    /* every server's start-up settings (properties text, --set), or NULL */
+    const char *settings;
 };
 
 /* n voters (node ids 1..n) out of n_file members of the cluster file (the
@@ -527,6 +562,12 @@ static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
                                   const struct sim_opts *opts)
 {
     memset(s, 0, sizeof *s);
+    ns_props_init(&s->settings);
+    if (opts != NULL && opts->settings != NULL) {
+        assert_int_equal(ns_props_parse(opts->settings, strlen(opts->settings),
+                                        &s->settings),
+                         0);
+    }
     if (opts != NULL) {
         s->checkpoint_entries = opts->checkpoint_entries;
         s->acl.enable = opts->acl;
@@ -835,6 +876,10 @@ static inline void sim_teardown(struct sim *s)
         }
     }
     ns_cluster_config_close(&s->file);
+    ns_props_close(&s->settings);
+    for (unsigned i = 0; i < s->n_sent; i++) {
+        free(s->sent[i].frame);
+    }
 }
 
 #endif

@@ -346,6 +346,50 @@ static void test_member_requests_refused(void **state)
     op = sim_client_send(c, &req);
     ns_cmd_close(&req);
     expect_code(c, op, NS_CODE_SYSTEM_ERROR);
+    /* refusals that name the member (gateway/member_check.c and
+     * handle_cluster.c's role checks) */
+    static const struct {
+        int32_t code;
+        const char *id, *raft, *role, *remark;
+    } refusals[] = {
+        {NS_CODE_MEMBER_ADD, "2", "10.0.0.9:9000", NULL,
+         "raftns: 2 is already a member"},
+        {NS_CODE_MEMBER_ADD, "9", "10.0.0.9:9000", "observer", NULL},
+        {NS_CODE_MEMBER_REMOVE, "9", NULL, NULL, "raftns: 9 is not a member"},
+        {NS_CODE_MEMBER_ASSIGN, "9", NULL, "standby",
+         "raftns: no member 9 (raftnsctl member list)"},
+        {NS_CODE_MEMBER_ASSIGN, "2", NULL, "voter",
+         "raftns: member 2 is already a voter"},
+        {NS_CODE_MEMBER_ASSIGN, "2", NULL, NULL, NULL},
+    };
+    for (size_t k = 0; k < sizeof refusals / sizeof refusals[0]; k++) {
+        sim_request(&req, refusals[k].code);
+        req.language = NS_LANG_OTHER;
+        assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, refusals[k].id), 0);
+        if (refusals[k].raft != NULL) {
+            assert_int_equal(
+                ns_cmd_ext_set(&req, NS_EXT_RAFT_ADDR, refusals[k].raft), 0);
+            assert_int_equal(
+                ns_cmd_ext_set(&req, NS_EXT_CLIENT_ADDR, "10.0.0.9:9876"), 0);
+        }
+        if (refusals[k].role != NULL) {
+            assert_int_equal(
+                ns_cmd_ext_set(&req, NS_EXT_ROLE, refusals[k].role), 0);
+        }
+        sim_sign(&req);
+        op = sim_client_send(c, &req);
+        ns_cmd_close(&req);
+        struct ns_cmd r;
+        assert_non_null(sim_wait_reply(c, op, 30000, &r));
+        if (r.code != NS_CODE_SYSTEM_ERROR ||
+            (refusals[k].remark != NULL &&
+             (r.remark == NULL || strncmp(r.remark, refusals[k].remark,
+                                          strlen(refusals[k].remark)) != 0))) {
+            fail_msg("refusal %zu: code %d remark %s", k, (int)r.code,
+                     r.remark ? r.remark : "(none)");
+        }
+        ns_cmd_close(&r);
+    }
     /* unsigned: refused before anything is looked at */
     sim_request(&req, NS_CODE_MEMBER_REMOVE);
     assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, "2"), 0);

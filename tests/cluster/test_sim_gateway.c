@@ -802,6 +802,40 @@ static void test_acl_seeded_from_the_cluster_file(void **state)
     }
 }
 
+/* Route reads in zone mode (__ZONE_MODE, __ZONE_NAME): a blank zone name is
+ * no filter; a zone no master broker is in drops them; a read without a topic
+ * is TOPIC_NOT_EXIST. */
+static void test_route_zone_mode(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    int32_t op = sim_send_register(c, "broker-z", "10.2.0.1:10911", 0);
+    struct ns_cmd r;
+    assert_non_null(sim_wait_reply(c, op, 30000, &r));
+    assert_int_equal(r.code, 0);
+    ns_cmd_close(&r);
+    static const struct {
+        const char *zone;
+        bool routed;
+    } cases[] = {{"  ", true}, {"z1", false}};
+    for (size_t k = 0; k < 2; k++) {
+        struct ns_cmd req;
+        sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+        assert_int_equal(ns_cmd_ext_set(&req, "topic", "TopicA"), 0);
+        assert_int_equal(ns_cmd_ext_set(&req, "__ZONE_MODE", "true"), 0);
+        assert_int_equal(ns_cmd_ext_set(&req, "__ZONE_NAME", cases[k].zone), 0);
+        char *body = call(c, &req, NS_CODE_SUCCESS);
+        if ((strstr(body, "10.2.0.1:10911") != NULL) != cases[k].routed) {
+            fail_msg("zone \"%s\": %s", cases[k].zone, body);
+        }
+        ns_free(body);
+    }
+    struct ns_cmd req;
+    sim_request(&req, NS_CODE_GET_ROUTEINFO_BY_TOPIC);
+    ns_free(call(c, &req, NS_CODE_TOPIC_NOT_EXIST));
+}
+
 #define BOTH(test)                                                             \
     cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
         cmocka_unit_test_setup_teardown(test, setup5, teardown)
@@ -809,6 +843,7 @@ static void test_acl_seeded_from_the_cluster_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        BOTH(test_route_zone_mode),
         BOTH(test_every_request_through_a_follower),
         BOTH(test_refusals_are_replies),
         BOTH(test_route_settings),

@@ -129,6 +129,40 @@ static const uint8_t GOLDEN_ACL_SEED[] = {
     0x00, 0x00, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0x00, 0x10,
 };
 
+/* The controller events (types 17-21), from the documented layout. */
+static const uint8_t GOLDEN_CTL_ALTER[] = {
+    0x01, 0x11, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00,
+    0x00, 0x00, 0x08, 0x62, 0x72, 0x6f, 0x6b, 0x65, 0x72, 0x2d, 0x61,
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,
+};
+static const uint8_t GOLDEN_CTL_APPLY_ID[] = {
+    0x01, 0x12, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00,
+    0x00, 0x02, 0x63, 0x31, 0x00, 0x00, 0x00, 0x08, 0x62, 0x72, 0x6f, 0x6b,
+    0x65, 0x72, 0x2d, 0x61, 0x00, 0x00, 0x00, 0x0f, 0x31, 0x32, 0x37, 0x2e,
+    0x30, 0x2e, 0x30, 0x2e, 0x31, 0x3a, 0x33, 0x30, 0x39, 0x31, 0x31, 0x00,
+    0x00, 0x00, 0x14, 0x31, 0x32, 0x37, 0x2e, 0x30, 0x2e, 0x30, 0x2e, 0x31,
+    0x3a, 0x33, 0x30, 0x39, 0x31, 0x31, 0x3b, 0x31, 0x30, 0x30, 0x30, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+};
+static const uint8_t GOLDEN_CTL_ELECT[] = {
+    0x01, 0x13, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00,
+    0x00, 0x00, 0x08, 0x62, 0x72, 0x6f, 0x6b, 0x65, 0x72, 0x2d, 0x61,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,
+};
+static const uint8_t GOLDEN_CTL_CLEAN[] = {
+    0x01, 0x14, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68,
+    0x00, 0x00, 0x00, 0x00, 0x08, 0x62, 0x72, 0x6f, 0x6b,
+    0x65, 0x72, 0x2d, 0x61, 0x00, 0x00, 0x00, 0x00,
+};
+static const uint8_t GOLDEN_CTL_UPDATE_ADDR[] = {
+    0x01, 0x15, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00,
+    0x00, 0x00, 0x02, 0x63, 0x31, 0x00, 0x00, 0x00, 0x08, 0x62, 0x72,
+    0x6f, 0x6b, 0x65, 0x72, 0x2d, 0x61, 0x00, 0x00, 0x00, 0x0f, 0x31,
+    0x32, 0x37, 0x2e, 0x30, 0x2e, 0x30, 0x2e, 0x31, 0x3a, 0x34, 0x30,
+    0x39, 0x31, 0x31, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+};
+
 static void make_register(struct ns_command *c)
 {
     ns_command_init(c, NS_CMD_REGISTER_BROKER);
@@ -267,6 +301,39 @@ static void make(size_t i, struct ns_command *c)
         c->u.verdict.dissent[0] = 2;
         c->u.verdict.n_dissent = 1;
         break;
+    case 16:
+    case 19:
+        ns_command_init(c, i == 16 ? NS_CMD_CTL_ALTER_SYNC_STATE_SET
+                                   : NS_CMD_CTL_CLEAN_BROKER_DATA);
+        c->u.ctl.broker_name = ns_strdup("broker-a");
+        if (i == 16) {
+            c->u.ctl.ids = ns_calloc(2, sizeof(int64_t));
+            c->u.ctl.ids[0] = 1;
+            c->u.ctl.ids[1] = 2;
+            c->u.ctl.n_ids = 2;
+        }
+        break;
+    case 17:
+        ns_command_init(c, NS_CMD_CTL_APPLY_BROKER_ID);
+        c->u.ctl.cluster = ns_strdup("c1");
+        c->u.ctl.broker_name = ns_strdup("broker-a");
+        c->u.ctl.broker_addr = ns_strdup("127.0.0.1:30911");
+        c->u.ctl.check_code = ns_strdup("127.0.0.1:30911;1000");
+        c->u.ctl.id = 1;
+        break;
+    case 18:
+        ns_command_init(c, NS_CMD_CTL_ELECT_MASTER);
+        c->u.ctl.broker_name = ns_strdup("broker-a");
+        c->u.ctl.elected = true;
+        c->u.ctl.id = 2;
+        break;
+    case 20:
+        ns_command_init(c, NS_CMD_CTL_UPDATE_BROKER_ADDRESS);
+        c->u.ctl.cluster = ns_strdup("c1");
+        c->u.ctl.broker_name = ns_strdup("broker-a");
+        c->u.ctl.broker_addr = ns_strdup("127.0.0.1:40911");
+        c->u.ctl.id = 1;
+        break;
     default:
         fail();
     }
@@ -283,12 +350,13 @@ struct golden {
         x, sizeof x                                                            \
     }
 static const struct golden GOLDEN[] = {
-    G(GOLDEN_REGISTER), G(GOLDEN_UNREGISTER),   G(GOLDEN_EXPIRE),
-    G(GOLDEN_KV_PUT),   G(GOLDEN_KV_DELETE),    G(GOLDEN_WIPE),
-    G(GOLDEN_ADD),      G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
-    G(GOLDEN_CONFIG),   G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
-    G(GOLDEN_ACL_PUT),  G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
-    G(GOLDEN_VERDICT),
+    G(GOLDEN_REGISTER),  G(GOLDEN_UNREGISTER),   G(GOLDEN_EXPIRE),
+    G(GOLDEN_KV_PUT),    G(GOLDEN_KV_DELETE),    G(GOLDEN_WIPE),
+    G(GOLDEN_ADD),       G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
+    G(GOLDEN_CONFIG),    G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
+    G(GOLDEN_ACL_PUT),   G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
+    G(GOLDEN_VERDICT),   G(GOLDEN_CTL_ALTER),    G(GOLDEN_CTL_APPLY_ID),
+    G(GOLDEN_CTL_ELECT), G(GOLDEN_CTL_CLEAN),    G(GOLDEN_CTL_UPDATE_ADDR),
 };
 #define N_GOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 
@@ -369,7 +437,7 @@ static void test_rejects(void **state)
     buf[0] = 1;
     buf[1] = 0;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
-    buf[1] = 17; /* the first unknown type */
+    buf[1] = 22; /* the first unknown type */
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
     /* A count far beyond the remaining bytes is refused before allocating. */
     memcpy(buf, GOLDEN_UNREGISTER, sizeof GOLDEN_UNREGISTER);
@@ -401,6 +469,15 @@ static void test_rejects(void **state)
         ns_command_peek_type(GOLDEN_VERDICT, sizeof GOLDEN_VERDICT),
         NS_CMD_VERDICT);
     assert_int_equal(ns_command_peek_type(GOLDEN_VERDICT, 9), 0);
+    /* Controller ids must be strictly increasing; elected is 0 or 1. */
+    memcpy(buf, GOLDEN_CTL_ALTER, sizeof GOLDEN_CTL_ALTER);
+    buf[sizeof GOLDEN_CTL_ALTER - 1] = 1; /* [1, 1] */
+    assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_CTL_ALTER, &c),
+                     NS_EPROTO);
+    memcpy(buf, GOLDEN_CTL_ELECT, sizeof GOLDEN_CTL_ELECT);
+    buf[22] = 2;
+    assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_CTL_ELECT, &c),
+                     NS_EPROTO);
     /* Unsorted config keys are not canonical. */
     struct ns_buf b;
     ns_buf_init(&b);

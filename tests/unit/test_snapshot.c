@@ -160,8 +160,10 @@ static void test_truncation_and_version(void **state)
     copy[b.len] = 0;
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len + 1),
                      NS_EPROTO); /* trailing */
-    copy[5] = 4;                 /* versions 1 to 3 are known */
+    copy[5] = 5;                 /* versions 1 to 4 are known */
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EVERSION);
+    copy[5] = 4; /* and version 4's tables are missing */
+    assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EPROTO);
     copy[5] = 2; /* version 1 bytes lack the account table of version 2 */
     assert_int_equal(ns_snapshot_decode(&t, copy, b.len), NS_EPROTO);
     copy[5] = 3; /* and the request-id table of version 3 */
