@@ -217,6 +217,12 @@ bool ns_ctl_policy_elect(const struct ns_ctl_candidate *cands, size_t n,
                          bool has_master, int64_t master, bool has_preferred,
                          int64_t preferred, int64_t *out)
 {
+#ifdef RAFTNS_BREAK_ELECT_NO_SYNC
+    /* TEST-ONLY MUTANT (JEPSEN.md): the SyncStateSet is ignored, every alive
+     * member is a candidate (as if unclean election were always on). */
+    n_sync = 0;
+    unclean = true;
+#endif
     if (try_elect(cands, n, false, sync, n_sync, has_master, master,
                   has_preferred, preferred, out)) {
         return true;
