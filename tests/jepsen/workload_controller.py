@@ -413,14 +413,14 @@ class ControllerLoad:
 
     def alter(self, p, b, peers, rng):
         """The master's SyncStateSet change: itself plus a random pick of the group's live
-        brokers (a shrink or an expand). One in five carries a stale master epoch."""
+        brokers (a shrink or an expand). One in four carries a stale master epoch."""
         want = sorted({b.id} | {o.id for o in peers if o.up and o.id is not None
-                                and o is not b and rng.random() < 0.6})
+                                and o is not b and rng.random() < 0.75})
         with b.lock:
             epoch, set_epoch, cur = b.epoch, b.set_epoch, list(b.set)
         if want == sorted(cur):
             return
-        stale = rng.random() < 0.2
+        stale = rng.random() < 0.25
         sent = epoch
         if stale:
             sent = epoch - 1 if epoch > 1 and rng.random() < 0.7 else epoch + 1
