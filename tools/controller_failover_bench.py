@@ -10,7 +10,7 @@ With --with-leader-kill the raftns leader is killed -9 at the same instant. It p
 asserts nothing.
 
 Usage: RAFTNS_BIN=build/raftns python3 tools/controller_failover_bench.py [--trials 20]
-       [--with-leader-kill] [--json FILE]"""
+       [--with-leader-kill [--settle-s 11]] [--json FILE]"""
 
 import argparse
 import json
@@ -57,7 +57,7 @@ class Beater(threading.Thread):
                             b.conns.pop(nd.id, None)
 
 
-def trial(cluster, k, leader_kill, beater):
+def trial(cluster, k, leader_kill, beater, settle_s):
     name = "broker-%d" % k
     ld = cluster.leader()
     b1, b2 = tc.CtlBroker(cluster, 1), tc.CtlBroker(cluster, 2)
@@ -149,6 +149,9 @@ def trial(cluster, k, leader_kill, beater):
     if leader_kill:
         cluster.restart(ld.id)
         cluster.wait_ready()
+        # a bench may sleep: a node younger than a broker heartbeat timeout judges no
+        # master (docs/controller.md §7), and --settle-s measures the warm case
+        time.sleep(settle_s)
 
     def ms(t):
         return None if t is None else (t - t0) * 1000.0
@@ -160,18 +163,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--with-leader-kill", action="store_true")
+    ap.add_argument("--settle-s", type=float, default=0.0,
+                    help="after restarting the killed node, wait this long (warm nodes)")
     ap.add_argument("--json")
     a = ap.parse_args()
     # SIGTERM unwinds like an error, so the nodes and temp dirs are cleaned up
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     cluster = clusterh.Cluster(3, namesrv=tc.CONTROLLER_ON)
     cluster.start()
+    time.sleep(a.settle_s)  # every node warm before the first trial too
     beater = Beater(cluster, [])
     beater.start()
     results = []
     try:
         for k in range(a.trials):
-            results.append(trial(cluster, k, a.with_leader_kill, beater))
+            results.append(trial(cluster, k, a.with_leader_kill, beater, a.settle_s))
             print("trial %2d: %s" % (k, results[-1]), flush=True)
     finally:
         beater.stopping.set()

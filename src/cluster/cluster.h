@@ -41,7 +41,7 @@ bool ns_cluster_is_stopping(const struct ns_cluster *cl);
 /* uv_now since which no leader has been known, or 0 while one is known. */
 uint64_t ns_cluster_leaderless_since(const struct ns_cluster *cl);
 
-/* --- the leader connection of a server (cluster.c / handle_cluster.c) --- */
+/* --- the leader connection of a server, signatures (cluster.c) --- */
 
 /* Sends req to the current leader's client address, with this node's id added
  * as ext and signed by the cluster secret (raftns/sign.h). Returns 0 (cb
@@ -124,6 +124,7 @@ int ns_cluster_propose_member(struct ns_cluster *cl, uint64_t id,
                               const char *raft_addr, const char *client_addr,
                               const char *http_addr, ns_node_index_cb cb,
                               void *arg);
+
 /* --- dedup.c: the de-duplication step (docs/exactly-once.md) --- */
 
 /* Whether the state already holds exactly what registering reg (borrowed)

@@ -17,10 +17,11 @@
 #include "controller/controller_int.h"
 
 #define TICK_MS 250
-#define FIRST_SCAN_MS 2000       /* Java's first expiry scan after start */
-#define WARM_MS 10000            /* the brokers' default heartbeat timeout */
-#define HEARTBEAT_PERIOD_MS 1000 /* brokers beat every controller this often   \
-                                  */
+#define FIRST_SCAN_MS 2000 /* Java's first expiry scan after start */
+#define WARM_MS 10000      /* the brokers' default heartbeat timeout */
+#define HEARTBEAT_PERIOD_MS                                                    \
+    1000 /* brokers beat every controller this often                           \
+          */
 
 struct ns_controller_retry {
     char *name; /* owned broker name */
@@ -68,6 +69,46 @@ static const char *find_prop(const struct ns_props *p, const char *key)
     return NULL;
 }
 
+/* "n1-127.0.0.1:9878;n2-127.0.0.1:9879;" (Java's format; the ids are raftns
+ * node ids). Malformed entries are skipped: the setting was validated as
+ * text only. */
+static void parse_peers(struct ns_controller_settings *s, const char *text)
+{
+    s->n_peers = 0;
+    while (text != NULL && *text != '\0' &&
+           s->n_peers < NS_CONTROLLER_MAX_PEERS) {
+        const char *end = strchr(text, ';');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char entry[96];
+        if (len > 0 && len < sizeof entry) {
+            memcpy(entry, text, len);
+            entry[len] = '\0';
+            char *dash = strchr(entry, '-');
+            char *stop = NULL;
+            unsigned long long id =
+                entry[0] == 'n' ? strtoull(entry + 1, &stop, 10) : 0;
+            if (dash != NULL && stop == dash && id > 0 &&
+                strlen(dash + 1) < sizeof s->peers[0].addr) {
+                s->peers[s->n_peers].id = id;
+                snprintf(s->peers[s->n_peers].addr, sizeof s->peers[0].addr,
+                         "%s", dash + 1);
+                s->n_peers++;
+            }
+        }
+        text = end ? end + 1 : NULL;
+    }
+}
+
+const char *ns_controller_peer_addr(const struct ns_controller *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->set.n_peers; i++) {
+        if (c->set.peers[i].id == id) {
+            return c->set.peers[i].addr;
+        }
+    }
+    return NULL;
+}
+
 static void read_settings(struct ns_controller_settings *s,
                           const struct ns_props *p)
 {
@@ -84,6 +125,10 @@ static void read_settings(struct ns_controller_settings *s,
                    s->scan_inactive_master_ms, 100, 600000);
     s->retry_max = parse_long(find_prop(p, "electMasterMaxRetryCount"),
                               s->retry_max, 0, 100);
+    const char *peers = find_prop(p, "controllerDLegerPeers");
+    if (peers != NULL) {
+        parse_peers(s, peers);
+    }
     const char *g = find_prop(p, "controllerDLegerGroup");
     if (g != NULL) {
         snprintf(s->group, sizeof s->group, "%s", g);
@@ -112,9 +157,12 @@ int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
 int ns_controller_update_settings(struct ns_controller *c,
                                   const struct ns_props *props)
 {
-    bool enabled = c->set.enabled; /* a start-up choice */
+    /* start-up choices: the switch and the ports listened on */
+    struct ns_controller_settings before = c->set;
     read_settings(&c->set, props);
-    c->set.enabled = enabled;
+    c->set.enabled = before.enabled;
+    memcpy(c->set.peers, before.peers, sizeof before.peers);
+    c->set.n_peers = before.n_peers;
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "raftns/remoting.h"
 
 #define NS_CONTROLLER_MAX_QUEUED 1024 /* as Java's event queue */
+#define NS_CONTROLLER_MAX_PEERS 16
 
 struct ns_cluster;
 struct ns_pending;
@@ -34,6 +35,14 @@ struct ns_controller_settings {
     int64_t retry_max;               /* electMasterMaxRetryCount */
     int64_t retry_wait_ms;           /* Java's fixed 3 s between retries */
     char group[128];                 /* controllerDLegerGroup */
+    /* controllerDLegerPeers: "n<id>-host:port;..." — where each node serves
+     * the controller on a port of its own, as Java's embedded controller
+     * does (none: the client port) */
+    struct ns_controller_peer_addr {
+        uint64_t id;
+        char addr[64];
+    } peers[NS_CONTROLLER_MAX_PEERS];
+    size_t n_peers;
 };
 
 struct ns_controller_stats {
@@ -118,6 +127,10 @@ void ns_controller_on_change(struct ns_controller *c);
  * decision at a time: a node that is not the ready leader answers it with
  * 2007 in op->d (status 0). done always runs, later or now. */
 void ns_controller_submit(struct ns_controller *c, struct ns_controller_op *op);
+
+/* The controller address of node id from controllerDLegerPeers (borrowed),
+ * or NULL when that setting does not name it. */
+const char *ns_controller_peer_addr(const struct ns_controller *c, uint64_t id);
 
 /* 1009: applies the known keys of props (borrowed). 0 or NS_ENOMEM. */
 int ns_controller_update_settings(struct ns_controller *c,

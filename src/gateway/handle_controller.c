@@ -100,10 +100,18 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
 
 /* --- 1005 --- */
 
+/* Where node id serves the controller: its controllerDLegerPeers entry, else
+ * its client address. Borrowed or NULL. */
+static const char *serving_addr(const struct ns_gateway *gw, uint64_t id)
+{
+    const char *addr = ns_controller_peer_addr(gw->controller, id);
+    return addr != NULL ? addr : ns_cluster_client_addr(gw->cluster, id);
+}
+
 static int put_member(struct ns_buf *peers, const struct ns_gateway *gw,
                       uint64_t id)
 {
-    const char *addr = ns_cluster_client_addr(gw->cluster, id);
+    const char *addr = serving_addr(gw, id);
     return ns_buf_printf(peers, "n%llu:%s;", (unsigned long long)id,
                          addr ? addr : "");
 }
@@ -119,8 +127,7 @@ int ns_handle_controller_metadata(struct ns_req *req)
     ns_reply_init(&reply, &req->to, NS_CODE_SUCCESS);
     reply.has_ext = true;
     uint64_t leader = ns_node_leader_id(gw->node);
-    const char *leader_addr =
-        leader ? ns_cluster_client_addr(gw->cluster, leader) : NULL;
+    const char *leader_addr = leader ? serving_addr(gw, leader) : NULL;
     char id[32];
     snprintf(id, sizeof id, "n%llu", (unsigned long long)leader);
     struct ns_buf peers;

@@ -151,6 +151,7 @@ static const struct known_setting LOCAL[] = {
     {"electMasterMaxRetryCount", T_INT, "3", 0, 100, CS_NONE, F_LOCAL},
     {"controllerDLegerGroup", T_STRING, "DefaultControllerGroup", 0, 127,
      CS_TOKEN, F_LOCAL},
+    {"controllerDLegerPeers", T_STRING, "", 0, 1024, CS_TEXT, F_LOCAL},
     {"tls.server.mode", T_STRING, "", 0, 32, CS_TOKEN, F_LOCAL},
     {"tls.server.certPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},
     {"tls.server.keyPath", T_STRING, "", 0, 4096, CS_TEXT, F_LOCAL},

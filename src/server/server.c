@@ -87,6 +87,12 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     ns_controller_init(&s->controller, loop, cfg->settings, state, node,
                        s->cluster);
     s->gw.controller = &s->controller;
+    rv = ns_server_controller_port_init(s, cfg, on_request, conn_closed);
+    if (rv != 0) {
+        ns_controller_close(&s->controller);
+        ns_gateway_close(&s->gw);
+        goto err_after_live;
+    }
     *out = s;
     return 0;
 
@@ -105,6 +111,9 @@ static void flush_cb(uv_check_t *h)
 {
     struct ns_server *s = h->data;
     ns_conn_flush_all(&s->net);
+    if (s->has_ctl_net) {
+        ns_conn_flush_all(&s->ctl_net);
+    }
 }
 
 static void scan_cb(uv_timer_t *t)
@@ -125,6 +134,12 @@ static void idle_cb(uv_timer_t *t)
         ns_conn_sweep_idle(&s->net, (uint64_t)secs * 1000u);
     }
     ns_conn_tls_sweep_handshakes(&s->net);
+    if (s->has_ctl_net) {
+        if (secs > 0) {
+            ns_conn_sweep_idle(&s->ctl_net, (uint64_t)secs * 1000u);
+        }
+        ns_conn_tls_sweep_handshakes(&s->ctl_net);
+    }
     ns_liveness_tick(
         &s->live); /* reports and fast-path expiry, once a second */
 }
@@ -169,8 +184,12 @@ int ns_server_start(struct ns_server *s)
     ns_liveness_start(&s->live);
     /* the three, the net's listener and the liveness timer */
     s->n_open_handles = 5;
+    s->n_open_handles += s->has_ctl_net; /* its listener */
     s->started = true;
     s->gw.start_ms = uv_now(s->loop);
+    if (rv == 0) {
+        rv = ns_server_controller_port_listen(s);
+    }
     if (rv != 0) {
         return NS_EIO;
     }
@@ -228,6 +247,9 @@ void ns_server_stop(struct ns_server *s, ns_server_stop_cb cb, void *arg)
     ns_gateway_stop(&s->gw);
     ns_liveness_stop(&s->live, room_stopped, s);
     ns_net_stop(&s->net, room_stopped, s);
+    if (s->has_ctl_net) {
+        ns_net_stop(&s->ctl_net, room_stopped, s);
+    }
     ns_cluster_stop(s->cluster);
     NS_LOG(NS_LOG_INFO, "server: stopping");
     uv_close((uv_handle_t *)&s->flush_check, handle_closed);
@@ -245,6 +267,9 @@ void ns_server_destroy(struct ns_server *s)
     ns_controller_close(&s->controller);
     ns_gateway_close(&s->gw);
     ns_net_close(&s->net);
+    if (s->has_ctl_net) {
+        ns_net_close(&s->ctl_net);
+    }
     ns_liveness_close(&s->live);
     ns_free(s);
 }

@@ -27,6 +27,9 @@ struct ns_server {
     struct ns_liveness live;         /* broker liveness */
     struct ns_gateway gw;            /* dispatch and handlers */
     struct ns_controller controller; /* the RocketMQ 5 controller */
+    /* the controller's own port, when configured (controller_port.c) */
+    struct ns_net ctl_net;
+    bool has_ctl_net;
     /* the timers: flush once per loop turn, expiry scan, idle sweep */
     uv_check_t flush_check;
     uv_timer_t scan_timer;
@@ -39,5 +42,17 @@ struct ns_server {
     ns_server_stop_cb stop_cb;
     void *stop_arg;
 };
+
+/* --- controller_port.c --- */
+/* Sets up s->ctl_net with the given hooks when the controller runs and
+ * controllerDLegerPeers names this node (cfg borrowed). 0 or ns_net_init's
+ * error. */
+int ns_server_controller_port_init(struct ns_server *s,
+                                   const struct ns_server_config *cfg,
+                                   int (*on_request)(void *, struct ns_conn *,
+                                                     const struct ns_cmd *),
+                                   void (*on_closed)(void *, struct ns_conn *));
+/* Listens on it. 0 or ns_net_listen's error. */
+int ns_server_controller_port_listen(struct ns_server *s);
 
 #endif

@@ -464,6 +464,14 @@ class Expiry(ControllerCase):
         self.assertEqual((r.code, r.remark),
                          (2009, "Broker [broker-a,  1] is still alive, clean up failure"))
         b2.die()  # the slave first: its going changes nothing
+
+        def b2_gone():
+            r = self.ld.request(SYNC_DATA, {}, b'["broker-a"]')
+            reps = ns.loads_tolerant(r.body)["replicasInfoTable"]["broker-a"]
+            alive = [x["brokerId"] for x in reps["inSyncReplicas"] + reps["notInSyncReplicas"]
+                     if x["alive"]]
+            return alive == [1] or harness.Seen(alive)
+        wait_until(b2_gone, T(5.0), "B2 no longer alive on the leader")
         b1.die()  # then the master: nobody in S is alive, the master is cleared
         wait_until(lambda: no_master(self.ld), T(10.0), "no master once both are gone")
         r = self.ld.request(CLEAN, dict(names, brokerControllerIdsToClean="1;2;3"))
@@ -552,6 +560,38 @@ class Raftnsctl(ControllerCase):
         self.assertIn("notifyBrokerRoleChanged=false", out)
         rc, out, err = self.ctl(self.ld, "controller", "config", "get")
         self.assertIn("notifyBrokerRoleChanged=true", out)  # per node, as Java's
+
+
+class ControllerPort(ControllerCase):
+    """controllerDLegerPeers gives each node a controller port of its own (Java's embedded
+    controller layout): brokers that list those ports find the leader's and fail over there."""
+
+    def setUp(self):
+        ports = harness.free_ports(3)
+        self.ctl_addrs = {i + 1: "127.0.0.1:%d" % p for i, p in enumerate(ports)}
+        self.NAMESRV = dict(CONTROLLER_ON, controllerDLegerPeers="".join(
+            "n%d-%s;" % (i, a) for i, a in self.ctl_addrs.items()))
+        super().setUp()
+
+    def test_brokers_on_the_controller_ports(self):
+        for nd in self.cluster.all():  # each node serves there (a 2007 is an answer)
+            host, port = self.ctl_addrs[nd.id].split(":")
+            nd.conn = (lambda timeout=None, h=host, p=int(port):
+                       ns.Conn((h, p), timeout=timeout or T(5.0)))
+        f = self.cluster.followers(self.ld)[0]
+        r = f.request(METADATA)
+        self.assertEqual(r.ext["controllerLeaderAddress"], self.ctl_addrs[self.ld.id], r)
+        self.assertIn("n%d:%s;" % (f.id, self.ctl_addrs[f.id]), r.ext["peers"])
+        b1, b2 = self.state_11()  # every request and heartbeat over the controller ports
+        b1.die()
+
+        def promoted():
+            r = replica_info(self.ld)
+            return r if r.ext.get("masterBrokerId") == "2" else harness.Seen(r)
+        wait_until(promoted, T(3.0), "B2 master after B1's controller connections closed")
+        n = wait_until(lambda: b2.listener.notifications() or harness.Seen([]), T(5.0),
+                       "1008 at B2")
+        self.assertEqual(n[-1].ext["masterBrokerId"], "2")
 
 
 class Disabled(clusterh.ClusterTestCase):
