@@ -110,7 +110,13 @@ int ns_ctl_live_beat(struct ns_ctl_live *l, const struct ns_ctl_beat_in *in,
         }
     }
     b->last_ms = now_ms;
+#ifdef RAFTNS_BREAK_NO_HEARTBEAT_TIMEOUT
+    /* TEST-ONLY MUTANT (JEPSEN.md): the broker's heartbeat timeout is
+     * ignored, an entry lives until its connection closes. */
+    b->timeout_ms = INT64_C(1) << 40;
+#else
     b->timeout_ms = in->timeout_ms;
+#endif
     b->priority = in->priority;
     b->conn_id = in->conn_id;
     return 0;
