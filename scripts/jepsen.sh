@@ -33,8 +33,9 @@ declare -A MUTANT_PLAN=(
     [stale-reads]="2 restart 40 3"
     [elect-no-sync]="3 kill,partition,pause 60 3 controller"
     [fence-wrong-epoch]="3 kill,partition,pause 60 3 controller"
+    [no-heartbeat-timeout]="3 kill,partition,pause 60 3 controller"
 )
-ALL_MUTANTS=ack-before-commit,ack-before-apply,ignore-reports,crash-once,slow-expiry,apply-twice,no-grace,stale-reads,elect-no-sync,fence-wrong-epoch
+ALL_MUTANTS=ack-before-commit,ack-before-apply,ignore-reports,crash-once,slow-expiry,apply-twice,no-grace,stale-reads,elect-no-sync,fence-wrong-epoch,no-heartbeat-timeout
 while [ $# -gt 0 ]; do
     case $1 in
         --nodes) nodes=$2; shift 2 ;;
@@ -75,7 +76,9 @@ if [ -n "$mutants" ]; then
         plan=${MUTANT_PLAN[$m]:-"2 kill,partition,pause 40 3"}
         read -r mseed mnem mtime mnodes mwork <<<"$plan"
         args=(--nodes "$mnodes" --time "$mtime" --nemesis "$mnem" --seed "$mseed" --quiet 10)
-        [ -n "${mwork:-}" ] && args+=(--workloads "$mwork")
+        # the controller checks judge a failover up to ~27 s after the heal (bound, fault
+        # margin, a restarted leader's warm-up): a longer quiet period
+        [ -n "${mwork:-}" ] && args+=(--workloads "$mwork" --quiet 30)
         echo "== mutant $m: build-break-$m, $mnodes nodes, seed $mseed, $mnem, ${mtime}s"
         build "build-break-$m" -DRAFTNS_BREAK="$m" || { echo "mutant $m: build failed"; exit 2; }
         log=$top/build-break-$m/jepsen.log
