@@ -256,6 +256,9 @@ def main():
         watcher.start()
         loads = wl.Workloads(cluster, rec, rng, names=names)
         loads.start()
+        if loads.controller is not None:
+            # the first 40 % of the quiet period still has broker deaths (no raftns fault)
+            loads.controller.quiet_deaths_s = 0.4 * args.quiet
         nemesis = nem.Nemesis(cluster, rec, ctl_bin=args.ctl or os.path.join(
             os.path.dirname(args.bin), "raftnsctl"), log=say,
             allow_failed=[k for k in args.allow_nemesis_failure.split(",") if k])

@@ -4,7 +4,8 @@ in controller mode, on the wire. Per group, brokers that are admitted (1012, 101
 does), poll 1004, ask for an election (1002) when the poll shows no master, and, while they
 think they are master, alter their SyncStateSet (1001) - now and then from a stale master epoch,
 as a master racing its own demotion would. They die (all connections close, or they fall silent
-with the connections open) and come back with the id they were given. A listener on each
+with the connections open, for longer than the failover bound) and come back with the id they
+were given. A listener on each
 broker's address records every NOTIFY_BROKER_ROLE_CHANGED (1008). A poller records each node's
 controller table from /status. Everything goes into history.jsonl (format: README.md, workload
 `controller`); checker_controller.py judges it. It injects no raftns faults (nemesis.py does).
@@ -274,6 +275,9 @@ class ControllerLoad:
         self.per_group = per_group
         self.brokers = []
         self.threads = []
+        # brokers keep dying this long into the quiet period (the runner sets it): a failover
+        # with no raftns fault around it is judged there against the bare bound
+        self.quiet_deaths_s = 0.0
 
     def start(self, spawn):
         import random
@@ -443,13 +447,17 @@ class ControllerLoad:
         # staggered first starts: the first broker becomes the group's first master
         for k, b in enumerate(bs):
             restart_at[b.idx] = time.monotonic() + 1.5 * k
+        quiet_at = None
         while not self.stop_ev.is_set():
             now = time.monotonic()
+            if quiet_at is None and self.quiet_ev.is_set():
+                quiet_at = now
+            dying = quiet_at is None or now - quiet_at < self.quiet_deaths_s
             for b in rng.sample(bs, len(bs)):
                 if self.stop_ev.is_set():
                     break
                 if not b.up:
-                    if now >= restart_at[b.idx] or self.quiet_ev.is_set():
+                    if now >= restart_at[b.idx]:
                         self.bring_up(b)
                     continue
                 if b.id is None:
@@ -466,12 +474,17 @@ class ControllerLoad:
                 if b.is_master() and now >= next_alter[b.idx]:
                     next_alter[b.idx] = now + rng.uniform(1.0, 3.0)
                     self.alter(p, b, bs, rng)
-            if not self.quiet_ev.is_set() and now - last_death > rng.uniform(4, 12):
+            if dying and now - last_death > rng.uniform(4, 12):
                 live = [b for b in bs if b.up and b.registered]
                 if len(live) >= 2:
                     masters = [b for b in live if b.is_master()]
                     victim = masters[0] if masters and rng.random() < 0.7 else rng.choice(live)
-                    self.kill(victim, "close" if rng.random() < 0.6 else "silent")
-                    restart_at[victim.idx] = time.monotonic() + rng.uniform(2, 8)
+                    mode = "close" if rng.random() < 0.6 else "silent"
+                    self.kill(victim, mode)
+                    # a silent broker stays away longer than the failover bound, so that only
+                    # its heartbeat timeout (not its return, which closes its connections)
+                    # can replace it in time
+                    restart_at[victim.idx] = time.monotonic() + (
+                        rng.uniform(2, 8) if mode == "close" else rng.uniform(11, 16))
                     last_death = time.monotonic()
             self.stop_ev.wait(rng.uniform(0.2, 0.5))
