@@ -37,6 +37,8 @@ HEARTBEAT_TIMEOUT_MS = 3000
 # Fixed in src/controller/controller.c: a new leader whose process started less than WARM_MS
 # ago waits until then before judging masters; retries of a failed election wait RETRY_WAIT_MS.
 WARM_MS, RETRY_WAIT_MS = 10000, 3000
+# After the heal, deaths wait out the checker's fault margin (2 election timeouts + 5 s).
+QUIET_SETTLE_S = 8.0
 
 
 def failover_bound_ms(election_ms):
@@ -447,7 +449,7 @@ class ControllerLoad:
         # staggered first starts: the first broker becomes the group's first master
         for k, b in enumerate(bs):
             restart_at[b.idx] = time.monotonic() + 1.5 * k
-        quiet_at = None
+        quiet_at, quiet_silent = None, False
         while not self.stop_ev.is_set():
             now = time.monotonic()
             if quiet_at is None and self.quiet_ev.is_set():
@@ -474,12 +476,23 @@ class ControllerLoad:
                 if b.is_master() and now >= next_alter[b.idx]:
                     next_alter[b.idx] = now + rng.uniform(1.0, 3.0)
                     self.alter(p, b, bs, rng)
-            if dying and now - last_death > rng.uniform(4, 12):
+            # In the quiet period deaths start once the heal's fault margin is over; the
+            # first is the master falling silent: only its heartbeat timeout can replace it
+            # within the bound (its return, which closes its connections, comes later).
+            settled = quiet_at is None or now - quiet_at >= QUIET_SETTLE_S
+            if dying and settled and (now - last_death > rng.uniform(4, 12) or
+                                      (quiet_at is not None and not quiet_silent)):
                 live = [b for b in bs if b.up and b.registered]
-                if len(live) >= 2:
-                    masters = [b for b in live if b.is_master()]
+                masters = [b for b in live if b.is_master()]
+                if quiet_at is not None and not quiet_silent and masters and len(live) >= 2:
+                    quiet_silent = True
+                    victim, mode = masters[0], "silent"
+                elif len(live) >= 2 and (quiet_at is None or quiet_silent):
                     victim = masters[0] if masters and rng.random() < 0.7 else rng.choice(live)
                     mode = "close" if rng.random() < 0.6 else "silent"
+                else:
+                    victim = None
+                if victim is not None:
                     self.kill(victim, mode)
                     # a silent broker stays away longer than the failover bound, so that only
                     # its heartbeat timeout (not its return, which closes its connections)
