@@ -13,7 +13,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 base_h='err|alloc|buf|log|sorted|utf8|decimal|waits'
 codec_h="$base_h|remoting|json|json_pull|sign|replay|codes"
 route_h="$codec_h|route|kv|config|acl|cluster_config"
-rsm_h="$route_h|command|fsm|wire|diverge|reqid|controller"
+rsm_h="$route_h|command|fsm|wire|diverge|reqid|backup|controller"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
 check_layer() {
@@ -43,9 +43,9 @@ check_layer base "$base_h" "$sys_io|cJSON\.h|zlib\.h" src/base/*.c include/raftn
 check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json,json_pull,sign,replay,codes}.h
 check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
-    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/wire_auth.c raft/wire_check.c \
+    raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/backup.c raft/wire_auth.c raft/wire_check.c \
     raft/diverge.c raft/reqid.c raft/controller.c raft/controller_live.c raft/controller_decide.c \
-    include/raftns/{command,fsm,wire,diverge,reqid,controller}.h
+    include/raftns/{command,fsm,wire,diverge,reqid,backup,controller}.h
 # The broker liveness table sits beside the layers over base only: time comes
 # in as now_ms; the timers, reports and proposals stay in src/liveness/liveness.c.
 check_layer liveness "$base_h|liveness_table" "$sys_io|cJSON\.h|zlib\.h" \

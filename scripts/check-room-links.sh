@@ -6,7 +6,7 @@
 # hand; this does. Usage: scripts/check-room-links.sh [BUILD_DIR]
 set -uo pipefail
 build=${1:-build}
-lower="ns_base ns_codec ns_route ns_rsm ns_tls ns_fsm_adapter ns_liveness ns_metrics ns_node"
+lower="ns_base ns_version ns_codec ns_route ns_rsm ns_tls ns_fsm_adapter ns_liveness ns_metrics ns_node"
 declare -A may=(
     [ns_node]=""
     [ns_metrics]=""

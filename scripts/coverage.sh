@@ -10,7 +10,7 @@ html=
 if [ "${1:-}" = --html ]; then
     html=${2:?--html needs a directory}
 fi
-scripts/setup.sh >/dev/null
+scripts/setup.sh --test >/dev/null
 dir=$top/build-coverage
 cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=gcc -DRAFTNS_COVERAGE=ON \
     >/dev/null

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian packages raftns needs to build, test and fuzz. Idempotent: installs only
-# what is missing, so a second run on a ready machine does nothing and needs no network.
+# Installs the Debian packages raftns needs. Idempotent: installs only what is missing, so a
+# second run on a ready machine does nothing and needs no network.
+#   scripts/setup.sh          what building and running raftns needs (scripts/run.sh)
+#   scripts/setup.sh --test   that and what the tests, fuzzing, benchmarks and the fault suite
+#                             need (scripts/test.sh): cmocka, clang, python3, node, faketime,
+#                             gnuplot, redis, valgrind, lcov, systemd (systemd-analyze), groff, strace
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev libcmocka-dev
-          zlib1g-dev libssl-dev openssl clang libclang-rt-14-dev clang-format iproute2 iptables python3
-          nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc valgrind lcov)
+packages=(build-essential cmake pkg-config libuv1-dev libraft-dev libcjson-dev zlib1g-dev
+          libssl-dev)
+if [ "${1:-}" = --test ]; then
+    packages+=(libcmocka-dev openssl clang libclang-rt-14-dev clang-format iproute2 iptables
+               python3 nodejs npm faketime gnuplot-nox redis-server redis-tools procps psmisc
+               valgrind lcov systemd groff-base git strace)
+elif [ -n "${1:-}" ]; then
+    echo "usage: scripts/setup.sh [--test]" >&2
+    exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -16,7 +16,7 @@ fi
 labels=${1:-.}
 jobs=$(nproc)
 
-scripts/setup.sh
+scripts/setup.sh --test
 
 echo "== format and layers"
 mapfile -t c_files < <(git ls-files -- 'src/*.c' 'src/*.h' 'include/*.h' 'raft/*.c' 'tools/*.c' \

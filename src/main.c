@@ -19,13 +19,20 @@
 #include "raftns/node.h"
 #include "raftns/secret.h"
 #include "raftns/server.h"
+#include "raftns/version.h"
+#include "main_datadir.h"
+#include "main_log.h"
+#include "main_notify.h"
 #include "main_options.h"
+#include "main_restore.h"
 
 struct app {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
-    uv_signal_t sighup; /* reloads the TLS certificates */
+    uv_signal_t sighup;     /* reloads the TLS certificates, reopens the log */
+    uv_timer_t ready_timer; /* until READY=1 went to systemd (main_notify.h) */
+    bool notified_ready;
     struct ns_state state;
     struct ns_node *node;
     struct ns_server *server;
@@ -57,6 +64,7 @@ static void node_stopped(void *arg)
 {
     struct app *app = arg;
     app->node_stopped = true;
+    uv_close((uv_handle_t *)&app->ready_timer, signal_closed);
     uv_close((uv_handle_t *)&app->sigterm, signal_closed);
     uv_close((uv_handle_t *)&app->sigint, signal_closed);
     uv_close((uv_handle_t *)&app->sighup, signal_closed);
@@ -80,6 +88,7 @@ static void begin_stop(struct app *app)
         return;
     }
     app->stopping = true;
+    ns_main_notify("STOPPING=1\nSTATUS=stopping");
     if (app->observe != NULL) {
         ns_observe_stop(app->observe, observe_stopped, app);
     } else {
@@ -99,10 +108,28 @@ static void on_sighup(uv_signal_t *h, int signum)
     struct app *app = h->data;
     (void)signum;
     if (app->server != NULL && !app->stopping) {
+        ns_main_log_reopen();
         NS_LOG(NS_LOG_INFO, "received SIGHUP: reloading TLS certificates");
         ns_server_reload_tls(app->server);
         ns_node_reload_tls(app->node);
     }
+}
+
+/* Type=notify: systemd starts the units ordered after this one only once the
+ * node serves (ready: caught up with the leader, not diverged). */
+static void ready_tick(uv_timer_t *t)
+{
+    struct app *app = t->data;
+    if (app->notified_ready || app->stopping || !ns_node_is_ready(app->node) ||
+        ns_node_is_diverged(app->node)) {
+        return;
+    }
+    char text[128];
+    snprintf(text, sizeof text, "READY=1\nSTATUS=ready (node %llu)",
+             (unsigned long long)ns_node_id(app->node));
+    ns_main_notify(text);
+    app->notified_ready = true;
+    uv_timer_stop(t);
 }
 
 static int run(struct app *app, const struct options *o)
@@ -173,18 +200,26 @@ static int run(struct app *app, const struct options *o)
     if (rv == 0) {
         rv = ns_node_start(app->node);
     }
+    if (rv == 0) {
+        ns_main_explain_data_dir(o, dir, app->node);
+    }
     uv_signal_init(&app->loop, &app->sigterm);
     uv_signal_init(&app->loop, &app->sigint);
     uv_signal_init(&app->loop, &app->sighup);
+    uv_timer_init(&app->loop, &app->ready_timer);
     app->sigterm.data = app->sigint.data = app->sighup.data = app;
-    app->n_signals_open = 3;
+    app->ready_timer.data = app;
+    app->n_signals_open = 4;
     if (rv == 0) {
+        uv_timer_start(&app->ready_timer, ready_tick, 0, 50);
         uv_signal_start(&app->sigterm, on_signal, SIGTERM);
         uv_signal_start(&app->sigint, on_signal, SIGINT);
         uv_signal_start(&app->sighup, on_sighup, SIGHUP);
         NS_LOG(NS_LOG_INFO,
-               "raftns node %llu started: client %s, raft %s, data %s", o->id,
-               o->client_addr, o->raft_addr, dir);
+               "raftns %s (git %s) node %llu started: client %s, raft %s, "
+               "data %s",
+               ns_version(), ns_version_git(), o->id, o->client_addr,
+               o->raft_addr, dir);
     }
     if (rv != 0) {
         if (app->server != NULL) {
@@ -205,6 +240,9 @@ int main(int argc, char **argv)
     struct app app;
     int status = 0;
     ns_json_use_ns_alloc();
+    if (argc > 1 && strcmp(argv[1], "restore") == 0) {
+        return ns_restore_main(argc - 1, argv + 1);
+    }
     int prv = ns_options_load(&o, argc, argv);
     if (prv != 0) {
         return prv == 1 ? 0 : 2;
@@ -244,5 +282,6 @@ int main(int argc, char **argv)
     ns_state_close(&app.state);
     ns_options_close(&o);
     NS_LOG(NS_LOG_INFO, "stopped");
+    ns_main_log_close();
     return status;
 }

@@ -12,6 +12,8 @@
 #include "raftns/err.h"
 #include "raftns/log.h"
 #include "raftns/secret.h"
+#include "raftns/version.h"
+#include "main_log.h"
 
 static const char *const ACL_KEYS[3] = {"aclEnable", "aclAnonymousRead",
                                         "aclBrokerNetworks"};
@@ -21,6 +23,10 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: raftns [options]\n"
+        "       raftns restore --from FILE --config FILE --id N --data-dir "
+        "DIR\n"
+        "                         (a new cluster's node from a backup: raftns\n"
+        "                         restore --help)\n"
         "  --config FILE          cluster file (cluster-configs/README.md);\n"
         "                         flags given as well override it\n"
         "  --id N                 node id (default 1)\n"
@@ -57,6 +63,16 @@ static void usage(FILE *out)
         "  --insecure-dev         accept an empty, short or placeholder "
         "cluster\n"
         "                         secret (development only)\n"
+        "  --log-file PATH        log to PATH (appended; reopened on "
+        "SIGHUP)\n"
+        "                         instead of stderr\n"
+        "  --log-format FORMAT    text (default) or json (one object a line)\n"
+        "  --check-config FILE    validate a cluster file (and the flags "
+        "given\n"
+        "                         with it), print a summary and exit 0, or\n"
+        "                         print what is wrong and exit 2; starts "
+        "nothing\n"
+        "  --version              print the version and git revision\n"
         "  --help\n");
 }
 
@@ -71,6 +87,38 @@ static int parse_uint(const char *text, unsigned long long *out)
     return 0;
 }
 
+/* Every flag that takes a value: a flag missing its value and an unknown flag
+ * get different answers. */
+static const char *const VALUE_FLAGS[] = {
+    "--config",
+    "--id",
+    "--data-dir",
+    "--client-addr",
+    "--raft-addr",
+    "--http-addr",
+    "--log-level",
+    "--log-file",
+    "--log-format",
+    "--election-timeout-ms",
+    "--heartbeat-ms",
+    "--snapshot-threshold",
+    "--checkpoint-entries",
+    "--checkpoint-ms",
+    "--wait",
+    "--set",
+    "--check-config",
+};
+
+static bool takes_value(const char *flag)
+{
+    for (size_t i = 0; i < sizeof VALUE_FLAGS / sizeof VALUE_FLAGS[0]; i++) {
+        if (strcmp(flag, VALUE_FLAGS[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Returns 0, 1 (help printed: exit 0) or 2 (error printed: exit 2). */
 static int parse_args(int argc, char **argv, struct options *o)
 {
@@ -82,16 +130,36 @@ static int parse_args(int argc, char **argv, struct options *o)
             usage(stdout);
             return 1;
         }
+        if (strcmp(a, "--version") == 0) {
+            printf("raftns %s (git %s)\n", ns_version(), ns_version_git());
+            return 1;
+        }
         if (strcmp(a, "--insecure-dev") == 0) {
             o->insecure_dev = true;
             continue;
         }
+        if (!takes_value(a)) {
+            fprintf(stderr, "raftns: unknown option %s (see raftns --help)\n",
+                    a);
+            return 2;
+        }
         if (v == NULL) {
-            fprintf(stderr, "raftns: %s needs a value (or is unknown)\n", a);
+            fprintf(stderr, "raftns: %s needs a value\n", a);
             return 2;
         }
         i++;
-        if (strcmp(a, "--config") == 0) {
+        if (strcmp(a, "--check-config") == 0) {
+            o->check_config = true;
+            o->config_path = v;
+        } else if (strcmp(a, "--log-file") == 0) {
+            o->log_file = v;
+        } else if (strcmp(a, "--log-format") == 0) {
+            if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0) {
+                fprintf(stderr, "raftns: bad --log-format %s (text|json)\n", v);
+                return 2;
+            }
+            o->log_json = v[0] == 'j';
+        } else if (strcmp(a, "--config") == 0) {
             o->config_path = v;
         } else if (strcmp(a, "--snapshot-threshold") == 0) {
             if (parse_uint(v, &n) != 0 || n == 0 || n > (1u << 30)) {
@@ -104,6 +172,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                 fprintf(stderr, "raftns: bad --id %s\n", v);
                 return 2;
             }
+            o->id_given = true;
         } else if (strcmp(a, "--data-dir") == 0) {
             o->data_dir = v;
         } else if (strcmp(a, "--client-addr") == 0) {
@@ -189,6 +258,9 @@ static int apply_cluster_file(struct options *o)
     }
     const struct ns_cluster_node *me =
         ns_cluster_config_find(&o->cluster, o->id);
+    if (me == NULL && o->check_config && !o->id_given) {
+        return 0; /* the file alone is checked: no node of it is this one */
+    }
     if (me == NULL) {
         fprintf(stderr, "raftns: %s has no node with id %llu (use --id)\n",
                 o->config_path, o->id);
@@ -301,6 +373,8 @@ static int choose_secret(struct options *o)
         return 2;
     } else if (o->cluster.n_nodes > 1) {
         o->secret = ns_strdup("");
+    } else if (o->check_config) {
+        return 0; /* a one-node file: the node makes its own secret at start */
     } else {
         char dir[4096], err[512];
         int created = 0;
@@ -392,6 +466,51 @@ int ns_options_apply_settings(struct ns_config *cfg, const struct ns_props *all)
     return rv;
 }
 
+/* The effective raft timings (flag, else file, else default): a heartbeat
+ * not shorter than the election timeout makes followers start elections
+ * against a live leader. 0 or 2 (printed). */
+static int check_timings(struct options *o)
+{
+    unsigned election = o->election_ms ? o->election_ms : 1000;
+    unsigned heartbeat = o->heartbeat_ms ? o->heartbeat_ms : 50;
+    if (heartbeat >= election) {
+        fprintf(stderr,
+                "raftns: heartbeat %u ms must be shorter than the election "
+                "timeout %u ms (heartbeatMs / --heartbeat-ms, "
+                "electionTimeoutMs / --election-timeout-ms%s%s)\n",
+                heartbeat, election, o->config_path ? "; file " : "",
+                o->config_path ? o->config_path : "");
+        return 2;
+    }
+    return 0;
+}
+
+/* --check-config: everything a start would check of the file, nothing
+ * started, nothing written. */
+static int report_check(const struct options *o)
+{
+    printf("%s: ok: %zu node%s (", o->config_path, o->cluster.n_nodes,
+           o->cluster.n_nodes == 1 ? "" : "s");
+    for (size_t i = 0; i < o->cluster.n_nodes; i++) {
+        const struct ns_cluster_node *nd = &o->cluster.nodes[i];
+        printf("%s%llu %s%s", i ? ", " : "", (unsigned long long)nd->id,
+               nd->raft_addr, nd->bootstrap ? "" : " joining");
+    }
+    printf("), election timeout %u ms, heartbeat %u ms, %zu namesrv "
+           "setting%s\n",
+           o->election_ms ? o->election_ms : 1000,
+           o->heartbeat_ms ? o->heartbeat_ms : 50, o->cluster.namesrv.n,
+           o->cluster.namesrv.n == 1 ? "" : "s");
+    /* one line a node, for people and for scripts/run.sh */
+    for (size_t i = 0; i < o->cluster.n_nodes; i++) {
+        const struct ns_cluster_node *nd = &o->cluster.nodes[i];
+        printf("node %llu raft %s client %s http %s\n",
+               (unsigned long long)nd->id, nd->raft_addr, nd->client_addr,
+               nd->http_addr != NULL ? nd->http_addr : "-");
+    }
+    return 1;
+}
+
 int ns_options_load(struct options *o, int argc, char **argv)
 {
     ns_props_init(&o->sets);
@@ -399,13 +518,22 @@ int ns_options_load(struct options *o, int argc, char **argv)
     ns_cluster_config_init(&o->cluster);
     ns_waits_init(&o->waits);
     int prv = parse_args(argc, argv, o);
+    /* before anything logs (a generated secret, a warning), so those lines
+     * land in the --log-file too */
+    if (prv == 0 && !o->check_config &&
+        ns_main_log_open(o->log_file, o->log_json) != 0) {
+        prv = 2;
+    }
     if (prv == 0 && o->config_path != NULL) {
         prv = apply_cluster_file(o);
     }
-    if (prv == 0) {
-        ns_log_set_node(o->id);
-        prv = choose_secret(o);
+    if (prv == 0 && o->check_config && o->config_path == NULL) {
+        prv = 2; /* not reached: --check-config sets the path */
     }
+    if (prv == 0) {
+        prv = check_timings(o);
+    }
+    /* every check before the one step that may write (a one-node secret) */
     if (prv == 0) {
         prv = check_settings(o);
     }
@@ -414,6 +542,13 @@ int ns_options_load(struct options *o, int argc, char **argv)
     }
     if (prv == 0) {
         prv = parse_acl_settings(o);
+    }
+    if (prv == 0) {
+        ns_log_set_node(o->id);
+        prv = choose_secret(o);
+    }
+    if (prv == 0 && o->check_config) {
+        prv = report_check(o);
     }
     if (prv != 0) {
         ns_options_close(o);

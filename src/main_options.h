@@ -14,6 +14,10 @@
 struct options {
     const char *config_path;
     unsigned long long id;
+    bool id_given;
+    bool check_config;    /* --check-config: validate config_path, exit */
+    const char *log_file; /* --log-file, else stderr */
+    bool log_json;        /* --log-format json */
     const char *data_dir;
     const char *client_addr;
     const char *raft_addr;
@@ -38,8 +42,9 @@ struct options {
 };
 
 /* Fills o (zeroed by the caller, id = 1) from argv, the cluster file and the
- * settings. Returns 0 (o owned: ns_options_close), 1 (help printed: exit 0) or
- * 2 (an error printed: exit 2); on 1 and 2 o needs no close. */
+ * settings. Returns 0 (o owned: ns_options_close), 1 (help, version or a
+ * passed --check-config printed: exit 0) or 2 (an error printed: exit 2); on 1
+ * and 2 o needs no close. Opens the --log-file first (main_log.h). */
 int ns_options_load(struct options *o, int argc, char **argv);
 void ns_options_close(struct options *o);
 /* The data dir: --data-dir, else ./raftns-data/<id>. */

@@ -26,6 +26,7 @@ struct ctl {
     size_t n_addrs;
     bool json;
     int timeout_ms;
+    bool timeout_given; /* --timeout-ms: commands keep their own otherwise */
     const char *secret; /* borrowed: --secret or env RAFTNS_SECRET, or NULL */
     /* borrowed: --access-key / --secret-key or env RAFTNS_ACCESS_KEY /
      * RAFTNS_SECRET_KEY; when both are set every request is signed as the
@@ -58,6 +59,15 @@ int ns_ctl_usage_error(const char *what, const char *arg);
 int ns_ctl_cmd_status(struct ctl *ctl);
 int ns_ctl_cmd_member(struct ctl *ctl);
 int ns_ctl_cmd_leader(struct ctl *ctl);
+
+/* ctl_mqadmin.c */
+int ns_ctl_cmd_write_perm(
+    struct ctl *ctl); /* wipe-write-perm, add-write-perm */
+int ns_ctl_cmd_delete_topic(struct ctl *ctl);
+int ns_ctl_cmd_brokers(struct ctl *ctl);
+
+/* ctl_snapshot.c */
+int ns_ctl_cmd_snapshot(struct ctl *ctl);
 
 /* ctl_acl.c */
 int ns_ctl_cmd_acl(struct ctl *ctl);

@@ -16,6 +16,18 @@
 #include "ctl.h"
 
 #define N_COLS 11
+/* A member add waits for the new member to catch up, which libraft gives up
+ * on after 5 s without an answer; a follower relays for up to 10 s
+ * (docs/waits.md admin-relay). The answer must arrive before raftnsctl stops
+ * waiting, or a failed add looks like an unreachable server. */
+#define CHANGE_TIMEOUT_MS 15000
+
+static void change_timeout(struct ctl *ctl)
+{
+    if (!ctl->timeout_given) {
+        ctl->timeout_ms = CHANGE_TIMEOUT_MS;
+    }
+}
 
 struct node_status {
     char *addr;  /* owned: the client address asked */
@@ -108,7 +120,19 @@ static void row_of(const struct node_status *ns, char cells[N_COLS][64])
     const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
     const char *digest = ns_json_get_string(d, "digest");
     num_text(cells[0], 64, d, "id");
-    snprintf(cells[1], 64, "%s", ns_json_get_string(d, "role") ?: "?");
+    /* a standby is a follower that does not vote: say so */
+    const char *member_role = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(d, "members"))
+    {
+        if (ns_json_get_int64(m, "id", 0) == ns_json_get_int64(d, "id", -1)) {
+            member_role = ns_json_get_string(m, "role");
+        }
+    }
+    snprintf(cells[1], 64, "%s%s%s", ns_json_get_string(d, "role") ?: "?",
+             member_role && strcmp(member_role, "voter") != 0 ? "/" : "",
+             member_role && strcmp(member_role, "voter") != 0 ? member_role
+                                                              : "");
     num_text(cells[2], 64, d, "term");
     num_text(cells[3], 64, leader, "id");
     num_text(cells[4], 64, d, "commit_index");
@@ -156,6 +180,74 @@ static void print_table(const struct status_run *r)
     ns_free(cells);
 }
 
+/* The nodes' status documents use snake_case keys (the HTTP /status API keeps
+ * them for its scrapers); every other --json output of raftnsctl is
+ * RocketMQ's camelCase (brokerDatas, appliedIndex). Renamed in place: the
+ * camelCase name is never longer. */
+static void camel_keys(cJSON *item)
+{
+    for (cJSON *c = item != NULL ? item->child : NULL; c != NULL; c = c->next) {
+        if (c->string != NULL && (c->type & cJSON_StringIsConst) == 0) {
+            char *out = c->string;
+            bool up = false;
+            for (const char *in = c->string; *in != '\0'; in++) {
+                if (*in == '_' && out != c->string) {
+                    up = true;
+                    continue;
+                }
+                *out++ =
+                    up && *in >= 'a' && *in <= 'z' ? (char)(*in - 32) : *in;
+                up = false;
+            }
+            *out = '\0';
+        }
+        camel_keys(c);
+    }
+}
+
+/* "1 3" of a JSON array of ids (at most len bytes). */
+static void ids_text(const cJSON *arr, char *out, size_t len)
+{
+    size_t used = 0;
+    const cJSON *id;
+    out[0] = '\0';
+    cJSON_ArrayForEach(id, arr)
+    {
+        if (cJSON_IsNumber(id) && used + 24 < len) {
+            used += (size_t)snprintf(out + used, len - used, "%s%.0f",
+                                     used ? " " : "", id->valuedouble);
+        }
+    }
+}
+
+/* Under the table: each node that knows no leader, with the voters it heard
+ * (its /status quorum), so a stuck candidate says why. */
+static void print_quorum_notes(const struct status_run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const cJSON *d = r->nodes[i].doc;
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "quorum");
+        const cJSON *leader = cJSON_GetObjectItemCaseSensitive(d, "leader");
+        if (q == NULL || ns_json_get_int64(leader, "id", 0) != 0) {
+            continue;
+        }
+        char heard[256], missing[256];
+        ids_text(cJSON_GetObjectItemCaseSensitive(q, "heard"), heard,
+                 sizeof heard);
+        ids_text(cJSON_GetObjectItemCaseSensitive(q, "not_heard"), missing,
+                 sizeof missing);
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(q, "heard");
+        printf("node %" PRId64 ": no leader for %" PRId64
+               " ms; heard from %d of %" PRId64 " voters (%s)%s%s; a leader "
+               "needs %" PRId64 "\n",
+               ns_json_get_int64(d, "id", 0),
+               ns_json_get_int64(q, "leaderless_ms", 0), cJSON_GetArraySize(h),
+               ns_json_get_int64(q, "voters", 0), heard,
+               missing[0] ? ", not from " : "", missing,
+               ns_json_get_int64(q, "needed", 0));
+    }
+}
+
 static int print_json_array(const struct status_run *r)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -169,6 +261,7 @@ static int print_json_array(const struct status_run *r)
             cJSON_AddStringToObject(item, "address", r->nodes[i].addr);
             cJSON_AddStringToObject(item, "error", "unreachable");
         }
+        camel_keys(item);
         cJSON_AddItemToArray(arr, item);
     }
     char *text = arr ? cJSON_Print(arr) : NULL;
@@ -208,6 +301,7 @@ int ns_ctl_cmd_status(struct ctl *ctl)
         rv = print_json_array(r);
     } else {
         print_table(r);
+        print_quorum_notes(r);
     }
     if (rv == 0 && n_ok < r->n) {
         rv = n_ok == 0 ? 3 : 1;
@@ -287,18 +381,50 @@ int ns_ctl_cmd_member(struct ctl *ctl)
         }
         return rv;
     }
-    if (strcmp(sub, "add") == 0 && (ctl->n_args == 5 || ctl->n_args == 6)) {
-        rv = private_call(ctl, NS_CODE_MEMBER_ADD, NS_EXT_ID, ctl->args[2],
-                          NS_EXT_RAFT_ADDR, ctl->args[3], NS_EXT_CLIENT_ADDR,
-                          ctl->args[4], NS_EXT_HTTP_ADDR,
-                          ctl->n_args == 6 ? ctl->args[5] : NULL, &rep);
+    /* a trailing --role ROLE on add */
+    const char *role = NULL;
+    size_t n_args = ctl->n_args;
+    if (strcmp(sub, "add") == 0 && n_args >= 7 &&
+        strcmp(ctl->args[n_args - 2], "--role") == 0) {
+        role = ctl->args[n_args - 1];
+        n_args -= 2;
+        if (strcmp(role, "voter") != 0 && strcmp(role, "standby") != 0) {
+            return ns_ctl_usage_error("--role must be voter or standby", role);
+        }
+    }
+    if (strcmp(sub, "add") == 0 || strcmp(sub, "remove") == 0 ||
+        strcmp(sub, "promote") == 0 || strcmp(sub, "demote") == 0) {
+        change_timeout(ctl);
+    }
+    if (strcmp(sub, "add") == 0 && (n_args == 5 || n_args == 6)) {
+        const char *ext[12] = {NS_EXT_ID,          ctl->args[2],
+                               NS_EXT_RAFT_ADDR,   ctl->args[3],
+                               NS_EXT_CLIENT_ADDR, ctl->args[4]};
+        size_t k = 6;
+        if (n_args == 6) {
+            ext[k++] = NS_EXT_HTTP_ADDR;
+            ext[k++] = ctl->args[5];
+        }
+        if (role != NULL) {
+            ext[k++] = NS_EXT_ROLE;
+            ext[k++] = role;
+        }
+        ext[k] = NULL;
+        rv = ns_ctl_call(ctl, NS_CODE_MEMBER_ADD, ext, NULL, 0, &rep);
     } else if (strcmp(sub, "remove") == 0 && ctl->n_args == 3) {
         rv = private_call(ctl, NS_CODE_MEMBER_REMOVE, NS_EXT_ID, ctl->args[2],
                           NULL, NULL, NULL, NULL, NULL, NULL, &rep);
+    } else if ((strcmp(sub, "promote") == 0 || strcmp(sub, "demote") == 0) &&
+               ctl->n_args == 3) {
+        rv = private_call(ctl, NS_CODE_MEMBER_ASSIGN, NS_EXT_ID, ctl->args[2],
+                          NS_EXT_ROLE,
+                          strcmp(sub, "promote") == 0 ? "voter" : "standby",
+                          NULL, NULL, NULL, NULL, &rep);
     } else {
         return ns_ctl_usage_error(
-            "usage: member list | member add ID RAFT CLIENT HTTP | member "
-            "remove ID",
+            "usage: member list | member add ID RAFT CLIENT [HTTP] [--role "
+            "voter|standby] | member remove ID | member promote ID | member "
+            "demote ID",
             NULL);
     }
     if (rv == 0) {
@@ -315,6 +441,7 @@ int ns_ctl_cmd_leader(struct ctl *ctl)
         ctl->n_args > 3) {
         return ns_ctl_usage_error("usage: leader transfer [ID]", NULL);
     }
+    change_timeout(ctl);
     int rv = private_call(ctl, NS_CODE_LEADER_TRANSFER, NS_EXT_ID,
                           ctl->n_args == 3 ? ctl->args[2] : NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, &rep);

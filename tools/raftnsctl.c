@@ -23,6 +23,7 @@
 #include "raftns/codes.h"
 #include "raftns/err.h"
 #include "raftns/json.h"
+#include "raftns/version.h"
 #include "raftns/remoting.h"
 #include "raftns/tls.h"
 
@@ -39,7 +40,9 @@ static const char usage_text[] =
     "                   accepted); tried in order until one answers.\n"
     "                   Default " DEFAULT_ADDR ".\n"
     "  --json           print the reply as standard JSON\n"
-    "  --timeout-ms N   connect + reply timeout per address (default 3000)\n"
+    "  --timeout-ms N   connect + reply timeout per address (default 3000;\n"
+    "                   member add/remove and leader transfer: 15000)\n"
+    "  --version        print the version and git revision\n"
     "  --secret S       cluster secret for member, leader and acl commands\n"
     "                   (default: environment RAFTNS_SECRET, else \"\")\n"
     "  --access-key AK  sign every request as account AK (RocketMQ ACL)\n"
@@ -59,18 +62,34 @@ static const char usage_text[] =
     "  kv put NS KEY VALUE         write a KV entry\n"
     "  kv delete NS KEY            delete a KV entry\n"
     "  kv list NS                  all entries of a namespace\n"
+    "  brokers                     every broker with its cluster, address,\n"
+    "                              timeout and last heartbeat on each node\n"
+    "  wipe-write-perm BROKER      remove write permission of a broker's\n"
+    "                              topics (mqadmin wipeWritePerm)\n"
+    "  add-write-perm BROKER       give it back (mqadmin addWritePerm)\n"
+    "  delete-topic TOPIC [--cluster C]  delete a topic's route from the\n"
+    "                              name server (mqadmin deleteTopic)\n"
     "  config get                  the server's settings\n"
     "  config set KEY=VALUE...     change settings\n"
     "  status                      every member's state as a table (asks the\n"
     "                              -n nodes and every member they list)\n"
     "  member list                 raft members and their addresses\n"
-    "  member add ID RAFT CLIENT HTTP  add a voter (addresses IPv4 ip:port)\n"
+    "  member add ID RAFT CLIENT [HTTP] [--role voter|standby]\n"
+    "                              add a voter, or a standby (a read replica\n"
+    "                              that does not vote; addresses IPv4 "
+    "ip:port)\n"
+    "  member promote ID           make a standby a voter\n"
+    "  member demote ID            make a voter a standby\n"
     "  member remove ID            remove a member\n"
     "  leader transfer [ID]        hand leadership to ID (or the best voter)\n"
     "  acl add AK SK ROLE [--networks CIDR,...]  add or replace an account\n"
     "                              (ROLE admin|broker|reader)\n"
     "  acl remove AK               remove an account\n"
     "  acl list                    accounts, roles, networks (no secrets)\n"
+    "  snapshot save FILE          copy a ready node's state into a backup\n"
+    "                              file (index, term, CRC32C in its header)\n"
+    "  snapshot inspect FILE [--dump DIR]  check a backup file, show (or\n"
+    "                              write to DIR) its tables\n"
     "  controller metadata         the controller leader and peers (1005)\n"
     "  controller sync-state BROKER...  masters, epochs, in-sync replicas\n"
     "  controller elect BROKER ID [CLUSTER]  make ID the master (1002)\n"
@@ -616,6 +635,7 @@ static int parse_timeout(struct ctl *ctl, const char *text)
     if (!is_integer(text, &v) || v <= 0 || v > 3600 * 1000)
         return usage_error("bad --timeout-ms", text);
     ctl->timeout_ms = (int)v;
+    ctl->timeout_given = true;
     return 0;
 }
 
@@ -702,6 +722,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("raftnsctl %s (git %s)\n", ns_version(), ns_version_git());
+            return 0;
+        }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
@@ -738,6 +762,15 @@ int main(int argc, char **argv)
         rv = ns_ctl_cmd_member(&ctl);
     else if (strcmp(cmd, "leader") == 0)
         rv = ns_ctl_cmd_leader(&ctl);
+    else if (strcmp(cmd, "wipe-write-perm") == 0 ||
+             strcmp(cmd, "add-write-perm") == 0)
+        rv = ns_ctl_cmd_write_perm(&ctl);
+    else if (strcmp(cmd, "delete-topic") == 0)
+        rv = ns_ctl_cmd_delete_topic(&ctl);
+    else if (strcmp(cmd, "brokers") == 0)
+        rv = ns_ctl_cmd_brokers(&ctl);
+    else if (strcmp(cmd, "snapshot") == 0)
+        rv = ns_ctl_cmd_snapshot(&ctl);
     else if (strcmp(cmd, "acl") == 0)
         rv = ns_ctl_cmd_acl(&ctl);
     else if (strcmp(cmd, "controller") == 0)

@@ -3,15 +3,15 @@
  * Stock RocketMQ codes come from one table, NS_CODE_TABLE, with the names the
  * Java RequestCode / ResponseCode classes give them (docs/protocol.md §3); each
  * row yields the constant NS_CODE_<NAME>. The private node-to-node and
- * cluster-admin request codes (9001-9010, 9012-9013, 9016) that raftns nodes
- * accept on their CLIENT port follow, with the ext fields of each request and
- * reply; nothing in that part is Java.
+ * cluster-admin request codes (9001-9010, 9012-9013, 9016-9018) that raftns
+ * nodes accept on their CLIENT port follow, with the ext fields of each request
+ * and reply; nothing in that part is Java.
  *
- * Every private request but STATUS is signed with the cluster secret
- * (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the secret itself never
- * travels). A missing, wrong, expired or replayed signature is answered with
- * NO_PERMISSION and a remark saying why, and logged at WARN. Replies use
- * SUCCESS (0), or SYSTEM_ERROR (1) with a remark. */
+ * Every private request but STATUS and BROKER_LIVENESS is signed with the
+ * cluster secret (raftns/sign.h: ext raftnsTs, raftnsNonce, raftnsSig; the
+ * secret itself never travels). A missing, wrong, expired or replayed signature
+ * is answered with NO_PERMISSION and a remark saying why, and logged at WARN.
+ * Replies use SUCCESS (0), or SYSTEM_ERROR (1) with a remark. */
 #ifndef RAFTNS_CODES_H
 #define RAFTNS_CODES_H
 
@@ -107,6 +107,7 @@ const char *ns_code_response_name(int32_t code);
 #define NS_EXT_REQID "raftnsReqid"            /* ns_apply_result.reqid */
 #define NS_EXT_RESEND "raftnsResend"          /* on FORWARD: "true" */
 #define NS_EXT_ID "raftnsId"                  /* a member id (decimal) */
+#define NS_EXT_ROLE "raftnsRole"              /* "voter" | "standby" */
 #define NS_EXT_RAFT_ADDR "raftnsRaftAddr"     /* IPv4 a.b.c.d:port */
 #define NS_EXT_CLIENT_ADDR "raftnsClientAddr" /* IPv4 a.b.c.d:port */
 #define NS_EXT_HTTP_ADDR "raftnsHttpAddr"     /* IPv4 a.b.c.d:port */
@@ -117,6 +118,7 @@ const char *ns_code_response_name(int32_t code);
 #define NS_EXT_ACL_NETWORKS "raftnsAclNetworks" /* CIDRs, ',' separated */
 #define NS_EXT_OFFSET "raftnsOffset" /* byte offset of a chunk (decimal) */
 #define NS_EXT_TOTAL "raftnsTotal"   /* total bytes of a chunked body */
+#define NS_EXT_TERM "raftnsTerm"     /* a raft term (decimal) */
 /* On a reply to a stock read that another node answered (docs/readiness.md):
  * the id of the node whose state the answer comes from (decimal). */
 #define NS_EXT_SERVED_BY "raftnsServedBy"
@@ -148,10 +150,13 @@ const char *ns_code_response_name(int32_t code);
 #define NS_CODE_MEMBER_LIST 9003
 
 /* MEMBER_ADD: leader only (a follower forwards it to the leader).
- * Request: id, raftAddr, clientAddr, httpAddr (optional). The
- * leader records the addresses (SET_MEMBER), raft_add, then raft_assign VOTER
- * (one change at a time; on RAFT_NOCONNECTION the spare is removed again).
- * Reply 0 when the new member is a voter; 1 with remark otherwise. */
+ * Request: id, raftAddr, clientAddr, httpAddr (optional), role (optional:
+ * "voter", the default, or "standby"). The leader records the addresses
+ * (SET_MEMBER), raft_add, then raft_assign VOTER or STANDBY (one change at a
+ * time; on RAFT_NOCONNECTION the spare is removed again). A standby receives
+ * the log and serves reads and liveness reports, but neither votes nor counts
+ * for commits. Reply 0 when the new member has its role; 1 with remark
+ * otherwise. */
 #define NS_CODE_MEMBER_ADD 9004
 
 /* MEMBER_REMOVE: Request: id. raft_remove, then SET_MEMBER with no
@@ -201,9 +206,13 @@ const char *ns_code_response_name(int32_t code);
  * Request: ext from, index (0 for the first chunk, else the index the first
  * reply named), offset. Reply 0: body = bytes [offset, offset + chunk) of
  * ns_snapshot_encode of the leader's state at its applied index; ext index =
- * that applied index, total = the encoding's size, offset. Reply 1 with a
- * remark when this node is not the leader, is itself diverged, or no longer
- * holds the encoding of that index (start again at offset 0). */
+ * that applied index, total = the encoding's size, offset, term = the node's
+ * term when it encoded the state. Reply 1 with a remark when this node is not
+ * the leader, is itself diverged, or no longer holds the encoding of that
+ * index (start again at offset 0).
+ * Without ext from it is an operator's backup (raftnsctl snapshot save): any
+ * ready, healthy node answers with its own state the same way; with ACL on it
+ * needs an admin signature. */
 #define NS_CODE_STATE_FETCH 9013
 /* READ_FORWARD: a node that cannot answer a stock read from its own state (not
  * ready, diverged; src/gateway/held_read.c) hands the whole request to the
@@ -215,7 +224,24 @@ const char *ns_code_response_name(int32_t code);
  * diverged itself answers 1 without it (the sender tries again). */
 #define NS_CODE_READ_FORWARD 9016
 
+/* MEMBER_ASSIGN: promote a standby to voter or demote a voter to standby
+ * (raftnsctl member promote|demote). Request: id, role ("voter" | "standby").
+ * Leader only (a follower relays it); the leader does not demote itself
+ * (transfer leadership first). Promotion lets the member catch up first.
+ * Reply 0 once the new configuration is committed; 1 with a remark (unknown
+ * member, already that role, could not catch up). Admin, like MEMBER_ADD. */
+#define NS_CODE_MEMBER_ASSIGN 9017
+
+/* BROKER_LIVENESS: this node's broker liveness table (raftnsctl brokers).
+ * Read-only like STATUS: no secret needed; with ACL on, a reader's. Request:
+ * no ext. Reply 0: body = JSON {"node":N,"leader":bool,"brokers":[
+ *   {"cluster":"..","brokerAddr":"ip:port","timeoutMs":N,"heardHere":bool,
+ *    "lastHeartbeatAgoMs":N (-1: this node never heard it),
+ *    "seenAgoMs":N (any node, as this one knows; the leader's is merged),
+ *    "holders":[node ids holding its connection]}...]} in no order. */
+#define NS_CODE_BROKER_LIVENESS 9018
+
 #define NS_CODE_PRIVATE_MIN 9001
-#define NS_CODE_PRIVATE_MAX 9016
+#define NS_CODE_PRIVATE_MAX 9018
 
 #endif

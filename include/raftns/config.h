@@ -107,6 +107,12 @@ void ns_config_client_limits_update(struct ns_client_limits *l,
 /* 319 body: every setting as key=value\n sorted by key. */
 int ns_config_encode_properties(const struct ns_config *cfg,
                                 struct ns_buf *out);
+/* The same with the values of local's keys (borrowed; keys the table does not
+ * hold are ignored) in place of the replicated ones: what differs per node,
+ * such as the port this node listens on, is shown as this node has it. */
+int ns_config_encode_properties_local(const struct ns_config *cfg,
+                                      const struct ns_props *local,
+                                      struct ns_buf *out);
 /* Bumped by every update that changed a value. */
 uint64_t ns_config_generation(const struct ns_config *cfg);
 

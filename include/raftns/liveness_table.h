@@ -129,4 +129,10 @@ size_t ns_liveness_table_take_reports(struct ns_liveness_table *t,
 /* Marks every broker this node heard or holds (a new leader needs it all). */
 void ns_liveness_table_mark_all_dirty(struct ns_liveness_table *t);
 
+/* Calls cb for every broker in the table, in no particular order (for
+ * listing: raftnsctl brokers). Cost O(buckets + n). */
+void ns_liveness_table_each(const struct ns_liveness_table *t,
+                            void (*cb)(void *arg, const struct ns_live *e),
+                            void *arg);
+
 #endif

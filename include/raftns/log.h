@@ -4,10 +4,16 @@
 #ifndef RAFTNS_LOG_H
 #define RAFTNS_LOG_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 enum ns_log_level { NS_LOG_DEBUG, NS_LOG_INFO, NS_LOG_WARN, NS_LOG_ERROR };
 
 extern enum ns_log_level ns_log_threshold;
 
+/* Lines go to out (borrowed until the next call; NULL = stderr), as text or,
+ * with json, as one {"time","node","level","msg"} object a line. */
+void ns_log_set_output(FILE *out, bool json);
 /* Sets the node id printed on each line (0 = none). */
 void ns_log_set_node(unsigned long long node_id);
 void ns_log_write(enum ns_log_level level, const char *fmt, ...)

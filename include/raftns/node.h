@@ -100,6 +100,28 @@ typedef void (*ns_node_stop_cb)(void *arg);
  * raft was initialised: stop and destroy it then. */
 int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
                    struct ns_state *state, struct ns_node **out);
+/* A node over a raft that its caller owns and runs (a raft_fixture server in
+ * tests/cluster/sim.h), reading time from clock (copied; its arg borrowed).
+ * r (borrowed; must outlive the node) is raft_init'ed and has applied
+ * nothing: the node installs its FSM adapter as r->fsm and sets r's timeouts,
+ * snapshot settings and pre-vote from cfg as ns_node_create does; cfg's
+ * write wait and remote_ready count too, its id, data dir, addresses, secret
+ * and TLS are not read (r has its own). The node opens no file, socket or
+ * handle: ns_node_start marks it started (start r yourself), ns_node_tick
+ * does what the loop's handles do for ns_node_create's node, ns_node_stop
+ * fails what waits and calls cb at once (close r after it: entries in flight
+ * call back then, so destroy the node only after r is closed). 0 or
+ * NS_ENOMEM. */
+struct raft;
+struct ns_clock;
+int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
+                        const struct ns_clock *clock, struct ns_state *state,
+                        struct ns_node **out);
+/* A driven node (ns_node_create_over) only: run after every event of its raft
+ * and whenever its clock moved: the role watcher (watch callback), the leader
+ * barrier, readiness, queued proposals, and the write and apply waits that
+ * timed out. */
+void ns_node_tick(struct ns_node *n);
 /* raft_start and the role watcher. 0 or NS_EIO (logged). */
 int ns_node_start(struct ns_node *n);
 /* Called (borrowed arg) after each role change and when the node becomes ready.
@@ -147,11 +169,19 @@ void ns_node_set_ready_index(struct ns_node *n, uint64_t index);
 
 /* --- membership (leader only; one change at a time) --- */
 typedef void (*ns_node_change_cb)(void *arg, int status, const char *errmsg);
-/* raft_add then raft_assign VOTER; on failure to catch up the spare is removed.
- * 0 (cb exactly once, later), NS_ENOTLEADER, NS_EAGAIN (a change is already
- * running), NS_EINVAL (bad id/address, duplicate id) or NS_ENOMEM. */
+/* raft_add then raft_assign role (NS_MEMBER_VOTER, or NS_MEMBER_STANDBY: a
+ * member that receives the log but neither votes nor counts for commits); on
+ * failure to catch up the spare is removed. 0 (cb exactly once, later),
+ * NS_ENOTLEADER, NS_EAGAIN (a change is already running), NS_EINVAL (bad
+ * id/address/role, duplicate id) or NS_ENOMEM. */
 int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
-                       ns_node_change_cb cb, void *arg);
+                       int role, ns_node_change_cb cb, void *arg);
+/* raft_assign of an existing member to role (NS_MEMBER_VOTER: promote, which
+ * first lets it catch up; NS_MEMBER_STANDBY: demote). A member that cannot
+ * catch up keeps its role. Same codes as ns_node_member_add, plus NS_EINVAL
+ * for an unknown id or the role it already has (errmsg of cb says which). */
+int ns_node_member_assign(struct ns_node *n, uint64_t id, int role,
+                          ns_node_change_cb cb, void *arg);
 int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
                           void *arg);
 /* Leadership transfer to id (0 = raft picks). cb status 0 when this node is no
@@ -167,6 +197,36 @@ int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
  * failure (logged) the old certificate stays. 0 (also without raftTls),
  * NS_EINVAL or NS_ENOMEM. */
 int ns_node_reload_tls(struct ns_node *n);
+
+/* --- quorum report (raft/node/node_quorum.c) --- */
+#define NS_NODE_QUORUM_MAX 64
+/* Which voters of the raft configuration this node heard from recently:
+ * itself, and every peer whose authenticated raft traffic arrived within the
+ * window (2 election timeouts, at least 2 s). A candidate hears every voter
+ * that answers its votes and a leader every follower that answers; a follower
+ * hears its leader only, so on a follower not_heard lists healthy followers
+ * too: has_quorum is what to read, and it counts when no leader is known. */
+struct ns_node_quorum {
+    size_t n_voters;
+    size_t needed; /* a majority of the voters */
+    size_t n_heard, n_not_heard;
+    uint64_t heard[NS_NODE_QUORUM_MAX], not_heard[NS_NODE_QUORUM_MAX];
+    bool has_quorum;       /* n_heard >= needed */
+    bool in_configuration; /* this node is a voter of its configuration */
+    uint64_t window_ms;
+    uint64_t leaderless_ms; /* how long no leader has been known, 0 = known */
+};
+void ns_node_quorum(const struct ns_node *n, struct ns_node_quorum *q);
+/* The leader's view of replication: for each member of the configuration (up
+ * to cap), its id and how many entries of the leader's log it has not
+ * confirmed (last index - match index; 0 for the leader itself). Returns the
+ * count written, 0 when this node is not the leader. */
+struct ns_node_lag {
+    uint64_t id;
+    uint64_t lag;
+};
+size_t ns_node_replication_lag(const struct ns_node *n, struct ns_node_lag *out,
+                               size_t cap);
 
 /* Copies the peer port counters into *out. */
 void ns_node_peer_stats(const struct ns_node *n,
@@ -214,5 +274,17 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg);
  * loop has since run until it had nothing left to do (uv_run returned):
  * libraft 0.15 still calls into the node's io while its last handles close. */
 void ns_node_destroy(struct ns_node *n);
+
+/* Builds dir (missing or empty; created) as the data dir of node id (raft
+ * address raft_addr) of a new cluster whose voters are voters[0, n_voters):
+ * state[0, len) (ns_snapshot_encode bytes, borrowed) becomes its raft
+ * snapshot at index, term 1, so the node starts from it. Runs and closes its
+ * own loop; call it before any node of this process starts. Returns 0,
+ * NS_EINVAL (dir not empty), NS_EIO or NS_ENOMEM; on error err (errlen bytes)
+ * names the path and the reason, and what was written into dir is removed. */
+int ns_node_restore_dir(const char *dir, uint64_t id, const char *raft_addr,
+                        const struct ns_node_member *voters, size_t n_voters,
+                        const uint8_t *state, size_t len, uint64_t index,
+                        char *err, size_t errlen);
 
 #endif

@@ -45,6 +45,10 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
  * the HTTP address. 0 or NS_EIO / NS_EINVAL (logged). Call after
  * ns_server_create, before ns_node_start. */
 int ns_observe_start(struct ns_observe *o);
+/* What the observer's timer runs every NS_CKPT_TICK_MS (200 ms): checkpoint
+ * proposals, digest reports and verdicts, state copies. For a driver that
+ * owns time (tests/cluster/sim.h: the timer never runs on its unrun loop). */
+void ns_observe_tick(struct ns_observe *o);
 /* Bound HTTP port after a successful start, 0 otherwise. */
 int ns_observe_http_port(const struct ns_observe *o);
 /* Closes the listener, HTTP connections and timer; cb (borrowed arg) runs

@@ -20,6 +20,8 @@
 #include "raftns/waits.h"
 
 struct ns_cluster_config;
+struct ns_clock;
+struct ns_peer_factory;
 
 /* Node-local ACL settings (start-up only: the cluster file's namesrv keys
  * aclEnable, aclAnonymousRead, aclBrokerNetworks, or --set; never changed by
@@ -72,6 +74,9 @@ struct ns_server_config {
     /* borrowed, may be NULL: every start-up setting (cluster file and
      * --set), for the node-local controller settings (docs/controller.md) */
     const struct ns_props *settings;
+    /* borrowed (must outlive the server), NULL = the loop's uv_now: the
+     * monotonic time of every timeout and deadline of the server */
+    const struct ns_clock *clock;
 };
 
 /* True for a TLS setting key, in raftns's or Java's spelling (tlsMode,
@@ -100,6 +105,18 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
 /* Binds and listens; starts the flush, expiry and idle timers. 0 or NS_EIO
  * (logged). */
 int ns_server_start(struct ns_server *s);
+/* For a driver that owns time and the network (the simulated cluster of
+ * tests/cluster/sim.h): as ns_server_start, but with no listener and no
+ * running timer. The driver brings the connections (ns_conn_open_sink,
+ * src/net), calls ns_server_tick whenever the clock moved, and the leader
+ * connection is made by peers (borrowed, must outlive s; src/net/peer.h).
+ * 0. */
+int ns_server_start_driven(struct ns_server *s,
+                           const struct ns_peer_factory *peers);
+/* A driven server only: runs what its timers would have run by now (the
+ * cluster tick, the liveness second, the expiry scan, the fast-path expiry)
+ * and flushes the connections' output, as the loop's check handle does. */
+void ns_server_tick(struct ns_server *s);
 /* The bound client port (after a successful start), 0 otherwise. */
 int ns_server_port(const struct ns_server *s);
 /* Stops accepting, closes every connection and handle; cb (borrowed arg) runs

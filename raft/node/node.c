@@ -4,6 +4,7 @@
  * the state except through ns_fsm_apply_bytes. */
 #include "raftns/node.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,7 @@ static int submit(struct ns_node *n, struct proposal *p)
 {
     p->req.data = p;
     link_inflight(n, p); /* before raft_apply: apply_cb unlinks it */
-    int rv = raft_apply(&n->raft, &p->req, &p->buf, 1, apply_cb);
+    int rv = raft_apply(n->raft, &p->req, &p->buf, 1, apply_cb);
     if (rv != 0) {
         unlink_inflight(n, p);
     }
@@ -149,7 +150,7 @@ static void proposal_retry(void *data)
             return;
         }
     }
-    if (p->deadline <= uv_now(n->loop)) {
+    if (p->deadline <= node_now(n)) {
         fail_proposal(p, NS_ETIMEDOUT);
         return;
     }
@@ -181,7 +182,7 @@ static int propose(struct ns_node *n, const uint8_t *bytes, size_t len,
     p->cb = cb;
     p->index_cb = index_cb;
     p->arg = arg;
-    p->deadline = uv_now(n->loop) + n->write_wait_ms;
+    p->deadline = node_now(n) + n->write_wait_ms;
     p->wait.retry = proposal_retry;
     p->wait.data = p;
     if (ns_node_is_leader(n) && ns_wait_list_is_empty(&n->proposals)) {
@@ -224,7 +225,7 @@ int ns_node_propose_indexed(struct ns_node *n, const uint8_t *bytes, size_t len,
  * barrier. A lone node (no remote leader) is always the leader. */
 static bool ready_now(struct ns_node *n, int role)
 {
-    uint64_t applied = raft_last_applied(&n->raft);
+    uint64_t applied = raft_last_applied(n->raft);
     if (role == RAFT_LEADER) {
         return ns_node_is_leader(n);
     }
@@ -232,40 +233,41 @@ static bool ready_now(struct ns_node *n, int role)
         return n->ready_index_set && applied >= n->ready_index;
     }
     if (!n->ready_target_set) {
-        n->ready_target = n->raft.commit_index;
+        n->ready_target = n->raft->commit_index;
         n->ready_target_set = true;
     }
     return applied >= n->ready_target;
 }
 
-static void check_cb(uv_check_t *h)
+/* What the check handle runs after every loop turn: the role watcher, the
+ * leader barrier, readiness, queued proposals and waiters. */
+static void check(struct ns_node *n)
 {
-    struct ns_node *n = h->data;
     bool changed = false;
     if (!n->started || n->stopping) {
         return;
     }
-    int role = raft_state(&n->raft);
+    int role = raft_state(n->raft);
     raft_id leader_id = 0;
     const char *leader_addr = NULL;
-    raft_leader(&n->raft, &leader_id, &leader_addr);
+    raft_leader(n->raft, &leader_id, &leader_addr);
     if (role != n->role || leader_id != n->leader_id) {
         NS_LOG(NS_LOG_INFO, "node: role %s, leader %llu (%s), term %llu",
                role_name(role), (unsigned long long)leader_id,
                leader_addr != NULL ? leader_addr : "none",
-               (unsigned long long)n->raft.current_term);
+               (unsigned long long)n->raft->current_term);
         n->role = role;
         n->leader_id = leader_id;
         changed = true;
     }
-    if (role == RAFT_LEADER && n->barrier_term != n->raft.current_term) {
+    if (role == RAFT_LEADER && n->barrier_term != n->raft->current_term) {
         node_issue_leader_barrier(n);
     }
     if (!n->ready && leader_id != 0 && ready_now(n, role)) {
         n->ready = true;
         NS_LOG(NS_LOG_INFO, "node: ready (applied %llu, commit %llu)",
-               (unsigned long long)raft_last_applied(&n->raft),
-               (unsigned long long)n->raft.commit_index);
+               (unsigned long long)raft_last_applied(n->raft),
+               (unsigned long long)n->raft->commit_index);
         changed = true;
     }
     node_flush_queue(n);
@@ -277,11 +279,29 @@ static void check_cb(uv_check_t *h)
     }
 }
 
+static void check_cb(uv_check_t *h)
+{
+    check(h->data);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     struct ns_node *n = t->data;
     ns_wait_list_run(&n->proposals); /* those past their deadline fail */
     node_run_waiters(n, false, 0);
+    node_quorum_tick(n);
+}
+
+void ns_node_tick(struct ns_node *n)
+{
+    assert(n->driven);
+    if (!n->started || n->stopping) {
+        return;
+    }
+    check(n);
+    ns_wait_list_run(&n->proposals); /* those past their deadline fail */
+    node_run_waiters(n, false, 0);
+    node_quorum_tick(n);
 }
 
 /* --- life cycle --- */
@@ -373,7 +393,7 @@ static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
         return 0;
     }
     if (rv == 0) {
-        rv = raft_bootstrap(&n->raft, &conf);
+        rv = raft_bootstrap(n->raft, &conf);
         if (rv == RAFT_CANTBOOTSTRAP) {
             rv = 0; /* not pristine: a restart */
         } else if (rv == 0) {
@@ -383,7 +403,7 @@ static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
     raft_configuration_close(&conf);
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: bootstrap failed: %s (%s)",
-               raft_strerror(rv), raft_errmsg(&n->raft));
+               raft_strerror(rv), raft_errmsg(n->raft));
         return NS_EIO;
     }
     return 0;
@@ -395,7 +415,7 @@ static int bootstrap(struct ns_node *n, const struct ns_node_config *cfg)
 static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
 {
     const struct ns_node *n = arg;
-    const struct raft_configuration *conf = &n->raft.configuration;
+    const struct raft_configuration *conf = &n->raft->configuration;
     addr[0] = '\0';
     if (conf->n == 0) {
         return true;
@@ -409,16 +429,16 @@ static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
     return false;
 }
 
-int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
-                   struct ns_state *state, struct ns_node **out)
+static uint64_t loop_now(void *arg)
 {
-    int rv = NS_ENOMEM;
-    struct ns_node *n = ns_calloc(1, sizeof *n);
-    if (n == NULL) {
-        return NS_ENOMEM;
-    }
+    return uv_now(arg);
+}
+
+/* The fields every node sets the same way, whoever runs its raft. */
+static void node_init(struct ns_node *n, const struct ns_node_config *cfg,
+                      struct ns_state *state)
+{
     ns_wait_list_init(&n->proposals);
-    n->loop = loop;
     n->state = state;
     n->id = cfg->id;
     struct ns_waits waits;
@@ -427,6 +447,59 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
         cfg->write_wait_ms != 0 ? cfg->write_wait_ms : waits.write_ms;
     n->role = RAFT_UNAVAILABLE;
     n->lock_fd = -1;
+    n->remote_ready = cfg->remote_ready;
+}
+
+/* The raft settings of every node, whoever runs its raft. */
+static void configure_raft(struct ns_node *n, const struct ns_node_config *cfg)
+{
+    raft_set_election_timeout(
+        n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
+    raft_set_heartbeat_timeout(n->raft,
+                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
+    raft_set_snapshot_threshold(
+        n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
+    raft_set_snapshot_trailing(
+        n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
+    raft_set_pre_vote(n->raft, true);
+}
+
+int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
+                        const struct ns_clock *clock, struct ns_state *state,
+                        struct ns_node **out)
+{
+    struct ns_node *n = ns_calloc(1, sizeof *n);
+    if (n == NULL) {
+        return NS_ENOMEM;
+    }
+    node_init(n, cfg, state);
+    n->id = r->id;
+    n->clock = *clock;
+    n->driven = true;
+    n->raft = r;
+    node_fsm_init(n);
+    /* raft_init kept the owner's FSM pointer; nothing was applied through it
+     * yet (the contract), so the node's adapter takes its place. */
+    r->fsm = &n->fsm.fsm;
+    n->raft_inited = true;
+    configure_raft(n, cfg);
+    *out = n;
+    return 0;
+}
+
+int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
+                   struct ns_state *state, struct ns_node **out)
+{
+    int rv = NS_ENOMEM;
+    struct ns_node *n = ns_calloc(1, sizeof *n);
+    if (n == NULL) {
+        return NS_ENOMEM;
+    }
+    n->loop = loop;
+    n->clock.now_ms = loop_now;
+    n->clock.arg = loop;
+    n->raft = &n->own_raft;
+    node_init(n, cfg, state);
     n->dir = ns_strdup(cfg->data_dir);
     n->addr = ns_strdup(cfg->raft_addr);
     if (n->dir == NULL || n->addr == NULL) {
@@ -464,23 +537,14 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     raft_uv_set_segment_size(&n->io, SEGMENT_SIZE);
     raft_uv_set_connect_retry_delay(&n->io, CONNECT_RETRY_MS);
     node_fsm_init(n);
-    rrv = raft_init(&n->raft, &n->io, &n->fsm.fsm, n->id, n->addr);
+    rrv = raft_init(n->raft, &n->io, &n->fsm.fsm, n->id, n->addr);
     if (rrv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: raft_init failed: %s (%s)",
-               raft_strerror(rrv), raft_errmsg(&n->raft));
+               raft_strerror(rrv), raft_errmsg(n->raft));
         goto err_after_io;
     }
     n->raft_inited = true;
-    raft_set_election_timeout(
-        &n->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
-    raft_set_heartbeat_timeout(&n->raft,
-                               cfg->heartbeat_ms ? cfg->heartbeat_ms : 50);
-    raft_set_snapshot_threshold(
-        &n->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 4096);
-    raft_set_snapshot_trailing(
-        &n->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 1024);
-    raft_set_pre_vote(&n->raft, true);
-    n->remote_ready = cfg->remote_ready;
+    configure_raft(n, cfg);
     rv = bootstrap(n, cfg);
     if (rv != 0) {
         goto err_after_io; /* raft_close is asynchronous; the caller stops the
@@ -522,10 +586,19 @@ err_after_node:
 
 int ns_node_start(struct ns_node *n)
 {
-    int rv = raft_start(&n->raft);
+    if (n->driven) {
+        n->started = true; /* its owner started the raft */
+        return 0;
+    }
+    int rv = raft_start(n->raft);
     if (rv != 0) {
-        NS_LOG(NS_LOG_ERROR, "node: raft_start failed: %s (%s)",
-               raft_strerror(rv), raft_errmsg(&n->raft));
+        /* the transport's message names the address (listen on IP:PORT:
+         * address already in use); raft's own is often empty */
+        const char *why = n->transport.errmsg[0] != '\0' ? n->transport.errmsg
+                                                         : raft_errmsg(n->raft);
+        NS_LOG(NS_LOG_ERROR,
+               "node: cannot start raft on %s (data dir %s): %s%s%s", n->addr,
+               n->dir, raft_strerror(rv), why[0] != '\0' ? ": " : "", why);
         return NS_EIO;
     }
     n->started = true;
@@ -550,7 +623,7 @@ void ns_node_set_apply_hook(struct ns_node *n, ns_node_apply_hook fn, void *arg)
 
 bool ns_node_is_leader(const struct ns_node *n)
 {
-    struct raft *r = (struct raft *)&n->raft;
+    struct raft *r = (struct raft *)n->raft;
     return n->started && !n->stopping && raft_state(r) == RAFT_LEADER &&
            n->leader_term == r->current_term;
 }
@@ -572,7 +645,7 @@ uint64_t ns_node_leader_id(const struct ns_node *n)
 
 bool ns_node_has_leader_contact(const struct ns_node *n)
 {
-    struct raft *r = (struct raft *)&n->raft;
+    struct raft *r = (struct raft *)n->raft;
     if (!n->started || n->stopping) {
         return false;
     }
@@ -591,7 +664,7 @@ bool ns_node_has_leader_contact(const struct ns_node *n)
 
 uint64_t ns_node_last_applied(const struct ns_node *n)
 {
-    return raft_last_applied((struct raft *)&n->raft);
+    return raft_last_applied((struct raft *)n->raft);
 }
 
 static void handle_closed_cb(uv_handle_t *h)
@@ -631,8 +704,8 @@ static void raft_closed_cb(struct raft *r)
 
 static void close_raft(struct ns_node *n)
 {
-    n->raft.data = n;
-    raft_close(&n->raft, raft_closed_cb);
+    n->raft->data = n;
+    raft_close(n->raft, raft_closed_cb);
 }
 
 static void transfer_cb(struct raft_transfer *req)
@@ -644,9 +717,9 @@ static void transfer_cb(struct raft_transfer *req)
 /* Transfers leadership when leader (the callback then closes), else closes. */
 static void finish_stop(struct ns_node *n)
 {
-    if (n->started && raft_state(&n->raft) == RAFT_LEADER) {
+    if (n->started && raft_state(n->raft) == RAFT_LEADER) {
         n->transfer.data = n;
-        if (raft_transfer(&n->raft, &n->transfer, 0, transfer_cb) == 0) {
+        if (raft_transfer(n->raft, &n->transfer, 0, transfer_cb) == 0) {
             return; /* single voter: usually RAFT_NOTFOUND, closing at once */
         }
     }
@@ -659,7 +732,7 @@ static void finish_stop(struct ns_node *n)
 static void drain_cb(uv_timer_t *t)
 {
     struct ns_node *n = t->data;
-    if (n->inflight == NULL || uv_now(n->loop) >= n->drain_deadline) {
+    if (n->inflight == NULL || node_now(n) >= n->drain_deadline) {
         uv_timer_stop(t);
         finish_stop(n);
     }
@@ -675,10 +748,18 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     n->stop_arg = arg;
     ns_wait_list_run(&n->proposals); /* each fails with NS_ESHUTDOWN */
     node_run_waiters(n, true, NS_ESHUTDOWN);
+    if (n->driven) {
+        /* The raft is its owner's to close; entries in flight call back
+         * when it does. */
+        if (cb != NULL) {
+            cb(arg);
+        }
+        return;
+    }
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);
     if (n->started && n->inflight != NULL) {
-        n->drain_deadline = uv_now(n->loop) + STOP_DRAIN_MS;
+        n->drain_deadline = node_now(n) + STOP_DRAIN_MS;
         uv_timer_start(&n->timer, drain_cb, STOP_DRAIN_POLL_MS,
                        STOP_DRAIN_POLL_MS);
         return;
@@ -689,6 +770,10 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
 void ns_node_destroy(struct ns_node *n)
 {
     if (n == NULL) {
+        return;
+    }
+    if (n->driven) {
+        ns_free(n);
         return;
     }
     if (n->raft_closed) {
@@ -728,7 +813,7 @@ int ns_node_role(const struct ns_node *n)
     if (!n->started || n->stopping) {
         return NS_ROLE_UNAVAILABLE;
     }
-    switch (raft_state((struct raft *)&n->raft)) {
+    switch (raft_state((struct raft *)n->raft)) {
     case RAFT_FOLLOWER:
         return NS_ROLE_FOLLOWER;
     case RAFT_CANDIDATE:
@@ -742,10 +827,10 @@ int ns_node_role(const struct ns_node *n)
 
 uint64_t ns_node_term(const struct ns_node *n)
 {
-    return n->raft.current_term;
+    return n->raft->current_term;
 }
 
 uint64_t ns_node_commit_index(const struct ns_node *n)
 {
-    return n->raft.commit_index;
+    return n->raft->commit_index;
 }

@@ -107,7 +107,7 @@ static bool on_applied(void *arg, uint64_t index, const uint8_t *cmd,
 int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
                           uint64_t at)
 {
-    uint64_t applied = raft_last_applied(&n->raft);
+    uint64_t applied = raft_last_applied(n->raft);
     int rv = ns_diverge_install(&n->dv, n->state, p, len, at, applied);
     if (rv == 0) {
         NS_LOG(NS_LOG_WARN,
@@ -132,5 +132,5 @@ void node_fsm_init(struct ns_node *n)
         .arg = n,
     };
     ns_fsm_adapter_init(&n->fsm, n->state, &n->dv, &hooks);
-    ns_fsm_adapter_bind(&n->fsm, &n->raft);
+    ns_fsm_adapter_bind(&n->fsm, n->raft);
 }

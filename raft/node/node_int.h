@@ -9,6 +9,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
+#include "raftns/clock.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm_adapter.h"
 #include "raftns/node.h"
@@ -72,16 +73,28 @@ struct change {
     struct raft_transfer transfer;
     struct ns_node *node;
     uint64_t id;
-    int step; /* 1 add, 2 assign, 3 remove spare after failure, 4 remove */
+    int step; /* 1 add, 2 assign after add, 3 remove spare after failure,
+                 4 remove, 5 assign (promote/demote) */
+    int role; /* RAFT_VOTER or RAFT_STANDBY for steps 1, 2 and 5 */
     int status;
     ns_node_change_cb cb;
     void *arg;
 };
 
 struct ns_node {
-    uv_loop_t *loop;
+    uv_loop_t *loop; /* NULL for a driven node */
+    /* What the node reads its time from: the loop's uv_now, or the driver's
+     * clock (ns_node_create_over). */
+    struct ns_clock clock;
+    /* Built over a raft someone else owns and runs (ns_node_create_over): no
+     * data dir, transport or libuv handle; ns_node_tick does what the check
+     * and timer handles do. */
+    bool driven;
     uint64_t write_wait_ms; /* a proposal waits this long for a leader */
-    struct raft raft;
+    uint64_t leaderless_since; /* the clock's ms; 0 = a leader is known */
+    uint64_t quorum_logged_ms; /* the last "cannot reach a quorum" warning */
+    struct raft *raft;      /* &own_raft, or the driver's */
+    struct raft own_raft;
     struct raft_io io;
     struct raft_uv_transport transport;
     struct ns_fsm_adapter fsm; /* over state and dv (node_fsm.c) */
@@ -125,6 +138,12 @@ struct ns_node {
     void *stop_arg;
 };
 
+/* The node's clock (milliseconds). */
+static inline uint64_t node_now(const struct ns_node *n)
+{
+    return ns_clock_now(&n->clock);
+}
+
 /* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks
  * (the in-flight result, the apply hook, test mutants), bound to n->raft
  * (node_fsm.c). */
@@ -138,5 +157,9 @@ void node_run_waiters(struct ns_node *n, bool all, int status);
 void node_issue_leader_barrier(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);
+
+/* Every timer tick: tracks how long no leader is known and, past a few
+ * election timeouts, logs which voters were heard (node_quorum.c). */
+void node_quorum_tick(struct ns_node *n);
 
 #endif

@@ -27,7 +27,7 @@ static void change_cb(struct raft_change *req, int status)
     struct ns_node *n = c->node;
     if (c->step == 1 && status == 0 && !n->stopping) {
         c->step = 2;
-        int rv = raft_assign(&n->raft, &c->req, c->id, RAFT_VOTER, change_cb);
+        int rv = raft_assign(n->raft, &c->req, c->id, c->role, change_cb);
         if (rv == 0) {
             return;
         }
@@ -39,7 +39,7 @@ static void change_cb(struct raft_change *req, int status)
                (unsigned long long)c->id, raft_strerror(status));
         c->step = 3;
         c->status = status;
-        if (raft_remove(&n->raft, &c->req, c->id, change_cb) == 0) {
+        if (raft_remove(n->raft, &c->req, c->id, change_cb) == 0) {
             return;
         }
     }
@@ -54,7 +54,7 @@ static void change_cb(struct raft_change *req, int status)
                 status == 0 ? NULL : raft_strerror(status));
 }
 
-static int start_change(struct ns_node *n, uint64_t id, int step,
+static int start_change(struct ns_node *n, uint64_t id, int step, int role,
                         const char *addr, ns_node_change_cb cb, void *arg)
 {
     if (!ns_node_is_leader(n)) {
@@ -73,14 +73,16 @@ static int start_change(struct ns_node *n, uint64_t id, int step,
     c->node = n;
     c->id = id;
     c->step = step;
+    c->role = role;
     c->cb = cb;
     c->arg = arg;
     c->req.data = c;
-    int rv = step == 1 ? raft_add(&n->raft, &c->req, id, addr, change_cb)
-                       : raft_remove(&n->raft, &c->req, id, change_cb);
+    int rv = step == 1   ? raft_add(n->raft, &c->req, id, addr, change_cb)
+             : step == 5 ? raft_assign(n->raft, &c->req, id, role, change_cb)
+                         : raft_remove(n->raft, &c->req, id, change_cb);
     if (rv != 0) {
-        NS_LOG(NS_LOG_WARN, "node: membership change for %llu refused: %s",
-               (unsigned long long)id, raft_strerror(rv));
+        NS_LOG(NS_LOG_WARN, "node: membership change for %llu refused: %s (%s)",
+               (unsigned long long)id, raft_strerror(rv), raft_errmsg(n->raft));
         ns_free(c);
         return rv == RAFT_NOMEM ? NS_ENOMEM
                : rv == RAFT_NOTLEADER || rv == RAFT_LEADERSHIPLOST
@@ -92,26 +94,42 @@ static int start_change(struct ns_node *n, uint64_t id, int step,
     return 0;
 }
 
-int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
-                       ns_node_change_cb cb, void *arg)
+static int raft_role_of(int role)
 {
-    if (raft_addr == NULL) {
+    return role == NS_MEMBER_VOTER     ? RAFT_VOTER
+           : role == NS_MEMBER_STANDBY ? RAFT_STANDBY
+                                       : -1;
+}
+
+int ns_node_member_add(struct ns_node *n, uint64_t id, const char *raft_addr,
+                       int role, ns_node_change_cb cb, void *arg)
+{
+    if (raft_addr == NULL || raft_role_of(role) < 0) {
         return NS_EINVAL;
     }
-    return start_change(n, id, 1, raft_addr, cb, arg);
+    return start_change(n, id, 1, raft_role_of(role), raft_addr, cb, arg);
+}
+
+int ns_node_member_assign(struct ns_node *n, uint64_t id, int role,
+                          ns_node_change_cb cb, void *arg)
+{
+    if (raft_role_of(role) < 0) {
+        return NS_EINVAL;
+    }
+    return start_change(n, id, 5, raft_role_of(role), NULL, cb, arg);
 }
 
 int ns_node_member_remove(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
                           void *arg)
 {
-    return start_change(n, id, 4, NULL, cb, arg);
+    return start_change(n, id, 4, RAFT_VOTER, NULL, cb, arg);
 }
 
 static void user_transfer_cb(struct raft_transfer *req)
 {
     struct change *c = req->data;
     struct ns_node *n = c->node;
-    bool moved = raft_state(&n->raft) != RAFT_LEADER;
+    bool moved = raft_state(n->raft) != RAFT_LEADER;
     change_done(c, moved ? 0 : NS_ETIMEDOUT,
                 moved ? NULL : "leadership did not move");
 }
@@ -134,7 +152,7 @@ int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
     c->cb = cb;
     c->arg = arg;
     c->transfer.data = c;
-    int rv = raft_transfer(&n->raft, &c->transfer, id, user_transfer_cb);
+    int rv = raft_transfer(n->raft, &c->transfer, id, user_transfer_cb);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "node: transfer to %llu refused: %s",
                (unsigned long long)id, raft_strerror(rv));
@@ -148,7 +166,7 @@ int ns_node_transfer(struct ns_node *n, uint64_t id, ns_node_change_cb cb,
 int ns_node_members(const struct ns_node *n, struct ns_node_member **out,
                     size_t *n_out)
 {
-    const struct raft_configuration *conf = &n->raft.configuration;
+    const struct raft_configuration *conf = &n->raft->configuration;
     size_t bytes = conf->n * sizeof **out;
     for (unsigned i = 0; i < conf->n; i++) {
         bytes += strlen(conf->servers[i].address) + 1;

@@ -22,7 +22,7 @@ int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
         return NS_ENOMEM;
     }
     w->index = index;
-    w->deadline = uv_now(n->loop) + timeout_ms;
+    w->deadline = node_now(n) + timeout_ms;
     w->cb = cb;
     w->arg = arg;
     w->next = n->waiters;
@@ -34,8 +34,8 @@ int ns_node_wait_applied(struct ns_node *n, uint64_t index, uint64_t timeout_ms,
  * (NS_ETIMEDOUT), or all of them with status when all is true. */
 void node_run_waiters(struct ns_node *n, bool all, int status)
 {
-    uint64_t applied = raft_last_applied(&n->raft);
-    uint64_t now = uv_now(n->loop);
+    uint64_t applied = raft_last_applied(n->raft);
+    uint64_t now = node_now(n);
     struct waiter *ready = NULL;
     struct waiter **pp = &n->waiters;
     while (*pp != NULL) {
@@ -73,8 +73,8 @@ static void barrier_cb(struct raft_barrier *req, int status)
     struct ns_node *n = b->node;
     if (b->cb != NULL) {
         b->cb(b->arg, node_map_raft_status(status));
-    } else if (status == 0 && b->term == n->raft.current_term &&
-               raft_state(&n->raft) == RAFT_LEADER) {
+    } else if (status == 0 && b->term == n->raft->current_term &&
+               raft_state(n->raft) == RAFT_LEADER) {
         n->leader_term = b->term;
         NS_LOG(NS_LOG_INFO,
                "node: leader barrier applied (term %llu); accepting writes",
@@ -103,7 +103,7 @@ int ns_node_barrier(struct ns_node *n, ns_node_barrier_cb cb, void *arg)
     b->cb = cb;
     b->arg = arg;
     b->req.data = b;
-    int rv = raft_barrier(&n->raft, &b->req, barrier_cb);
+    int rv = raft_barrier(n->raft, &b->req, barrier_cb);
     if (rv != 0) {
         ns_free(b);
         return node_map_raft_status(rv);
@@ -115,7 +115,7 @@ static void read_barrier_cb(void *arg, int status)
 {
     struct read_req *rr = arg;
     struct ns_node *n = rr->node;
-    rr->cb(rr->arg, status, status == 0 ? raft_last_applied(&n->raft) : 0);
+    rr->cb(rr->arg, status, status == 0 ? raft_last_applied(n->raft) : 0);
     ns_free(rr);
 }
 
@@ -154,9 +154,9 @@ void node_issue_leader_barrier(struct ns_node *n)
         return;
     }
     b->node = n;
-    b->term = n->raft.current_term;
+    b->term = n->raft->current_term;
     b->req.data = b;
-    int rv = raft_barrier(&n->raft, &b->req, barrier_cb);
+    int rv = raft_barrier(n->raft, &b->req, barrier_cb);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "node: leader barrier not issued: %s",
                raft_strerror(rv));

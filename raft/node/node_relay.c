@@ -97,6 +97,7 @@ static void relay_write(struct conn *c, struct chunk *k, int dir, size_t len)
 void node_relay_forward_in(struct conn *c, struct chunk *k, size_t len)
 {
     size_t n_ok = 0;
+    node_transport_heard(c->t, c->peer_id);
     if (!c->inbound) {
         ns_free(k);
         node_conn_violation(

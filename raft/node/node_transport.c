@@ -51,6 +51,35 @@ static void warn_limited(struct transport *t, struct limiter *l,
     l->suppressed = 0;
 }
 
+void node_transport_heard(struct transport *t, uint64_t id)
+{
+    size_t oldest = 0;
+    for (size_t i = 0; i < NODE_HEARD_MAX; i++) {
+        if (t->heard[i].id == id || t->heard[i].id == 0) {
+            oldest = i;
+            break;
+        }
+        oldest = t->heard[i].ms < t->heard[oldest].ms ? i : oldest;
+    }
+    t->heard[oldest].id = id;
+    t->heard[oldest].ms = uv_now(t->loop);
+}
+
+uint64_t node_transport_last_heard(const struct raft_uv_transport *iface,
+                                   uint64_t id)
+{
+    const struct transport *t = iface->impl;
+    if (t == NULL) { /* a driven node has no transport of its own */
+        return 0;
+    }
+    for (size_t i = 0; i < NODE_HEARD_MAX; i++) {
+        if (t->heard[i].id == id) {
+            return t->heard[i].ms;
+        }
+    }
+    return 0;
+}
+
 static int parse_addr(const char *address, struct sockaddr_in *sa)
 {
     char host[64];
@@ -325,6 +354,7 @@ static void inbound_progress(struct conn *c)
         node_conn_refuse(c, why);
         return;
     }
+    node_transport_heard(t, c->peer_id);
     node_relay_start(c);
 }
 
@@ -343,6 +373,7 @@ static void outbound_progress(struct conn *c)
         return;
     }
     consume(c, used);
+    node_transport_heard(c->t, c->peer_id); /* it answered our challenge */
     node_relay_start(c);
 }
 

@@ -46,5 +46,9 @@ void node_transport_free(struct raft_uv_transport *t);
 int node_transport_reload_tls(struct raft_uv_transport *t);
 void node_transport_stats(const struct raft_uv_transport *t,
                           struct ns_node_peer_stats *out);
+/* uv_now when authenticated raft traffic from peer id last arrived (a
+ * handshake or a relayed message), or 0 when never. */
+uint64_t node_transport_last_heard(const struct raft_uv_transport *t,
+                                   uint64_t id);
 
 #endif

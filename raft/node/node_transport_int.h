@@ -25,6 +25,7 @@
 #define CHUNK_SIZE 65536         /* relay read size */
 #define HIGH_WATER (4u << 20)    /* stop reading a side above this memory */
 #define LOW_WATER (1u << 20)     /* and resume below this */
+#define NODE_HEARD_MAX 64        /* peers remembered for the quorum report */
 #define LOG_INTERVAL_MS 1000     /* refusal/violation warnings, at most one */
 
 enum { DIR_IN = 0, DIR_OUT = 1 }; /* net -> raft, raft -> net */
@@ -66,6 +67,11 @@ struct transport {
     struct limiter refusals;
     struct limiter violations;
     struct ns_node_peer_stats stats;
+    /* when each peer was last heard (uv_now), for the quorum report; the
+     * oldest entry makes room for a peer not in it */
+    struct {
+        uint64_t id, ms;
+    } heard[NODE_HEARD_MAX];
     /* raftTls: both NULL for plain TCP. One reference each; sessions hold
      * their own, so a reload only affects new connections. */
     struct ns_tls_ctx *tls_server, *tls_client;
@@ -116,6 +122,8 @@ void node_relay_start(struct conn *c);
 /* Checks len inbound plaintext bytes in k (taken) and forwards them to
  * libraft (node_relay.c). */
 void node_relay_forward_in(struct conn *c, struct chunk *k, size_t len);
+/* Bytes of an authenticated peer arrived now (node_transport_last_heard). */
+void node_transport_heard(struct transport *t, uint64_t id);
 /* Pauses or resumes reading the source of dir (node_relay.c; relay only). */
 void node_relay_pause(struct conn *c, int dir, bool pause);
 /* Appends n plaintext bytes, just put at hs_buf + hs_len, to the handshake

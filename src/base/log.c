@@ -1,8 +1,10 @@
-/* The log sink: one line per event on stderr. Called only from the server and
- * main layers. */
+/* The log sink: one line per event, text or a JSON object, on stderr or on the
+ * stream main hands it (--log-file). Called only from the server and main
+ * layers; it opens no file itself (src/main_log.c does). */
 #include "raftns/log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +13,14 @@
 
 enum ns_log_level ns_log_threshold = NS_LOG_INFO;
 static unsigned long long log_node_id;
+static FILE *log_out; /* borrowed; NULL = stderr */
+static bool log_json;
+
+void ns_log_set_output(FILE *out, bool json)
+{
+    log_out = out;
+    log_json = json;
+}
 
 void ns_log_set_node(unsigned long long node_id)
 {
@@ -35,6 +45,25 @@ int ns_log_parse_level(const char *name, enum ns_log_level *out)
     return NS_EINVAL;
 }
 
+/* msg as the body of a JSON string: quotes, backslashes and control bytes
+ * escaped; other bytes (UTF-8) as they are. */
+static void json_escape(char *out, size_t cap, const char *msg)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)msg;
+         *p != '\0' && n + 7 < cap; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)*p;
+        } else if (*p < 0x20) {
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", *p);
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+}
+
 void ns_log_write(enum ns_log_level level, const char *fmt, ...)
 {
     struct timespec ts;
@@ -44,14 +73,23 @@ void ns_log_write(enum ns_log_level level, const char *fmt, ...)
     gmtime_r(&ts.tv_sec, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 
-    char line[2048];
-    int n = snprintf(line, sizeof line, "%s.%03ldZ node=%llu %s ", when,
-                     ts.tv_nsec / 1000000, log_node_id, level_name(level));
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof line) {
-        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    }
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+    FILE *out = log_out != NULL ? log_out : stderr;
+    /* one fprintf per line: a line-buffered stream writes it in one go */
+    if (log_json) {
+        char esc[4096];
+        json_escape(esc, sizeof esc, msg);
+        fprintf(out,
+                "{\"time\":\"%s.%03ldZ\",\"node\":%llu,\"level\":\"%s\","
+                "\"msg\":\"%s\"}\n",
+                when, ts.tv_nsec / 1000000, log_node_id, level_name(level),
+                esc);
+    } else {
+        fprintf(out, "%s.%03ldZ node=%llu %s %s\n", when, ts.tv_nsec / 1000000,
+                log_node_id, level_name(level), msg);
+    }
 }

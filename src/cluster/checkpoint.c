@@ -54,7 +54,7 @@ bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
          * checkpoint, and that for the next verdict, for ever. */
         c->n_pending++;
         if (c->first_pending_ms == 0) {
-            c->first_pending_ms = uv_now(ig->loop) + 1; /* never 0 */
+            c->first_pending_ms = ns_integrity_now(ig) + 1; /* never 0 */
         }
     }
     return false;
@@ -85,7 +85,7 @@ static bool is_due(const struct ns_integrity *ig)
     if (c->n_pending >= c->every_entries) {
         return true;
     }
-    return uv_now(ig->loop) + 1 - c->first_pending_ms >= c->every_ms;
+    return ns_integrity_now(ig) + 1 - c->first_pending_ms >= c->every_ms;
 }
 
 void ns_checkpoint_tick(struct ns_integrity *ig)

@@ -19,8 +19,6 @@
 #include "raftns/metrics.h"
 #include "raftns/sign.h"
 
-#define TICK_MS 50
-
 int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
                       struct ns_state *state, struct ns_node *node,
                       const struct ns_waits *waits, struct ns_cluster **out)
@@ -94,7 +92,7 @@ const char *ns_cluster_client_addr(const struct ns_cluster *cl, uint64_t id)
 static void refuse_private(struct ns_cluster *cl, const struct ns_cmd *cmd,
                            uint64_t conn_id, const char *peer, const char *why)
 {
-    uint64_t now = uv_now(cl->loop);
+    uint64_t now = ns_cluster_now(cl);
     cl->n_refused++;
     ns_metrics_private_refused();
     if (now >= cl->next_refusal_log_ms) {
@@ -222,7 +220,7 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
                (long long)index);
         if (cl->test_ready_delay_ms > 0) {
             cl->delayed_index = (uint64_t)index;
-            cl->delayed_until = uv_now(cl->loop) + cl->test_ready_delay_ms;
+            cl->delayed_until = ns_cluster_now(cl) + cl->test_ready_delay_ms;
             cl->test_ready_delay_ms = 0; /* once, at the first join */
             return;
         }
@@ -232,7 +230,7 @@ static void read_index_reply(void *arg, int status, const struct ns_cmd *reply)
 
 static void release_delayed_index(struct ns_cluster *cl)
 {
-    if (cl->delayed_until != 0 && uv_now(cl->loop) >= cl->delayed_until) {
+    if (cl->delayed_until != 0 && ns_cluster_now(cl) >= cl->delayed_until) {
         cl->delayed_until = 0;
         ns_node_set_ready_index(cl->node, cl->delayed_index);
     }
@@ -356,7 +354,7 @@ void ns_cluster_on_change(struct ns_cluster *cl)
     if (leader != 0) {
         cl->leaderless_since = 0;
     } else if (cl->leaderless_since == 0) {
-        cl->leaderless_since = uv_now(cl->loop);
+        cl->leaderless_since = ns_cluster_now(cl);
     }
     if (leader != cl->peer_leader_id) {
         ns_cluster_aim_leader(cl);
@@ -394,8 +392,28 @@ void ns_cluster_start(struct ns_cluster *cl, struct ns_tls_ctx *const *peer_tls)
     }
     uv_timer_init(cl->loop, &cl->timer);
     cl->timer.data = cl;
-    uv_timer_start(&cl->timer, tick_cb, TICK_MS, TICK_MS);
+    uv_timer_start(&cl->timer, tick_cb, NS_CLUSTER_TICK_MS, NS_CLUSTER_TICK_MS);
     cl->started = true;
+}
+
+void ns_cluster_start_driven(struct ns_cluster *cl,
+                             const struct ns_peer_factory *peers)
+{
+    if (peers->create(peers->arg, &cl->leader_peer) != 0) {
+        NS_LOG(NS_LOG_ERROR, "cluster: out of memory for the leader peer");
+        cl->leader_peer = NULL;
+    }
+    /* initialised (ns_cluster_stop closes it), never started */
+    uv_timer_init(cl->loop, &cl->timer);
+    cl->timer.data = cl;
+    cl->driven = true;
+    cl->started = true;
+}
+
+void ns_cluster_set_clock(struct ns_cluster *cl, const struct ns_clock *clock)
+{
+    cl->clock = clock;
+    cl->integrity.clock = clock;
 }
 
 static void timer_closed(uv_handle_t *h)

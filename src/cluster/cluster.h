@@ -27,6 +27,10 @@ struct ns_tls_ctx;
  * defaults. */
 int64_t ns_clock_wall_ms(void);
 
+/* How often the cluster ticks: waiting requests retry, the leader connection
+ * is re-aimed, readiness is asked for. */
+#define NS_CLUSTER_TICK_MS 50
+
 /* --- waiting for the cluster (docs/waits.md) --- */
 
 /* A request that waits for a leader to be known or to answer (a struct
@@ -81,6 +85,19 @@ void ns_cluster_set_tick_hook(struct ns_cluster *cl, void (*fn)(void *ctx),
                               void *ctx);
 /* Starts its timer; the leader connection speaks TLS with the context
  * *peer_tls holds when it connects (borrowed slot, outlives cl). */
+/* How often the cluster ticks (ns_cluster_on_change): waiting requests
+ * retry, the leader connection is re-aimed, readiness is asked for. */
+#define NS_CLUSTER_TICK_MS 50
+
+/* For a driven server (ns_server_start_driven): the leader connection comes
+ * from peers (borrowed, must outlive cl) and no timer runs; the server calls
+ * ns_cluster_on_change every NS_CLUSTER_TICK_MS of its clock. */
+struct ns_peer_factory;
+void ns_cluster_start_driven(struct ns_cluster *cl,
+                             const struct ns_peer_factory *peers);
+/* Time comes from clock (borrowed, must outlive cl) instead of the loop. */
+struct ns_clock;
+void ns_cluster_set_clock(struct ns_cluster *cl, const struct ns_clock *clock);
 void ns_cluster_start(struct ns_cluster *cl,
                       struct ns_tls_ctx *const *peer_tls);
 /* Fails waiting writes with NS_ESHUTDOWN, closes the peer and the timer; the

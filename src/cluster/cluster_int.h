@@ -10,6 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/integrity.h"
+#include "raftns/clock.h"
 #include "raftns/replay.h"
 
 struct fwd;
@@ -18,6 +19,9 @@ struct echo;
 
 struct ns_cluster {
     uv_loop_t *loop;
+    const struct ns_clock *clock; /* borrowed (ns_cluster_set_clock); NULL =
+                                     the loop's uv_now */
+    bool driven; /* ns_cluster_start_driven: ticked by the server, no timer */
     struct ns_state *state;       /* borrowed */
     struct ns_node *node;         /* borrowed */
     const struct ns_waits *waits; /* borrowed: the server's */
@@ -54,6 +58,12 @@ struct ns_cluster {
     struct echo *echoes;
     struct ns_integrity integrity; /* divergence work (integrity.h) */
 };
+
+/* Milliseconds of the cluster's clock. */
+static inline uint64_t ns_cluster_now(const struct ns_cluster *cl)
+{
+    return cl->clock != NULL ? ns_clock_now(cl->clock) : uv_now(cl->loop);
+}
 
 /* Aims the leader connection at the current leader: 0, or NS_ENOTLEADER when
  * none is known (or it is this node) (cluster.c). */

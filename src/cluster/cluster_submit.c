@@ -104,7 +104,7 @@ static void schedule_echo(struct ns_cluster *cl, const struct fwd *f)
     if (e == NULL) {
         return;
     }
-    e->due = uv_now(cl->loop) + cl->test_echo_ms;
+    e->due = ns_cluster_now(cl) + cl->test_echo_ms;
     e->len = f->len;
     memcpy(e->bytes, f->bytes, f->len);
     e->next = cl->echoes;
@@ -125,7 +125,7 @@ static void echo_answered(void *arg, int status, const struct ns_cmd *reply)
 
 static void fire_echoes(struct ns_cluster *cl)
 {
-    uint64_t now = uv_now(cl->loop);
+    uint64_t now = ns_cluster_now(cl);
     struct echo **pp = &cl->echoes;
     while (*pp != NULL) {
         struct echo *e = *pp;
@@ -167,7 +167,7 @@ static void park(struct fwd *f)
         finish(f, NS_ESHUTDOWN, 0, NULL);
         return;
     }
-    if (uv_now(cl->loop) >= f->deadline) {
+    if (ns_cluster_now(cl) >= f->deadline) {
         finish(f, NS_ETIMEDOUT, 0, NULL);
         return;
     }
@@ -204,6 +204,11 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
                    (int)reply->code,
                    reply->remark != NULL ? reply->remark : "");
         }
+#ifdef RAFTNS_BREAK_FORWARD_ONCE
+        /* TEST-ONLY MUTANT: a forward that failed is not sent again */
+        finish(f, status != 0 ? status : NS_EIO, 0, NULL);
+        return;
+#endif
         park(f);
         return;
     }
@@ -220,7 +225,7 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
     f->res.reg.master_addr = dup_ext(reply, NS_EXT_REG_MASTER);
     f->res.reg.ha_addr = dup_ext(reply, NS_EXT_REG_HA);
     f->res.count = (int32_t)count;
-    uint64_t now = uv_now(cl->loop);
+    uint64_t now = ns_cluster_now(cl);
     uint64_t wait = f->deadline > now ? f->deadline - now : 0;
     if (wait < cl->waits->apply_min_ms) {
         wait = cl->waits->apply_min_ms;
@@ -238,25 +243,29 @@ static void forward_reply(void *arg, int status, const struct ns_cmd *reply)
 static void route(struct fwd *f)
 {
     struct ns_cluster *cl = f->cl;
-    if (cl->stopping || uv_now(cl->loop) >= f->deadline) {
+    if (cl->stopping || ns_cluster_now(cl) >= f->deadline) {
         park(f); /* finishes it */
         return;
     }
-    if (ns_node_is_leader(cl->node)) {
+    bool here = ns_node_is_leader(cl->node);
+#ifdef RAFTNS_BREAK_FORWARD_LOCAL
+    here = true; /* TEST-ONLY MUTANT: a follower proposes to its own node */
+#endif
+    if (here) {
         int rv = ns_dedup_propose(cl, f->bytes, f->len, true, local_done, f);
         if (rv != 0) {
             finish(f, rv, 0, NULL);
         }
         return;
     }
-    if (uv_now(cl->loop) < f->not_before) {
+    if (ns_cluster_now(cl) < f->not_before) {
         park(f);
         return;
     }
     if (f->len >= BIG_COMMAND) {
         uint64_t pause = (uint64_t)BIG_RETRY_MS
                          << (f->n_sends < 4 ? f->n_sends : 4);
-        f->not_before = uv_now(cl->loop) +
+        f->not_before = ns_cluster_now(cl) +
                         (pause < BIG_RETRY_MAX_MS ? pause : BIG_RETRY_MAX_MS);
     }
     f->n_sends++;
@@ -269,7 +278,7 @@ static void route(struct fwd *f)
         park(f);
         return;
     }
-    uint64_t left = f->deadline - uv_now(cl->loop);
+    uint64_t left = f->deadline - ns_cluster_now(cl);
     int rv = ns_cluster_leader_request(cl, &req, left, forward_reply, f);
     ns_cmd_close(&req);
     if (rv != 0) {
@@ -368,7 +377,7 @@ static int submit_anywhere(struct ns_cluster *cl, const uint8_t *bytes,
     f->arg = arg;
     f->wait.retry = parked_retry;
     f->wait.data = f;
-    f->deadline = uv_now(cl->loop) + cl->waits->write_ms;
+    f->deadline = ns_cluster_now(cl) + cl->waits->write_ms;
     /* Never call back before returning: start on the next tick when no
      * leader is known, else now (callbacks of raft/peer are always later). */
     if (ns_node_is_leader(cl->node) || ns_cluster_aim_leader(cl) == 0) {

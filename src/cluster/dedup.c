@@ -20,6 +20,9 @@ int ns_dedup_registration_held(const struct ns_cluster *cl,
                                struct ns_register_result *master)
 {
     const struct ns_settings *st = ns_config_settings(cl->state->config);
+#ifdef RAFTNS_BREAK_NO_DEDUP
+    return 0; /* TEST-ONLY MUTANT: no registration is ever held */
+#endif
     if (!ns_route_is_unchanged_registration(
             cl->state->route, reg, st->delete_topic_with_broker_registration)) {
         return 0;
@@ -71,6 +74,9 @@ static void shared_done(void *arg, int status, uint64_t index,
 static bool same_command(const struct shared *sh, const uint8_t *bytes,
                          size_t len, bool any_id)
 {
+#ifdef RAFTNS_BREAK_NO_DEDUP
+    return false; /* TEST-ONLY MUTANT: identical commands never share */
+#endif
     return ns_command_same_write(sh->key, sh->len, bytes, len, any_id);
 }
 

@@ -14,6 +14,8 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
+
 #include "raftns/buf.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm.h"
@@ -65,15 +67,18 @@ struct ns_recovery {
     uint8_t *cache; /* owned: the encoding served, at cache_at */
     size_t cache_len;
     uint64_t cache_at, cache_used_ms;
+    uint64_t cache_term; /* the node's term when the cache was encoded */
     uint64_t n_served;
     size_t chunk; /* test hook RAFTNS_TEST_FETCH_CHUNK; 0 = a frame's worth */
 };
 
 struct ns_integrity {
     uv_loop_t *loop;
-    struct ns_state *state;     /* borrowed */
-    struct ns_node *node;       /* borrowed */
-    struct ns_cluster *cluster; /* borrowed: proposals and leader requests */
+    const struct ns_clock *clock; /* borrowed (the cluster's); NULL = the
+                                     loop's uv_now */
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    struct ns_cluster *cluster;   /* borrowed: proposals and leader requests */
     /* driven by an observer: between ns_integrity_start and _stop; the
      * leader answers reports and fetches only then */
     bool active;
@@ -82,6 +87,12 @@ struct ns_integrity {
     struct ns_verdicts verdicts;
     struct ns_recovery recovery;
 };
+
+/* Milliseconds of the integrity's clock. */
+static inline uint64_t ns_integrity_now(const struct ns_integrity *ig)
+{
+    return ig->clock != NULL ? ns_clock_now(ig->clock) : uv_now(ig->loop);
+}
 
 /* The cluster's (owned by it, borrowed by the caller). */
 struct ns_integrity *ns_cluster_integrity(struct ns_cluster *cl);
@@ -139,13 +150,18 @@ struct ns_recovery_chunk {
     uint64_t at;          /* applied index of the copy */
     uint64_t total;       /* bytes of the whole copy */
     uint64_t offset;      /* of this chunk */
+    uint64_t term;        /* the node's term when it encoded the copy */
     const uint8_t *bytes; /* borrowed until the next call or tick */
     size_t len;
 };
 /* The leader serves the chunk at offset of the copy at index (0 = a new copy
- * at the applied index, offset 0). 0 with *out; NS_ENOMEM; or another NS_E*
- * with the remark to answer written to remark (NUL-terminated, cap bytes). */
-int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
-                      struct ns_recovery_chunk *out, char *remark, size_t cap);
+ * at the applied index, offset 0). With backup (an operator's snapshot save,
+ * docs/backup-and-replicas.md) any ready, healthy node serves its own state
+ * the same way; a new backup shares a copy still being transferred. 0 with
+ * *out; NS_ENOMEM; or another NS_E* with the remark to answer written to remark
+ * (NUL-terminated, cap bytes). */
+int ns_recovery_serve(struct ns_integrity *ig, bool backup, uint64_t index,
+                      uint64_t offset, struct ns_recovery_chunk *out,
+                      char *remark, size_t cap);
 
 #endif

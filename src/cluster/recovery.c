@@ -3,7 +3,9 @@
  * leader's applied index (ns_node_install_state), so the entries that state
  * already holds are skipped and every later one is applied once. The leader
  * side answers the chunks from one cached encoding. Deciding who diverged is
- * verdict.c; libraft 0.15 cannot be asked to send an InstallSnapshot. */
+ * verdict.c; libraft 0.15 cannot be asked to send an InstallSnapshot. The same
+ * code, sent by an operator instead of a node (raftnsctl snapshot save), copies
+ * any ready node's state into a backup file (include/raftns/backup.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +28,10 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
 #define CACHE_IDLE_MS 30000
+/* A backup that starts while another copy is being transferred shares its
+ * encoding (a consistent state, a little older than the applied index)
+ * instead of replacing it under the other transfer. */
+#define BACKUP_SHARE_MS 2000
 
 void ns_recovery_close(struct ns_recovery *r)
 {
@@ -72,7 +78,7 @@ static void fetch_failed(struct ns_integrity *ig, const char *why)
     if (r->backoff_ms > BACKOFF_MAX_MS) {
         r->backoff_ms = BACKOFF_MAX_MS;
     }
-    r->next_ms = uv_now(ig->loop) + r->backoff_ms;
+    r->next_ms = ns_integrity_now(ig) + r->backoff_ms;
     NS_LOG(NS_LOG_WARN,
            "recover: fetching the leader's state failed: %s; retrying in "
            "%" PRIu64 " ms",
@@ -127,7 +133,7 @@ static void install(struct ns_integrity *ig)
                "recover: applied past the leader's copy at %" PRIu64
                "; fetching a newer one",
                at);
-        r->next_ms = uv_now(ig->loop) + RETRY_SOON_MS;
+        r->next_ms = ns_integrity_now(ig) + RETRY_SOON_MS;
         return;
     }
     if (rv != 0) {
@@ -218,7 +224,7 @@ static void follower_tick(struct ns_integrity *ig, uint64_t now)
 void ns_recovery_tick(struct ns_integrity *ig)
 {
     struct ns_recovery *r = &ig->recovery;
-    uint64_t now = uv_now(ig->loop);
+    uint64_t now = ns_integrity_now(ig);
     if (r->cache != NULL && now - r->cache_used_ms > CACHE_IDLE_MS) {
         ns_free(r->cache);
         r->cache = NULL;
@@ -252,15 +258,26 @@ static int refresh_cache(struct ns_integrity *ig, uint64_t applied)
     ns_free(r->cache);
     r->cache = ns_buf_take(&b, &r->cache_len);
     r->cache_at = applied;
+    r->cache_term = ns_node_term(ig->node);
     ns_buf_close(&b);
     return 0;
 }
 
-int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
-                      struct ns_recovery_chunk *out, char *remark, size_t cap)
+int ns_recovery_serve(struct ns_integrity *ig, bool backup, uint64_t index,
+                      uint64_t offset, struct ns_recovery_chunk *out,
+                      char *remark, size_t cap)
 {
-    if (!ig->active || !ns_node_is_leader(ig->node) ||
-        ns_node_is_diverged(ig->node)) {
+    /* A backup is any ready node's own state at its applied index; a
+     * diverged node copies from the leader only. */
+    if (backup && (!ig->active || !ns_node_is_ready(ig->node) ||
+                   ns_node_is_diverged(ig->node))) {
+        snprintf(remark, cap,
+                 "raftns: this node is not ready or diverged; take the "
+                 "snapshot from another node");
+        return NS_EAGAIN;
+    }
+    if (!backup && (!ig->active || !ns_node_is_leader(ig->node) ||
+                    ns_node_is_diverged(ig->node))) {
         snprintf(remark, cap, "raftns: not a healthy leader");
         return NS_ENOTLEADER;
     }
@@ -268,8 +285,11 @@ int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
     if (index == 0) {
         /* The state is exactly the applied index's: handlers run between
          * raft's apply callbacks. */
-        int rv = offset == 0 ? refresh_cache(ig, ns_node_last_applied(ig->node))
-                             : NS_EINVAL;
+        bool share = backup && r->cache != NULL &&
+                     uv_now(ig->loop) - r->cache_used_ms < BACKUP_SHARE_MS;
+        int rv = offset != 0 ? NS_EINVAL
+                 : share     ? 0
+                         : refresh_cache(ig, ns_node_last_applied(ig->node));
         if (rv == NS_ENOMEM) {
             return rv;
         }
@@ -279,10 +299,17 @@ int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
             return rv;
         }
         r->n_served++;
-        NS_LOG(NS_LOG_WARN,
-               "recover: a diverged node copies this leader's state (%zu "
-               "bytes at index %" PRIu64 ")",
-               r->cache_len, r->cache_at);
+        if (backup) {
+            NS_LOG(NS_LOG_INFO,
+                   "backup: a snapshot of %zu bytes at index %" PRIu64
+                   " is being saved",
+                   r->cache_len, r->cache_at);
+        } else {
+            NS_LOG(NS_LOG_WARN,
+                   "recover: a diverged node copies this leader's state (%zu "
+                   "bytes at index %" PRIu64 ")",
+                   r->cache_len, r->cache_at);
+        }
     } else if (r->cache == NULL || r->cache_at != index ||
                offset > r->cache_len) {
         snprintf(remark, cap,
@@ -297,10 +324,11 @@ int ns_recovery_serve(struct ns_integrity *ig, uint64_t index, uint64_t offset,
     if (chunk > max) {
         chunk = max;
     }
-    r->cache_used_ms = uv_now(ig->loop);
+    r->cache_used_ms = ns_integrity_now(ig);
     out->at = r->cache_at;
     out->total = r->cache_len;
     out->offset = offset;
+    out->term = r->cache_term;
     out->bytes = r->cache + offset;
     out->len = chunk;
     return 0;

@@ -296,7 +296,7 @@ static void follow_role(struct ns_integrity *ig)
 
 void ns_verdict_tick(struct ns_integrity *ig)
 {
-    uint64_t now = uv_now(ig->loop);
+    uint64_t now = ns_integrity_now(ig);
     follow_role(ig);
     const struct ns_diverge *d = ns_node_diverge(ig->node);
     if (!ig->verdicts.leading) {

@@ -31,7 +31,7 @@ struct ns_controller_retry {
 
 int64_t ns_controller_now(const struct ns_controller *c)
 {
-    return (int64_t)uv_now(c->loop);
+    return (int64_t)ns_clock_now(c->clock);
 }
 
 /* --- settings --- */
@@ -136,11 +136,13 @@ static void read_settings(struct ns_controller_settings *s,
 }
 
 int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
+                       const struct ns_clock *clock,
                        const struct ns_props *props, struct ns_state *state,
                        struct ns_node *node, struct ns_cluster *cluster)
 {
     memset(c, 0, sizeof *c);
     c->loop = loop;
+    c->clock = clock;
     c->state = state;
     c->node = node;
     c->cluster = cluster;
@@ -492,9 +494,11 @@ static void run_retries(struct ns_controller *c, int64_t now)
     }
 }
 
-static void tick_cb(uv_timer_t *t)
+void ns_controller_tick(struct ns_controller *c)
 {
-    struct ns_controller *c = t->data;
+    if (!c->started || c->stopping) {
+        return;
+    }
     int64_t now = ns_controller_now(c);
     if (now >= c->next_expiry_ms) {
         c->next_expiry_ms = now + c->set.scan_not_active_ms;
@@ -510,6 +514,28 @@ static void tick_cb(uv_timer_t *t)
     run_retries(c, now);
 }
 
+static void tick_cb(uv_timer_t *t)
+{
+    ns_controller_tick(t->data);
+}
+
+static void begin(struct ns_controller *c)
+{
+    int64_t now = ns_controller_now(c);
+    c->start_ms = now;
+    c->next_expiry_ms = now + FIRST_SCAN_MS;
+    c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
+    c->started = true;
+}
+
+void ns_controller_start_driven(struct ns_controller *c)
+{
+    if (c->set.enabled) {
+        begin(c);
+        c->driven = true;
+    }
+}
+
 void ns_controller_start(struct ns_controller *c)
 {
     if (!c->set.enabled) {
@@ -517,12 +543,8 @@ void ns_controller_start(struct ns_controller *c)
     }
     uv_timer_init(c->loop, &c->tick);
     c->tick.data = c;
-    int64_t now = ns_controller_now(c);
-    c->start_ms = now;
-    c->next_expiry_ms = now + FIRST_SCAN_MS;
-    c->next_master_scan_ms = now + c->set.scan_inactive_master_ms;
+    begin(c);
     uv_timer_start(&c->tick, tick_cb, TICK_MS, TICK_MS);
-    c->started = true;
     NS_LOG(NS_LOG_INFO, "controller: enabled (group %s, unclean %s)",
            c->set.group, c->set.unclean ? "on" : "off");
 }
@@ -579,7 +601,7 @@ void ns_controller_stop(struct ns_controller *c)
         finish(c, op, NS_ESHUTDOWN);
     }
     c->tail = NULL;
-    if (c->started) {
+    if (c->started && !c->driven) {
         uv_close((uv_handle_t *)&c->tick, NULL);
     }
     ns_controller_notify_close(c);

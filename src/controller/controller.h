@@ -11,6 +11,7 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
 #include "raftns/config.h"
 #include "raftns/controller.h"
 #include "raftns/fsm.h"
@@ -82,9 +83,10 @@ struct ns_controller_op {
 
 struct ns_controller {
     uv_loop_t *loop;
-    struct ns_state *state;     /* borrowed */
-    struct ns_node *node;       /* borrowed */
-    struct ns_cluster *cluster; /* borrowed */
+    const struct ns_clock *clock; /* borrowed: the server's */
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    struct ns_cluster *cluster;   /* borrowed */
     struct ns_controller_settings set;
     struct ns_controller_stats stats;
     struct ns_ctl_live live; /* this node's heartbeats */
@@ -93,6 +95,7 @@ struct ns_controller {
     bool busy;       /* an op's event is being committed */
     uv_timer_t tick;
     bool started, stopping;
+    bool driven;      /* no timer: ns_controller_tick is called */
     bool was_leader;  /* the ready leader at the last role change */
     int64_t start_ms; /* uv_now at ns_controller_start */
     int64_t next_expiry_ms, next_master_scan_ms;
@@ -102,13 +105,20 @@ struct ns_controller {
     size_t n_peers;
 };
 
-/* Reads the settings from props (borrowed; validated at start-up). 0 or
- * NS_ENOMEM. */
+/* Reads the settings from props (borrowed; validated at start-up); time
+ * comes from clock (borrowed, outlives c). 0 or NS_ENOMEM. */
 int ns_controller_init(struct ns_controller *c, uv_loop_t *loop,
+                       const struct ns_clock *clock,
                        const struct ns_props *props, struct ns_state *state,
                        struct ns_node *node, struct ns_cluster *cluster);
-/* Starts the tick when enabled. */
+/* Starts the tick timer (every 250 ms) when enabled. */
 void ns_controller_start(struct ns_controller *c);
+/* For a driven server (no running timer): as ns_controller_start, and the
+ * driver calls ns_controller_tick as time moves. */
+void ns_controller_start_driven(struct ns_controller *c);
+/* The expiry scan, the leader's inactive-master scan and retries, when due
+ * by the clock. */
+void ns_controller_tick(struct ns_controller *c);
 /* Finishes queued ops with NS_ESHUTDOWN, closes the tick and the peers. */
 void ns_controller_stop(struct ns_controller *c);
 /* Frees what is left (after the loop ran the closes). */

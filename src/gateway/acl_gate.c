@@ -65,7 +65,7 @@ static void log_refusal(struct ns_req *req, const char *remark,
                         const char *access_key)
 {
     struct ns_acl_gate *g = &req->gw->acl;
-    uint64_t now = uv_now(req->gw->loop);
+    uint64_t now = ns_gateway_now(req->gw);
     if (now - g->log_window_ms >= 1000) {
         if (g->log_suppressed > 0) {
             NS_LOG(NS_LOG_WARN, "acl: %llu more refusals not logged",

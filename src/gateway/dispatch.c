@@ -81,6 +81,7 @@ static const struct handler handlers[] = {
     {NS_CODE_CONTROLLER_APPLY_BROKER_ID, ns_handle_controller_queued, 0, B},
     {NS_CODE_LIVENESS_REPORT, ns_handle_liveness_report, 0, N},
     {NS_CODE_STATUS, ns_handle_status, F_ALWAYS, R},
+    {NS_CODE_BROKER_LIVENESS, ns_handle_broker_liveness, F_ALWAYS, R},
     /* signed by the cluster secret; they check it and divergence themselves */
     {NS_CODE_DIGEST_REPORT, ns_handle_digest_report, F_ALWAYS, N},
     {NS_CODE_STATE_FETCH, ns_handle_state_fetch, F_ALWAYS, N},
@@ -95,7 +96,7 @@ static bool is_private_admin_code(int32_t code)
 {
     return (code >= NS_CODE_FORWARD && code <= NS_CODE_LEADER_TRANSFER) ||
            code == NS_CODE_ACL_UPDATE || code == NS_CODE_ACL_LIST ||
-           code == NS_CODE_READ_FORWARD;
+           code == NS_CODE_READ_FORWARD || code == NS_CODE_MEMBER_ASSIGN;
 }
 
 static const struct handler *find_handler(int32_t code)

@@ -13,6 +13,8 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
+
 #include "cluster/cluster.h"
 #include "controller/controller.h"
 #include "gateway/register_memo.h"
@@ -46,6 +48,8 @@ struct ns_acl_gate {
  * state. */
 struct ns_gateway {
     uv_loop_t *loop;
+    const struct ns_clock *clock; /* borrowed (the server's); NULL = the
+                                     loop's uv_now */
     struct ns_state *state;       /* borrowed */
     struct ns_node *node;         /* borrowed */
     const struct ns_waits *waits; /* borrowed: the server's */
@@ -65,6 +69,12 @@ struct ns_gateway {
     ns_server_status_fn status_fn;
     void *status_ctx;
 };
+
+/* Milliseconds of the gateway's clock. */
+static inline uint64_t ns_gateway_now(const struct ns_gateway *gw)
+{
+    return gw->clock != NULL ? ns_clock_now(gw->clock) : uv_now(gw->loop);
+}
 
 /* --- gateway.c --- */
 /* Over the rooms given (borrowed; they outlive gw); copies the ACL settings of

@@ -164,6 +164,7 @@ int ns_propose_simple(struct ns_req *req, const struct ns_command *c);
 
 /* --- handle_liveness.c: NS_CODE_LIVENESS_REPORT --- */
 int ns_handle_liveness_report(struct ns_req *req);
+int ns_handle_broker_liveness(struct ns_req *req);
 
 /* --- register_async.c --- */
 /* True when a REGISTER_BROKER body may take long to decode: it is then

@@ -141,7 +141,7 @@ static void register_done(struct ns_pending *p, int status,
     }
     if (r->status == NS_REGISTER_OK && k != NULL) {
         ns_liveness_register(p->gw->live, k->cluster, k->addr,
-                             uv_now(p->gw->loop), k->timeout_ms, p->to.conn);
+                             ns_gateway_now(p->gw), k->timeout_ms, p->to.conn);
     }
     reply_registered(p->gw, &p->to, r->master_addr, r->ha_addr);
 }
@@ -225,7 +225,7 @@ static int reply_unchanged(struct ns_req *req, const struct ns_register *reg,
     int rv = held == 1 ? 0 : held;
     if (rv == 0) {
         rv = ns_liveness_register(
-            gw->live, reg->cluster, reg->broker_addr, uv_now(gw->loop),
+            gw->live, reg->cluster, reg->broker_addr, ns_gateway_now(gw),
             (uint64_t)reg->heartbeat_timeout_ms, req->conn);
     }
     if (rv == 0) {
@@ -435,7 +435,7 @@ int ns_handle_query_data_version(struct ns_req *req)
     if (!changed) {
         /* As Java: only an unchanged version refreshes the broker; a changed
          * one is followed by a registration. */
-        ns_liveness_touch(gw->live, cluster, addr, uv_now(gw->loop));
+        ns_liveness_touch(gw->live, cluster, addr, ns_gateway_now(gw));
     }
 
     struct ns_cmd reply;
@@ -467,6 +467,6 @@ int ns_handle_broker_heartbeat(struct ns_req *req)
 {
     ns_liveness_touch(req->gw->live, ext_or_empty(req->cmd, "clusterName"),
                       ext_or_empty(req->cmd, "brokerAddr"),
-                      uv_now(req->gw->loop));
+                      ns_gateway_now(req->gw));
     return ns_reply_simple(&req->to, NS_CODE_SUCCESS, NULL);
 }

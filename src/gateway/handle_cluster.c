@@ -1,13 +1,15 @@
 /* Handlers of the private codes (include/raftns/codes.h): forwarded writes and
- * read indexes on the leader, member list/add/remove and leader transfer, and
- * the client side of these codes is cluster.c (nodes) and tools/ctl_cluster.c
- * (raftnsctl). Held reads (raftnsConsistent) are held_read.c. */
+ * read indexes on the leader, member list/add/remove/assign (promote, demote)
+ * and leader transfer; the client side of these codes is cluster.c (nodes)
+ * and tools/ctl_cluster.c (raftnsctl). Held reads (raftnsConsistent) are
+ * held_read.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/cluster.h"
 #include "gateway/gateway_int.h"
+#include "gateway/member_check.h"
 #include "raftns/alloc.h"
 #include "raftns/cluster_config.h"
 #include "raftns/codes.h"
@@ -20,9 +22,24 @@
 
 struct member_op {
     uint64_t id;
+    int role; /* enum ns_node_member_role: MEMBER_ADD's and MEMBER_ASSIGN's */
+    int32_t code; /* the request's */
     char raft[64];
     char client[64];
     char http[64];
+    char why[384]; /* the remark of a failure, once known */
+    int status;    /* a failed add's, while its addresses are removed */
+};
+
+/* A request relayed to the leader: a transfer whose answer is lost when this
+ * node re-aims its leader connection still moved the leadership. */
+struct relayed {
+    bool transfer;
+    uint64_t target;     /* 0 = raft picks */
+    uint64_t old_leader; /* the leader the request went to */
+    struct ns_wait wait;
+    uint64_t deadline; /* uv_now: waiting for the next leader until then */
+    int status;        /* the relay's failure, answered if none shows up */
 };
 
 static int set_ext_u64(struct ns_cmd *c, const char *key, uint64_t v)
@@ -243,8 +260,14 @@ static int handle_member_list(struct ns_req *req)
     for (size_t i = 0; i < n; i++) {
         const struct ns_member *sm = find_member(gw->state, m[i].id);
         ns_json_write_obj_begin(&w);
+        /* a node without a cluster file records no addresses: its own
+         * client address is still known */
+        const char *client = sm != NULL ? sm->client_addr : NULL;
+        if (client == NULL && m[i].id == ns_node_id(gw->node)) {
+            client = gw->net->client_addr;
+        }
         ns_json_write_key(&w, "client");
-        ns_json_write_str(&w, or_empty(sm != NULL ? sm->client_addr : NULL));
+        ns_json_write_str(&w, or_empty(client));
         ns_json_write_key(&w, "http");
         ns_json_write_str(&w, or_empty(sm != NULL ? sm->http_addr : NULL));
         ns_json_write_key(&w, "id");
@@ -267,21 +290,64 @@ static int handle_member_list(struct ns_req *req)
 
 /* --- admin codes on a follower: relayed to the leader --- */
 
-static void change_done(struct ns_pending *p, int status,
-                        const struct ns_apply_result *res);
+static void reply_leader(struct ns_pending *p);
+
+static bool transfer_moved(const struct ns_pending *p)
+{
+    const struct relayed *rl = p->data;
+    uint64_t leader = ns_node_leader_id(p->gw->node);
+    return rl != NULL && rl->transfer && leader != 0 &&
+           (rl->target != 0 ? leader == rl->target : leader != rl->old_leader);
+}
+
+/* A relayed transfer whose answer was lost while no leader is known yet (an
+ * election runs because of it): the next known leader says whether it moved.
+ * Retried on every cluster tick (ns_cluster_wait_again), the admin-leader wait
+ * at most. */
+static void transfer_wait_retry(void *data)
+{
+    struct ns_pending *p = data;
+    struct relayed *rl = p->data;
+    struct ns_gateway *gw = p->gw;
+    uint64_t leader = ns_node_leader_id(gw->node);
+    if (transfer_moved(p)) {
+        reply_leader(p);
+    } else if (leader == 0 && !gw->stopping &&
+               !ns_cluster_is_stopping(gw->cluster) &&
+               uv_now(gw->loop) < rl->deadline) {
+        ns_cluster_wait_again(gw->cluster, &rl->wait);
+        return;
+    } else {
+        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
+                         "raftns: leader %llu unreachable (%s) and the "
+                         "leadership did not move (leader now: %llu)",
+                         (unsigned long long)rl->old_leader,
+                         ns_strerror(rl->status), (unsigned long long)leader);
+    }
+    ns_pending_finish(p, 0, 0, NULL);
+}
 
 static void proxy_reply(void *arg, int status, const struct ns_cmd *reply)
 {
     struct ns_pending *p = arg;
-    uint64_t leader = ns_node_leader_id(p->gw->node);
-    const uint64_t *target = p->data; /* a relayed transfer's, or NULL */
-    if (status != 0 && target != NULL && *target == leader) {
+    struct relayed *rl = p->data; /* NULL when out of memory */
+    if (status != 0 && transfer_moved(p)) {
         /* a relayed transfer: the leader connection was re-aimed at the new
          * leader before the old one's answer arrived; the move happened */
-        change_done(p, 0, NULL);
+        reply_leader(p);
+    } else if (status != 0 && rl != NULL && rl->transfer) {
+        rl->status = status;
+        rl->deadline = uv_now(p->gw->loop) + p->gw->waits->admin_leader_ms;
+        rl->wait.retry = transfer_wait_retry;
+        rl->wait.data = p;
+        transfer_wait_retry(p);
+        return; /* it finishes p */
     } else if (status != 0) {
         ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: leader unreachable: %s", ns_strerror(status));
+                         "raftns: leader %llu unreachable from node %llu: %s",
+                         (unsigned long long)(rl != NULL ? rl->old_leader : 0),
+                         (unsigned long long)ns_node_id(p->gw->node),
+                         ns_strerror(status));
     } else {
         struct ns_cmd out;
         ns_reply_init(&out, &p->to, reply->code);
@@ -322,13 +388,15 @@ static int proxy_to_leader(struct ns_req *req)
         return NS_ENOMEM;
     }
     int64_t target = 0;
-    if (fwd.code == NS_CODE_LEADER_TRANSFER &&
-        ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0) {
-        uint64_t *keep = ns_malloc(sizeof *keep); /* for proxy_reply */
-        if (keep != NULL) {
-            *keep = (uint64_t)target;
-            p->data = keep;
-        }
+    struct relayed *rl = ns_calloc(1, sizeof *rl); /* for proxy_reply */
+    if (rl != NULL) {
+        rl->transfer = fwd.code == NS_CODE_LEADER_TRANSFER;
+        rl->target =
+            ns_cmd_ext_int64(req->cmd, NS_EXT_ID, &target) && target > 0
+                ? (uint64_t)target
+                : 0;
+        rl->old_leader = ns_node_leader_id(req->gw->node);
+        p->data = rl;
     }
     rv = ns_cluster_leader_request(
         req->gw->cluster, &fwd, req->gw->waits->admin_relay_ms, proxy_reply, p);
@@ -346,13 +414,22 @@ static int proxy_to_leader(struct ns_req *req)
 static void change_done(struct ns_pending *p, int status,
                         const struct ns_apply_result *res)
 {
+    struct member_op *op = p->data;
     (void)res;
     if (status != 0) {
-        ns_reply_remarkf(&p->to, NS_CODE_SYSTEM_ERROR,
-                         "raftns: membership change failed: %s",
-                         ns_strerror(status));
+        if (op->why[0] == '\0') {
+            ns_member_change_error(op->code, op->id, status, NULL, op->why,
+                                   sizeof op->why);
+        }
+        ns_reply_simple(&p->to, NS_CODE_SYSTEM_ERROR, op->why);
         return;
     }
+    reply_leader(p);
+}
+
+/* SUCCESS with the leader this node knows now. */
+static void reply_leader(struct ns_pending *p)
+{
     struct ns_cmd reply;
     ns_reply_init(&reply, &p->to, NS_CODE_SUCCESS);
     if (set_ext_u64(&reply, NS_EXT_LEADER, ns_node_leader_id(p->gw->node))) {
@@ -362,12 +439,40 @@ static void change_done(struct ns_pending *p, int status,
     ns_reply_send(&p->to, &reply);
 }
 
+static void add_undone(void *arg, int status, uint64_t index,
+                       const struct ns_apply_result *res)
+{
+    struct ns_pending *p = arg;
+    struct member_op *op = p->data;
+    (void)index;
+    (void)res;
+    if (status != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "cluster: the addresses of member %llu could not "
+               "be removed: %s",
+               (unsigned long long)op->id, ns_strerror(status));
+    }
+    ns_pending_finish(p, op->status, 0, NULL);
+}
+
 static void change_cb(void *arg, int status, const char *errmsg)
 {
     struct ns_pending *p = arg;
+    struct member_op *op = p->data;
     if (status != 0) {
-        NS_LOG(NS_LOG_WARN, "cluster: change failed: %s",
-               errmsg != NULL ? errmsg : ns_strerror(status));
+        ns_member_change_error(op->code, op->id, status, errmsg, op->why,
+                               sizeof op->why);
+        NS_LOG(NS_LOG_WARN, "cluster: %s", op->why);
+    }
+    if (status != 0 && op->code == NS_CODE_MEMBER_ADD) {
+        /* the addresses were recorded first (add_recorded): without this a
+         * member that never joined stays in /status for good. The answer
+         * waits for the removal, so a status read after it is clean. */
+        op->status = status;
+        if (ns_cluster_propose_member(p->gw->cluster, op->id, NULL, NULL, NULL,
+                                      add_undone, p) == 0) {
+            return;
+        }
     }
     ns_pending_finish(p, status, 0, NULL);
 }
@@ -380,13 +485,23 @@ static void add_recorded(void *arg, int status, uint64_t index,
     struct ns_pending *p = arg;
     struct member_op *op = p->data;
     if (status == 0) {
-        status =
-            ns_node_member_add(p->gw->node, op->id, op->raft, change_cb, p);
+        status = ns_node_member_add(p->gw->node, op->id, op->raft, op->role,
+                                    change_cb, p);
         if (status == 0) {
             return;
         }
+        change_cb(p, status, NULL); /* undoes the recorded addresses */
+        return;
     }
     ns_pending_finish(p, status, 0, NULL);
+}
+
+static void leftover_removed(void *arg, int status, uint64_t index,
+                             const struct ns_apply_result *res)
+{
+    (void)index;
+    (void)res;
+    ns_pending_finish(arg, status, 0, NULL);
 }
 
 static void remove_cb(void *arg, int status, const char *errmsg)
@@ -431,7 +546,7 @@ static void relay_reply(void *arg, int status, const struct ns_cmd *reply)
     struct ns_gateway *gw = p->gw;
     bool ok = status == 0 && reply->code == NS_CODE_SUCCESS;
     if (ok || gw->stopping || ns_cluster_is_stopping(gw->cluster) ||
-        uv_now(gw->loop) >= r->deadline) {
+        ns_gateway_now(gw) >= r->deadline) {
         ns_free(r);
         proxy_reply(p, status, reply); /* answers and finishes p */
         return;
@@ -451,7 +566,7 @@ static void relay_retry(void *data)
         return;
     }
     if (leader == 0 || leader == ns_node_id(gw->node)) {
-        if (uv_now(gw->loop) >= r->deadline) {
+        if (ns_gateway_now(gw) >= r->deadline) {
             relay_fail(r, NS_ETIMEDOUT);
         } else {
             ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -473,7 +588,7 @@ static void relay_retry(void *data)
     if (rv == 0) {
         return; /* in flight */
     }
-    if (uv_now(gw->loop) >= r->deadline) {
+    if (ns_gateway_now(gw) >= r->deadline) {
         relay_fail(r, rv);
     } else {
         ns_cluster_wait_again(gw->cluster, &r->wait);
@@ -495,7 +610,7 @@ static void self_transfer_cb(void *arg, int status, const char *errmsg)
         return;
     }
     r->p = p;
-    r->deadline = uv_now(p->gw->loop) + p->gw->waits->admin_leader_ms;
+    r->deadline = ns_gateway_now(p->gw) + p->gw->waits->admin_leader_ms;
     r->wait.retry = relay_retry;
     r->wait.data = r;
     relay_retry(r);
@@ -516,6 +631,76 @@ static bool copy_addr(const struct ns_cmd *c, const char *key, char *out,
     return true;
 }
 
+/* raftnsRole: absent (MEMBER_ADD: voter), "voter" or "standby". */
+static bool parse_role(const struct ns_cmd *c, bool required, int *role)
+{
+    const char *v = ns_cmd_ext_find(c, NS_EXT_ROLE);
+    if (v == NULL || v[0] == '\0') {
+        *role = NS_MEMBER_VOTER;
+        return !required;
+    }
+    *role = strcmp(v, "voter") == 0     ? NS_MEMBER_VOTER
+            : strcmp(v, "standby") == 0 ? NS_MEMBER_STANDBY
+                                        : -1;
+    return *role >= 0;
+}
+
+/* The role of member id in the current configuration (enum
+ * ns_node_member_role), -1 when it is not a member, or -2 without memory. */
+static int member_role(struct ns_gateway *gw, uint64_t id)
+{
+    struct ns_node_member *m = NULL;
+    size_t n = 0;
+    if (ns_node_members(gw->node, &m, &n) != 0) {
+        return -2;
+    }
+    int have = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id == id) {
+            have = m[i].role;
+        }
+    }
+    ns_free(m);
+    return have;
+}
+
+/* MEMBER_ASSIGN's and LEADER_TRANSFER's checks with the current
+ * configuration, so the answer names the member: NULL when the change may go
+ * on, else the refusal's remark (static or in buf). */
+static const char *role_refusal(struct ns_gateway *gw, int32_t code,
+                                uint64_t id, int role, char *buf, size_t len)
+{
+    static const char *const names[] = {"voter", "standby", "spare"};
+    int have = member_role(gw, id);
+    if (have == -2) {
+        return "raftns: out of memory";
+    }
+    if (code == NS_CODE_LEADER_TRANSFER) {
+        if (have < 0 || have == NS_MEMBER_VOTER) {
+            return NULL; /* raft's own answer names an unknown id */
+        }
+        snprintf(buf, len,
+                 "raftns: member %llu is a %s and cannot lead; promote it "
+                 "first (raftnsctl member promote %llu)",
+                 (unsigned long long)id, names[have % 3],
+                 (unsigned long long)id);
+    } else if (have < 0) {
+        snprintf(buf, len, "raftns: no member %llu (raftnsctl member list)",
+                 (unsigned long long)id);
+    } else if (have == role) {
+        snprintf(buf, len, "raftns: member %llu is already a %s",
+                 (unsigned long long)id, names[role % 3]);
+    } else if (id == ns_node_id(gw->node) && role != NS_MEMBER_VOTER) {
+        snprintf(buf, len,
+                 "raftns: member %llu is the leader; transfer leadership "
+                 "first (raftnsctl leader transfer)",
+                 (unsigned long long)id);
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
 static int handle_change(struct ns_req *req)
 {
     struct ns_gateway *gw = req->gw;
@@ -534,6 +719,23 @@ static int handle_change(struct ns_req *req)
         return NS_ENOMEM;
     }
     op->id = id > 0 ? (uint64_t)id : 0;
+    if ((code == NS_CODE_MEMBER_ADD || code == NS_CODE_MEMBER_ASSIGN) &&
+        !parse_role(req->cmd, code == NS_CODE_MEMBER_ASSIGN, &op->role)) {
+        ns_free(op);
+        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
+                               "raftns: raftnsRole must be voter or standby");
+    }
+    if (code == NS_CODE_MEMBER_ASSIGN ||
+        (code == NS_CODE_LEADER_TRANSFER && op->id != 0)) {
+        char why[160];
+        const char *refused =
+            role_refusal(gw, code, op->id, op->role, why, sizeof why);
+        if (refused != NULL) {
+            ns_free(op);
+            return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refused);
+        }
+    }
+    op->code = code;
     if (code == NS_CODE_MEMBER_ADD &&
         (!copy_addr(req->cmd, NS_EXT_RAFT_ADDR, op->raft, sizeof op->raft,
                     true) ||
@@ -549,6 +751,11 @@ static int handle_change(struct ns_req *req)
     }
     bool self_remove =
         code == NS_CODE_MEMBER_REMOVE && op->id == ns_node_id(gw->node);
+    int checked = self_remove ? 0 : ns_member_check(req, op->id, op->raft);
+    if (checked != 0 && checked != 2) {
+        ns_free(op);
+        return checked == 1 ? 0 : checked;
+    }
     struct ns_pending *p =
         ns_pending_new(req, self_remove ? nothing_done : change_done);
     if (p == NULL) {
@@ -565,8 +772,15 @@ static int handle_change(struct ns_req *req)
     } else if (self_remove) {
         /* the leader removes itself: hand leadership over, then relay */
         rv = ns_node_transfer(gw->node, 0, self_transfer_cb, p);
+    } else if (checked == 2) {
+        /* no raft member, only addresses left by an add that failed before
+         * this check existed: removing them is the whole removal */
+        rv = ns_cluster_propose_member(gw->cluster, op->id, NULL, NULL, NULL,
+                                       leftover_removed, p);
     } else if (code == NS_CODE_MEMBER_REMOVE) {
         rv = ns_node_member_remove(gw->node, op->id, remove_cb, p);
+    } else if (code == NS_CODE_MEMBER_ASSIGN) {
+        rv = ns_node_member_assign(gw->node, op->id, op->role, change_cb, p);
     } else {
         if (op->id != 0 && op->id == ns_node_id(gw->node)) {
             ns_pending_finish(p, 0, 0, NULL); /* already the leader */
@@ -607,6 +821,7 @@ static enum ns_acl_role private_role(const struct ns_req *req)
         return NS_ACL_ROLE_READER;
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
     case NS_CODE_ACL_UPDATE:
     case NS_CODE_ACL_LIST:
@@ -647,6 +862,7 @@ int ns_handle_private(struct ns_req *req)
         return handle_member_list(req);
     case NS_CODE_MEMBER_ADD:
     case NS_CODE_MEMBER_REMOVE:
+    case NS_CODE_MEMBER_ASSIGN:
     case NS_CODE_LEADER_TRANSFER:
         return handle_change(req);
     case NS_CODE_ACL_UPDATE:

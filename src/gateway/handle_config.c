@@ -3,6 +3,7 @@
  * unknown keys, start-up settings and values out of type or range refuse the
  * whole update with SYSTEM_ERROR (ns_config_validate); accepted updates are
  * replicated and never written to any file. */
+#include <stdio.h>
 #include <string.h>
 
 #include "raftns/codes.h"
@@ -77,16 +78,36 @@ out:
     return rv;
 }
 
+/* listenPort and bindAddress are replicated like every start-up key, but each
+ * node listens where its own --client-addr says: show that, not the table's
+ * 9876 on every node. */
 int ns_handle_get_config(struct ns_req *req)
 {
+    const struct ns_gateway *gw = req->gw;
+    struct ns_props mine;
     struct ns_buf b;
+    char ip[64], port[16];
+    ns_props_init(&mine);
     ns_buf_init(&b);
-    int rv = ns_config_encode_properties(req->gw->state->config, &b);
-    /* the controller's node-local settings, while it runs (config get) */
-    if (rv == 0 && req->gw->controller->set.enabled) {
-        ns_controller_encode_settings(req->gw->controller, &b, false);
+    snprintf(ip, sizeof ip, "%s", gw->net->client_addr);
+    char *colon = strrchr(ip, ':');
+    if (colon != NULL) {
+        *colon = '\0';
     }
-    rv = ns_reply_buf(&req->to, rv, &b);
+    snprintf(port, sizeof port, "%d", gw->net->port);
+    int rv = ns_props_set(&mine, "listenPort", port);
+    if (rv == 0 && colon != NULL) {
+        rv = ns_props_set(&mine, "bindAddress", ip);
+    }
+    if (rv == 0) {
+        rv = ns_config_encode_properties_local(gw->state->config, &mine, &b);
+    }
+    /* the controller's node-local settings, while it runs (config get) */
+    if (rv == 0 && gw->controller->set.enabled) {
+        ns_controller_encode_settings(gw->controller, &b, false);
+    }
+    rv = ns_reply_buf(&req->to, rv != 0 ? rv : b.err, &b);
     ns_buf_close(&b);
+    ns_props_close(&mine);
     return rv;
 }

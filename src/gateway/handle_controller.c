@@ -65,7 +65,7 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
     }
     const struct ns_cmd *cmd = req->cmd;
     ns_liveness_touch(req->gw->live, ext_or_empty(cmd, "clusterName"),
-                      ext_or_empty(cmd, "brokerAddr"), uv_now(req->gw->loop));
+                      ext_or_empty(cmd, "brokerAddr"), ns_gateway_now(req->gw));
     int64_t id;
     /* A heartbeat counts where the broker sent it: one another node relayed
      * (this node was not ready there) names no connection of the broker's,
@@ -105,7 +105,14 @@ int ns_handle_controller_heartbeat(struct ns_req *req)
 static const char *serving_addr(const struct ns_gateway *gw, uint64_t id)
 {
     const char *addr = ns_controller_peer_addr(gw->controller, id);
-    return addr != NULL ? addr : ns_cluster_client_addr(gw->cluster, id);
+    if (addr == NULL) {
+        addr = ns_cluster_client_addr(gw->cluster, id);
+    }
+    /* a node without a cluster file knows only its own address */
+    if (addr == NULL && id == ns_node_id(gw->node)) {
+        addr = gw->net->client_addr;
+    }
+    return addr;
 }
 
 static int put_member(struct ns_buf *peers, const struct ns_gateway *gw,

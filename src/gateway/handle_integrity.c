@@ -1,8 +1,9 @@
 /* Handlers of the divergence codes (docs/divergence.md): a follower's
  * DIGEST_REPORT and a diverged node's STATE_FETCH, both signed by the cluster
- * secret. They read the request and write the reply; the tally, the verdicts
- * and the state copy are the cluster room's (cluster/integrity.h). STATUS,
- * the observer's document, is here too. */
+ * secret; STATE_FETCH is also an operator's backup (raftnsctl snapshot save,
+ * docs/backup-and-replicas.md). They read the request and write the reply; the
+ * tally, the verdicts and the state copy are the cluster room's
+ * (cluster/integrity.h). STATUS, the observer's document, is here too. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -52,13 +53,15 @@ int ns_handle_state_fetch(struct ns_req *req)
     if (!ns_handle_private_is_signed(req)) {
         return 0;
     }
+    /* Without raftnsFrom it is an operator's backup: the state holds every
+     * account, so with ACL on it needs an admin account, like the other
+     * cluster administration. */
+    bool backup = ns_cmd_ext_find(req->cmd, NS_EXT_FROM) == NULL;
+    if (backup && !ns_acl_gate_allows(req, NS_ACL_ROLE_ADMIN)) {
+        return 0;
+    }
     struct ns_integrity *ig = ns_cluster_integrity(req->gw->cluster);
     uint64_t index = 0, offset = 0;
-    if (!ig->active || !ns_node_is_leader(req->gw->node) ||
-        ns_node_is_diverged(req->gw->node)) {
-        return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
-                               "raftns: not a healthy leader");
-    }
     if (!ext_u64(req->cmd, NS_EXT_INDEX, &index) ||
         !ext_u64(req->cmd, NS_EXT_OFFSET, &offset)) {
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR,
@@ -66,8 +69,8 @@ int ns_handle_state_fetch(struct ns_req *req)
     }
     struct ns_recovery_chunk chunk;
     char remark[128];
-    int rv =
-        ns_recovery_serve(ig, index, offset, &chunk, remark, sizeof remark);
+    int rv = ns_recovery_serve(ig, backup, index, offset, &chunk, remark,
+                               sizeof remark);
     if (rv == NS_ENOMEM) {
         return rv;
     }
@@ -79,6 +82,7 @@ int ns_handle_state_fetch(struct ns_req *req)
     rv = set_ext_u64(&reply, NS_EXT_INDEX, chunk.at);
     rv |= set_ext_u64(&reply, NS_EXT_TOTAL, chunk.total);
     rv |= set_ext_u64(&reply, NS_EXT_OFFSET, chunk.offset);
+    rv |= set_ext_u64(&reply, NS_EXT_TERM, chunk.term);
     if (rv != 0) {
         ns_cmd_close(&reply);
         return NS_ENOMEM;

@@ -43,7 +43,7 @@ int ns_handle_route(struct ns_req *req)
     const struct ns_settings *st = settings(req);
     struct ns_state *state = req->gw->state;
     if (st->need_wait_for_service &&
-        uv_now(req->gw->loop) - req->gw->start_ms <
+        ns_gateway_now(req->gw) - req->gw->start_ms <
             (uint64_t)st->wait_seconds_for_service * 1000u) {
         /* Java waits for brokers to re-register after a start; a restarted
          * member of a cluster has the cluster's routes at the leader. */

@@ -134,6 +134,9 @@ static void consistent_applied(void *arg, int status)
 static void consistent_index(void *arg, int status, uint64_t index)
 {
     struct ns_pending *p = arg;
+#ifdef RAFTNS_BREAK_READ_NO_WAIT
+    index = 0; /* TEST-ONLY MUTANT: a consistent read does not wait */
+#endif
     if (status == 0) {
         status = ns_node_wait_applied(p->gw->node, index,
                                       p->gw->waits->consistent_read_ms,
@@ -240,7 +243,7 @@ static void wait_for_leader(struct ns_held_read *h)
 {
     struct ns_gateway *gw = h->p->gw;
     if (stopping(gw) || h->p->to.conn == NULL ||
-        uv_now(gw->loop) >= h->deadline) {
+        ns_gateway_now(gw) >= h->deadline) {
         ns_pending_finish(h->p, stopping(gw) ? NS_ESHUTDOWN : NS_ETIMEDOUT, 0,
                           NULL);
         return;
@@ -273,7 +276,7 @@ static void forward_send(struct ns_held_read *h)
         ns_pending_finish(p, 0, 0, NULL);
         return;
     }
-    uint64_t now = uv_now(gw->loop);
+    uint64_t now = ns_gateway_now(gw);
     uint64_t leader = ns_node_leader_id(node);
     if (!h->local_when_ready && leader == ns_node_id(node)) {
         ns_pending_finish(p, NS_ENOTLEADER, 0, NULL); /* nobody to ask */
@@ -313,7 +316,7 @@ int ns_held_read_forward(struct ns_req *req, const char *refusal,
         return ns_reply_simple(&req->to, NS_CODE_SYSTEM_ERROR, refusal);
     }
     struct ns_gateway *gw = req->gw;
-    uint64_t now = uv_now(gw->loop);
+    uint64_t now = ns_gateway_now(gw);
     uint64_t since = now;
     uint64_t lost = ns_cluster_leaderless_since(gw->cluster);
     if (ns_node_leader_id(gw->node) == 0 && lost != 0) {

@@ -268,12 +268,22 @@ static void expire_due(struct ns_liveness *lv, uint64_t now)
 
 static void expire_or_arm(struct ns_liveness *lv, uint64_t now);
 
+/* Milliseconds of the liveness room's clock. */
+static uint64_t lv_now(const struct ns_liveness *lv)
+{
+    return lv->clock != NULL ? ns_clock_now(lv->clock) : uv_now(lv->loop);
+}
+
+void ns_liveness_fast_check(struct ns_liveness *lv)
+{
+    if (!lv->stopping && lv->leading) {
+        expire_or_arm(lv, lv_now(lv));
+    }
+}
+
 static void fast_timer_cb(uv_timer_t *t)
 {
-    struct ns_liveness *lv = t->data;
-    if (!lv->stopping && lv->leading) {
-        expire_or_arm(lv, uv_now(lv->loop));
-    }
+    ns_liveness_fast_check(t->data);
 }
 
 /* Leader: expires what is due now, else wakes up exactly when the next
@@ -298,7 +308,7 @@ static bool check_role(struct ns_liveness *lv)
 {
     bool leader = !lv->stopping && ns_node_is_leader(lv->node);
     if (leader && !lv->leading) {
-        ns_liveness_reset_all(lv, uv_now(lv->loop));
+        ns_liveness_reset_all(lv, lv_now(lv));
     } else if (!leader && lv->leading) {
         lv->leading = false;
         lv->reported_to = 0; /* report everything to the next leader */
@@ -308,7 +318,7 @@ static bool check_role(struct ns_liveness *lv)
 
 void ns_liveness_scan(struct ns_liveness *lv)
 {
-    uint64_t now = uv_now(lv->loop);
+    uint64_t now = lv_now(lv);
     if (!check_role(lv)) {
         return; /* followers never expire */
     }
@@ -328,7 +338,7 @@ void ns_liveness_conn_closed(struct ns_liveness *lv, struct ns_conn *conn)
     if (conn->brokers == NULL) {
         return;
     }
-    uint64_t now = uv_now(lv->loop);
+    uint64_t now = lv_now(lv);
     ns_liveness_table_conn_closed(&lv->t, &conn->brokers, now);
     if (lv->stopping) {
         return;
@@ -408,7 +418,7 @@ static void send_reports(struct ns_liveness *lv)
     ns_buf_init(&r.body);
     ns_buf_put_u16(&r.body, REPORT_VERSION);
     ns_buf_put_u32(&r.body, 0);
-    ns_liveness_table_take_reports(&lv->t, uv_now(lv->loop), REPORT_MAX_ENTRIES,
+    ns_liveness_table_take_reports(&lv->t, lv_now(lv), REPORT_MAX_ENTRIES,
                                    add_entry, &r);
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
@@ -452,7 +462,7 @@ int ns_liveness_merge_report(struct ns_liveness *lv, uint64_t from,
 {
     struct ns_rd rd;
     char cluster[NAME_MAX_LEN + 1], addr[NAME_MAX_LEN + 1];
-    uint64_t now = uv_now(lv->loop);
+    uint64_t now = lv_now(lv);
 #ifdef RAFTNS_BREAK_IGNORE_REPORTS
     return 0; /* TEST-ONLY MUTANT: followers' reports are dropped */
 #endif
@@ -521,7 +531,7 @@ void ns_liveness_tick(struct ns_liveness *lv)
     if (lv->stopping || !ns_node_is_ready(lv->node)) {
         return;
     }
-    uint64_t now = uv_now(lv->loop);
+    uint64_t now = lv_now(lv);
     set_self(lv);
     close_gone(lv);
     if (check_role(lv)) {
@@ -552,4 +562,25 @@ uint64_t ns_liveness_n_merged(const struct ns_liveness *lv)
 size_t ns_liveness_n_brokers(const struct ns_liveness *lv)
 {
     return lv->t.n;
+}
+
+struct each_ctx {
+    void (*cb)(void *arg, const struct ns_live *e, uint64_t now);
+    void *arg;
+    uint64_t now;
+};
+
+static void each_one(void *arg, const struct ns_live *e)
+{
+    struct each_ctx *x = arg;
+    x->cb(x->arg, e, x->now);
+}
+
+void ns_liveness_each(const struct ns_liveness *lv,
+                      void (*cb)(void *arg, const struct ns_live *e,
+                                 uint64_t now),
+                      void *arg)
+{
+    struct each_ctx x = {cb, arg, uv_now(lv->loop)};
+    ns_liveness_table_each(&lv->t, each_one, &x);
 }

@@ -12,6 +12,8 @@
 
 #include <uv.h>
 
+#include "raftns/clock.h"
+
 #include "cluster/cluster.h"
 #include "net/net.h"
 #include "raftns/fsm.h"
@@ -28,11 +30,12 @@ struct ns_liveness {
     bool stopping;     /* ns_liveness_stop ran: nothing is sent or proposed */
     uint64_t reported_to; /* leader id the reports go to */
     uv_loop_t *loop;
-    struct ns_state *state;     /* borrowed */
-    struct ns_node *node;       /* borrowed */
-    struct ns_cluster *cluster; /* borrowed: reports and expiry proposals */
-    struct ns_net *net;         /* borrowed: connections of expired brokers */
-    uv_timer_t fast_timer;      /* leader: the next fast-path expiry */
+    const struct ns_clock *clock; /* borrowed; NULL = the loop's uv_now */
+    struct ns_state *state;       /* borrowed */
+    struct ns_node *node;         /* borrowed */
+    struct ns_cluster *cluster;   /* borrowed: reports and expiry proposals */
+    struct ns_net *net;           /* borrowed: connections of expired brokers */
+    uv_timer_t fast_timer;        /* leader: the next fast-path expiry */
     bool timer_started;
     void (*stopped)(void *arg);
     void *stopped_arg;
@@ -72,6 +75,15 @@ void ns_liveness_conn_closed(struct ns_liveness *lv, struct ns_conn *conn);
 /* Once a second: reports to the leader, fast-path expiry, closing connections
  * of brokers gone from the route. */
 void ns_liveness_tick(struct ns_liveness *lv);
+/* Calls cb(arg, e, now) for every broker of this node's table, now being the
+ * loop's time the entries' times compare with (BROKER_LIVENESS listing). */
+void ns_liveness_each(const struct ns_liveness *lv,
+                      void (*cb)(void *arg, const struct ns_live *e,
+                                 uint64_t now),
+                      void *arg);
+/* The leader's fast-path expiry timer fired, or (a driven server, whose
+ * timers never run) may be due: expires what is due, re-arms for the next. */
+void ns_liveness_fast_check(struct ns_liveness *lv);
 /* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_liveness_merge_report(struct ns_liveness *lv, uint64_t from,
                              const uint8_t *body, size_t len);

@@ -539,3 +539,14 @@ void ns_liveness_table_mark_all_dirty(struct ns_liveness_table *t)
         }
     }
 }
+
+void ns_liveness_table_each(const struct ns_liveness_table *t,
+                            void (*cb)(void *arg, const struct ns_live *e),
+                            void *arg)
+{
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct ns_live *e = t->buckets[i]; e != NULL; e = e->hnext) {
+            cb(arg, e);
+        }
+    }
+}

@@ -4,6 +4,7 @@
  * One allocation per connection (the uv_tcp_t is embedded), freed only in the
  * close callback. Request meaning lives in dispatch.c. */
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -49,7 +50,7 @@ static void list_append(struct ns_net *net, struct ns_conn *c)
  * head only. */
 static void mark_active(struct ns_conn *c)
 {
-    c->last_active = uv_now(c->net->loop);
+    c->last_active = ns_net_now(c->net);
     if (!ns_conn_is_closing(c) && c->net->conn_tail != c) {
         list_unlink(c->net, c);
         list_append(c->net, c);
@@ -113,7 +114,17 @@ void ns_conn_close(struct ns_conn *c, const char *reason)
         *pp = c->dirty_next;
         c->dirty = false;
     }
+    if (c->sink != NULL) {
+        c->sink->closed(c->sink->arg, c);
+        return;
+    }
     uv_close((uv_handle_t *)&c->tcp, closed_cb);
+}
+
+void ns_conn_free_sink(struct ns_conn *c)
+{
+    assert(c->sink != NULL && c->state == NS_CONN_CLOSING);
+    closed_cb((uv_handle_t *)&c->tcp);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -246,9 +257,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
-static void write_cb(uv_write_t *w, int status)
+/* The write in flight is done (a socket's write callback, or a sink that
+ * took the bytes at once). */
+static void written(struct ns_conn *c, int status)
 {
-    struct ns_conn *c = w->data;
     ns_free(c->wdata);
     c->wdata = NULL;
     c->wlen = 0;
@@ -267,6 +279,11 @@ static void write_cb(uv_write_t *w, int status)
     ns_conn_update_flow(c);
 }
 
+static void write_cb(uv_write_t *w, int status)
+{
+    written(w->data, status);
+}
+
 static void flush_one(struct ns_conn *c)
 {
     if (ns_conn_is_closing(c) || c->wdata != NULL || !has_output(c)) {
@@ -283,6 +300,12 @@ static void flush_one(struct ns_conn *c)
     }
     c->wlen = len;
     account(c);
+    if (c->sink != NULL) {
+        /* Written at once: what write_cb does after a socket write. */
+        c->sink->write(c->sink->arg, c->wdata, len);
+        written(c, 0);
+        return;
+    }
     uv_buf_t b = uv_buf_init((char *)c->wdata, (unsigned)len);
     c->wreq.data = c;
     int rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
@@ -297,7 +320,7 @@ static void resume(struct ns_conn *c)
 {
     ns_conn_set_state(c, NS_CONN_OPEN);
     drain_rbuf(c);
-    if (c->state == NS_CONN_OPEN) {
+    if (c->state == NS_CONN_OPEN && c->sink == NULL) {
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
 }
@@ -348,7 +371,9 @@ void ns_conn_update_flow(struct ns_conn *c)
                 c->out.len + c->wlen >= NS_CONN_OUT_PAUSE;
     if (over && c->state == NS_CONN_OPEN) {
         ns_conn_set_state(c, NS_CONN_PAUSED);
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        if (c->sink == NULL) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+        }
     } else if (!over && c->state == NS_CONN_PAUSED &&
                c->n_inflight < NS_CONN_MAX_INFLIGHT / 2 &&
                c->out.len + c->wlen < NS_CONN_OUT_PAUSE / 2) {
@@ -416,7 +441,7 @@ void ns_conn_accept(struct ns_net *net)
         const char *over =
             ns_conn_limits_admit(&net->limits, net->n_conns, c->ip);
         if (over != NULL) {
-            ns_conn_limits_log(&net->limits, uv_now(net->loop), c->peer, over);
+            ns_conn_limits_log(&net->limits, ns_net_now(net), c->peer, over);
             ns_conn_close(c, NULL);
             return;
         }
@@ -427,14 +452,37 @@ void ns_conn_accept(struct ns_net *net)
         ns_conn_close(c, uv_strerror(rv));
         return;
     }
-    c->last_active = uv_now(net->loop);
+    c->last_active = ns_net_now(net);
     NS_LOG(NS_LOG_DEBUG, "conn %llu %s: accepted", (unsigned long long)c->id,
            c->peer);
 }
 
+int ns_conn_open_sink(struct ns_net *net, const char *peer,
+                      const struct ns_conn_sink *sink, struct ns_conn **out)
+{
+    struct ns_conn *c = ns_calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NS_ENOMEM;
+    }
+    c->net = net;
+    c->sink = sink;
+    c->state = NS_CONN_NEW;
+    c->id = ++net->next_conn_id;
+    ns_buf_init(&c->rbuf);
+    ns_buf_init(&c->out);
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    snprintf(c->ip, sizeof c->ip, "%s", peer);
+    list_append(net, c);
+    net->n_conns++;
+    ns_conn_set_state(c, NS_CONN_OPEN); /* plaintext: no first byte to read */
+    c->last_active = ns_net_now(net);
+    *out = c;
+    return 0;
+}
+
 void ns_conn_sweep_idle(struct ns_net *net, uint64_t idle_ms)
 {
-    uint64_t now = uv_now(net->loop);
+    uint64_t now = ns_net_now(net);
     while (net->conn_head != NULL &&
            net->conn_head->last_active + idle_ms <= now) {
         ns_conn_close(net->conn_head, "idle");

@@ -132,7 +132,7 @@ void ns_conn_limits_enforce_budget(struct ns_net *net)
             break;
         }
         ns_metrics_limit(NS_LIMIT_BUFFER_BUDGET);
-        ns_conn_limits_log(l, uv_now(net->loop), victim->peer,
+        ns_conn_limits_log(l, ns_net_now(net), victim->peer,
                            "holds the most buffered bytes while all client "
                            "connections are over clientBufferBudgetBytes");
         ns_conn_close(victim, NULL);

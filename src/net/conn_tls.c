@@ -129,7 +129,7 @@ int ns_conn_tls_classify(struct ns_conn *c, uint8_t first)
         return -1;
     }
     if (hello) {
-        c->tls_deadline = uv_now(c->net->loop) + NS_TLS_HANDSHAKE_MS;
+        c->tls_deadline = ns_net_now(c->net) + NS_TLS_HANDSHAKE_MS;
     }
     ns_conn_set_state(c, hello ? NS_CONN_HANDSHAKING : NS_CONN_OPEN);
     return 0;
@@ -140,7 +140,7 @@ void ns_conn_tls_sweep_handshakes(struct ns_net *net)
     if (net->tls.mode == NS_TLS_MODE_DISABLED) {
         return;
     }
-    uint64_t now = uv_now(net->loop);
+    uint64_t now = ns_net_now(net);
     struct ns_conn *c = net->conn_head;
     while (c != NULL) {
         struct ns_conn *next = c->next; /* closing unlinks c */

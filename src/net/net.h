@@ -14,6 +14,7 @@
 
 #include "net/conn_state.h"
 #include "raftns/buf.h"
+#include "raftns/clock.h"
 #include "raftns/config.h"
 #include "raftns/remoting.h"
 #include "raftns/server.h"
@@ -60,6 +61,8 @@ struct ns_conn_limits {
 
 struct ns_net {
     uv_loop_t *loop;
+    /* The server's clock (borrowed); NULL = the loop's uv_now. */
+    const struct ns_clock *clock;
     /* What the transport reports upward (set by the composition root, so that
      * net knows no handler), with ctx as their first argument: one decoded
      * request (non-zero: close the connection), and a connection that is
@@ -82,11 +85,30 @@ struct ns_net {
     uint8_t scratch[NS_READ_CHUNK];
 };
 
+/* Where a connection without a socket sends its bytes (ns_conn_open_sink):
+ * the simulated cluster's clients and node-to-node links. */
+struct ns_conn_sink {
+    /* The connection's encoded replies, once per flush (bytes borrowed for
+     * the call). It must not call into the server. */
+    void (*write)(void *arg, const uint8_t *p, size_t n);
+    /* The connection closed (ns_conn_close): nothing more is written. Its
+     * owner frees it later with ns_conn_free_sink, outside this call. */
+    void (*closed)(void *arg, struct ns_conn *c);
+    void *arg;
+};
+
+/* Milliseconds of the net's clock. */
+static inline uint64_t ns_net_now(const struct ns_net *net)
+{
+    return net->clock != NULL ? ns_clock_now(net->clock) : uv_now(net->loop);
+}
+
 /* One client connection. The fields up to `state` are the transport's; a room
  * above reads id and peer (logs) and keeps its own attachment in the last
  * fields. */
 struct ns_conn {
-    uv_tcp_t tcp; /* first: the handle is the allocation */
+    uv_tcp_t tcp; /* first: the handle is the allocation (unused by a sink) */
+    const struct ns_conn_sink *sink; /* borrowed; NULL for a socket */
     struct ns_net *net;
     struct ns_conn *prev, *next; /* net list, least recently active first */
     struct ns_conn *dirty_next;
@@ -133,6 +155,19 @@ int ns_net_listen(struct ns_net *net);
 void ns_net_stop(struct ns_net *net, void (*stopped)(void *arg), void *arg);
 
 /* --- conn.c --- */
+/* A connection with no socket: its bytes come in through ns_conn_input and
+ * its replies go to sink (borrowed, must outlive the connection); peer names
+ * it in logs and is its source address for the limits (copied). It is open
+ * at once; everything else is as for an accepted connection. 0 (*out
+ * borrowed until sink->closed; then ns_conn_free_sink) or NS_ENOMEM. */
+int ns_conn_open_sink(struct ns_net *net, const char *peer,
+                      const struct ns_conn_sink *sink, struct ns_conn **out);
+/* Frees a sink connection whose closed callback ran. */
+void ns_conn_free_sink(struct ns_conn *c);
+/* Cuts and dispatches plaintext bytes (borrowed) of a connection, buffering a
+ * partial frame; conn_tls.c feeds it what it decrypted, a sink connection's
+ * owner what its client sent. */
+void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n);
 /* Closes (idempotent); freed in the close callback. reason is logged when
  * non-NULL. */
 void ns_conn_close(struct ns_conn *c, const char *reason);

@@ -8,9 +8,6 @@
 /* --- conn.c --- */
 /* Accepts one connection from the listener (its callback, net.c). */
 void ns_conn_accept(struct ns_net *net);
-/* Cuts and dispatches plaintext bytes (borrowed) of a connection, buffering a
- * partial frame; conn_tls.c feeds it what it decrypted. */
-void ns_conn_input(struct ns_conn *c, const uint8_t *p, size_t n);
 
 /* --- conn_tls.c: the TLS side of connections --- */
 /* Loads the contexts of cfg (NULL = disabled) into net->tls. 0, NS_EIO

@@ -4,6 +4,7 @@
  * requests mean (cluster.c, handle_cluster.c and liveness do). */
 #include "net/peer.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ struct call {
 struct pconn {
     uv_tcp_t tcp; /* first: the handle is the allocation */
     uv_connect_t creq;
-    struct ns_peer *peer; /* NULL once detached */
+    struct tcp_peer *peer; /* NULL once detached */
     bool connected;
     uint64_t started;
     struct ns_buf rbuf;
@@ -43,7 +44,9 @@ struct wreq {
     uint8_t *data;
 };
 
-struct ns_peer {
+/* The TCP implementation of struct ns_peer. */
+struct tcp_peer {
+    struct ns_peer base; /* first: the ops see a struct ns_peer */
     uv_loop_t *loop;
     char *addr;
     struct pconn *conn;
@@ -57,9 +60,11 @@ struct ns_peer {
     void *close_arg;
 };
 
+static const struct ns_peer_ops tcp_ops;
+
 int ns_peer_create(uv_loop_t *loop, struct ns_peer **out)
 {
-    struct ns_peer *p = ns_calloc(1, sizeof *p);
+    struct tcp_peer *p = ns_calloc(1, sizeof *p);
     if (p == NULL) {
         return NS_ENOMEM;
     }
@@ -68,26 +73,28 @@ int ns_peer_create(uv_loop_t *loop, struct ns_peer **out)
     ns_buf_init(&p->out);
     uv_timer_init(loop, &p->timer);
     p->timer.data = p;
-    *out = p;
+    p->base.ops = &tcp_ops;
+    *out = &p->base;
     return 0;
 }
 
-const char *ns_peer_addr(const struct ns_peer *p)
+static const char *tcp_addr(const struct tcp_peer *p)
 {
     return p->addr;
 }
 
-void ns_peer_use_tls(struct ns_peer *p, struct ns_tls_ctx *const *slot)
+void ns_peer_use_tls(struct ns_peer *base, struct ns_tls_ctx *const *slot)
 {
-    p->tls_ctx = slot;
+    assert(base->ops == &tcp_ops);
+    ((struct tcp_peer *)base)->tls_ctx = slot;
 }
 
-bool ns_peer_is_connected(const struct ns_peer *p)
+static bool tcp_is_connected(const struct tcp_peer *p)
 {
     return p->conn != NULL && p->conn->connected;
 }
 
-static void fail_calls(struct ns_peer *p, int status)
+static void fail_calls(struct tcp_peer *p, int status)
 {
     struct call *c = p->calls;
     p->calls = NULL;
@@ -108,7 +115,7 @@ static void conn_closed(uv_handle_t *h)
 }
 
 /* Drops the connection and fails everything in flight with status. */
-static void drop(struct ns_peer *p, int status)
+static void drop(struct tcp_peer *p, int status)
 {
     struct pconn *pc = p->conn;
     if (pc != NULL) {
@@ -130,7 +137,7 @@ static void write_cb(uv_write_t *req, int status)
 
 /* Encrypts the queued frames (emptied) and takes every ciphertext byte to send
  * (*data NULL when there is none). 0 or an NS_E* code: drop. */
-static int tls_output(struct ns_peer *p, uint8_t **data, size_t *len)
+static int tls_output(struct tcp_peer *p, uint8_t **data, size_t *len)
 {
     struct ns_tls *t = p->conn->tls;
     *data = NULL;
@@ -154,7 +161,7 @@ static int tls_output(struct ns_peer *p, uint8_t **data, size_t *len)
     return 0;
 }
 
-static void flush_out(struct ns_peer *p)
+static void flush_out(struct tcp_peer *p)
 {
     struct pconn *pc = p->conn;
     if (pc == NULL || !pc->connected ||
@@ -190,7 +197,7 @@ static void flush_out(struct ns_peer *p)
     }
 }
 
-static struct call *take_call(struct ns_peer *p, int32_t opaque)
+static struct call *take_call(struct tcp_peer *p, int32_t opaque)
 {
     for (struct call **cc = &p->calls; *cc != NULL; cc = &(*cc)->next) {
         struct call *c = *cc;
@@ -265,7 +272,7 @@ static int tls_input(struct pconn *pc, uint8_t *chunk, size_t n)
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct pconn *pc = s->data;
-    struct ns_peer *p = pc->peer;
+    struct tcp_peer *p = pc->peer;
     if (nread > 0 && p != NULL && pc->tls != NULL) {
         int rv = tls_input(pc, (uint8_t *)buf->base, (size_t)nread);
         if (rv != 0) {
@@ -295,7 +302,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 }
 
 /* Starts a client session that verifies the server names the peer's IP. */
-static int start_tls(struct ns_peer *p, struct pconn *pc)
+static int start_tls(struct tcp_peer *p, struct pconn *pc)
 {
     char ip[64];
     snprintf(ip, sizeof ip, "%s", p->addr);
@@ -309,7 +316,7 @@ static int start_tls(struct ns_peer *p, struct pconn *pc)
 static void connect_cb(uv_connect_t *req, int status)
 {
     struct pconn *pc = req->data;
-    struct ns_peer *p = pc->peer;
+    struct tcp_peer *p = pc->peer;
     if (p == NULL) {
         return; /* detached: already closing */
     }
@@ -330,7 +337,7 @@ static void connect_cb(uv_connect_t *req, int status)
     flush_out(p);
 }
 
-static int ensure_conn(struct ns_peer *p)
+static int ensure_conn(struct tcp_peer *p)
 {
     if (p->conn != NULL) {
         return 0;
@@ -363,7 +370,7 @@ static int ensure_conn(struct ns_peer *p)
     return 0;
 }
 
-int ns_peer_set_addr(struct ns_peer *p, const char *addr)
+static int tcp_set_addr(struct tcp_peer *p, const char *addr)
 {
     if (addr != NULL && p->addr != NULL && strcmp(addr, p->addr) == 0) {
         return 0;
@@ -380,7 +387,7 @@ int ns_peer_set_addr(struct ns_peer *p, const char *addr)
 
 static void tick_cb(uv_timer_t *t)
 {
-    struct ns_peer *p = t->data;
+    struct tcp_peer *p = t->data;
     uint64_t now = uv_now(p->loop);
     if (p->conn != NULL && !p->conn->connected &&
         now - p->conn->started > CONNECT_TIMEOUT_MS) {
@@ -410,7 +417,7 @@ static void tick_cb(uv_timer_t *t)
     }
 }
 
-static int send_frame(struct ns_peer *p, struct ns_cmd *req)
+static int send_frame(struct tcp_peer *p, struct ns_cmd *req)
 {
     int rv = ensure_conn(p);
     if (rv != 0) {
@@ -427,8 +434,8 @@ static int send_frame(struct ns_peer *p, struct ns_cmd *req)
     return 0;
 }
 
-int ns_peer_request(struct ns_peer *p, struct ns_cmd *req, uint64_t timeout_ms,
-                    ns_peer_reply_cb cb, void *arg)
+static int tcp_request(struct tcp_peer *p, struct ns_cmd *req,
+                       uint64_t timeout_ms, ns_peer_reply_cb cb, void *arg)
 {
     if (p->closing) {
         return NS_ENOTFOUND;
@@ -459,7 +466,7 @@ int ns_peer_request(struct ns_peer *p, struct ns_cmd *req, uint64_t timeout_ms,
     return 0;
 }
 
-int ns_peer_oneway(struct ns_peer *p, struct ns_cmd *req)
+static int tcp_oneway(struct tcp_peer *p, struct ns_cmd *req)
 {
     if (p->closing) {
         return NS_ENOTFOUND;
@@ -474,14 +481,14 @@ int ns_peer_oneway(struct ns_peer *p, struct ns_cmd *req)
 
 static void timer_closed(uv_handle_t *h)
 {
-    struct ns_peer *p = h->data;
+    struct tcp_peer *p = h->data;
     if (p->close_cb != NULL) {
         p->close_cb(p->close_arg);
     }
     ns_free(p);
 }
 
-void ns_peer_close(struct ns_peer *p, ns_peer_close_cb cb, void *arg)
+static void tcp_close(struct tcp_peer *p, ns_peer_close_cb cb, void *arg)
 {
     if (p == NULL || p->closing) {
         return;
@@ -494,4 +501,82 @@ void ns_peer_close(struct ns_peer *p, ns_peer_close_cb cb, void *arg)
     ns_free(p->addr);
     p->addr = NULL;
     uv_close((uv_handle_t *)&p->timer, timer_closed);
+}
+
+/* --- struct ns_peer over TCP, and the calls every implementation answers ---
+ */
+
+#define TCP(p) ((struct tcp_peer *)(p))
+
+static int op_set_addr(struct ns_peer *p, const char *addr)
+{
+    return tcp_set_addr(TCP(p), addr);
+}
+
+static const char *op_addr(const struct ns_peer *p)
+{
+    return tcp_addr((const struct tcp_peer *)p);
+}
+
+static bool op_is_connected(const struct ns_peer *p)
+{
+    return tcp_is_connected((const struct tcp_peer *)p);
+}
+
+static int op_request(struct ns_peer *p, struct ns_cmd *req,
+                      uint64_t timeout_ms, ns_peer_reply_cb cb, void *arg)
+{
+    return tcp_request(TCP(p), req, timeout_ms, cb, arg);
+}
+
+static int op_oneway(struct ns_peer *p, struct ns_cmd *req)
+{
+    return tcp_oneway(TCP(p), req);
+}
+
+static void op_close(struct ns_peer *p, ns_peer_close_cb cb, void *arg)
+{
+    tcp_close(TCP(p), cb, arg);
+}
+
+static const struct ns_peer_ops tcp_ops = {
+    .set_addr = op_set_addr,
+    .addr = op_addr,
+    .is_connected = op_is_connected,
+    .request = op_request,
+    .oneway = op_oneway,
+    .close = op_close,
+};
+
+int ns_peer_set_addr(struct ns_peer *p, const char *addr)
+{
+    return p->ops->set_addr(p, addr);
+}
+
+const char *ns_peer_addr(const struct ns_peer *p)
+{
+    return p->ops->addr(p);
+}
+
+bool ns_peer_is_connected(const struct ns_peer *p)
+{
+    return p->ops->is_connected(p);
+}
+
+int ns_peer_request(struct ns_peer *p, struct ns_cmd *req, uint64_t timeout_ms,
+                    ns_peer_reply_cb cb, void *arg)
+{
+    return p->ops->request(p, req, timeout_ms, cb, arg);
+}
+
+int ns_peer_oneway(struct ns_peer *p, struct ns_cmd *req)
+{
+    return p->ops->oneway(p, req);
+}
+
+void ns_peer_close(struct ns_peer *p, ns_peer_close_cb cb, void *arg)
+{
+    if (p != NULL) {
+        p->ops->close(p, cb, arg);
+    }
 }

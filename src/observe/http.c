@@ -1,9 +1,10 @@
 /* A minimal HTTP/1.1 server on libuv for the observer: GET /status, /metrics
- * and /healthz, one request per connection (Connection: close), requests of at
- * most NS_HTTP_MAX_REQUEST bytes that must arrive within NS_HTTP_TIMEOUT_MS.
- * With NS_HTTP_MAX_CONNS open, a new connection evicts the oldest one still
- * waiting for its request, so idle connections never lock a probe out.
- * It is not a general HTTP server: no bodies, no keep-alive, no chunking. */
+ * and /healthz (HEAD too), one request per connection (Connection: close),
+ * requests of at most NS_HTTP_MAX_REQUEST bytes that must arrive within
+ * NS_HTTP_TIMEOUT_MS. With NS_HTTP_MAX_CONNS open, a new connection evicts the
+ * oldest one still waiting for its request, so idle connections never lock a
+ * probe out. It is not a general HTTP server: no bodies, no keep-alive, no
+ * chunking. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct ns_http_conn {
     bool closing;
     bool answered;
     bool held; /* counted in the observer's open handles (stop) */
+    bool head; /* HEAD: the headers of the GET answer, no body */
     uv_write_t wreq;
     struct ns_tls *tls; /* owned with httpTls, else NULL */
     struct ns_buf out;
@@ -138,7 +140,7 @@ static void respond(struct ns_http_conn *c, int code, const char *reason,
                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                   code, reason, type, body_len);
-    if (body_len > 0) {
+    if (body_len > 0 && !c->head) {
         ns_buf_append(&c->out, body->data, body->len);
     }
     if (c->out.err != 0 || (c->tls != NULL && seal(c) != 0)) {
@@ -168,8 +170,10 @@ static void route_request(struct ns_http_conn *c, const char *method,
     struct ns_observe *o = c->o;
     struct ns_buf body;
     ns_buf_init(&body);
-    if (strcmp(method, "GET") != 0) {
-        respond_text(c, 405, "Method Not Allowed", "GET only\n");
+    /* load balancers probe with HEAD: same status and headers as GET */
+    c->head = strcmp(method, "HEAD") == 0;
+    if (strcmp(method, "GET") != 0 && !c->head) {
+        respond_text(c, 405, "Method Not Allowed", "GET or HEAD only\n");
     } else if (strcmp(path, "/status") == 0) {
         if (ns_observe_status_json(o, &body) == 0) {
             ns_buf_append_str(&body, "\n");
@@ -180,6 +184,7 @@ static void route_request(struct ns_http_conn *c, const char *method,
     } else if (strcmp(path, "/metrics") == 0) {
         ns_metrics_encode(&body);
         ns_observe_gauges(o, &body);
+        ns_observe_ops_metrics(o, &body);
         respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
                 &body);
     } else if (strcmp(path, "/healthz") == 0) {

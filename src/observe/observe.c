@@ -91,9 +91,8 @@ int ns_observe_create(uv_loop_t *loop, const struct ns_observe_config *cfg,
     return 0;
 }
 
-static void timer_cb(uv_timer_t *t)
+void ns_observe_tick(struct ns_observe *o)
 {
-    struct ns_observe *o = t->data;
     if (o->stopping) {
         return;
     }
@@ -104,6 +103,11 @@ static void timer_cb(uv_timer_t *t)
 static int status_cb(void *ctx, struct ns_buf *out)
 {
     return ns_observe_status_json(ctx, out);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    ns_observe_tick(t->data);
 }
 
 int ns_observe_start(struct ns_observe *o)
@@ -405,6 +409,7 @@ int ns_observe_status_json(const struct ns_observe *o, struct ns_buf *out)
     ns_json_write_int(&w, (int64_t)ns_route_n_topics(o->state->route));
     ns_json_write_key(&w, "connections");
     ns_json_write_int(&w, (int64_t)ns_server_n_conns(o->srv));
+    ns_observe_put_ops(&w, o);
     struct ns_buf cb;
     ns_buf_init(&cb);
     if (ns_server_controller_status(o->srv, &cb)) {
@@ -425,30 +430,48 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
     int role = ns_node_role(o->node);
     ns_buf_printf(
         out,
+        "# HELP raftns_raft_role Raft role of this node (label role; value 0 "
+        "unavailable, 1 follower, 2 candidate, 3 leader).\n"
         "# TYPE raftns_raft_role gauge\n"
         "raftns_raft_role{role=\"%s\"} %d\n"
+        "# HELP raftns_raft_is_leader 1 while this node is the leader with its "
+        "barrier applied.\n"
         "# TYPE raftns_raft_is_leader gauge\n"
         "raftns_raft_is_leader %d\n"
+        "# HELP raftns_raft_term Current raft term.\n"
         "# TYPE raftns_raft_term gauge\n"
         "raftns_raft_term %" PRIu64 "\n"
+        "# HELP raftns_raft_commit_index Highest log index this node knows is "
+        "committed.\n"
         "# TYPE raftns_raft_commit_index gauge\n"
         "raftns_raft_commit_index %" PRIu64 "\n"
+        "# HELP raftns_raft_applied_index Highest log index applied to this "
+        "node's state.\n"
         "# TYPE raftns_raft_applied_index gauge\n"
         "raftns_raft_applied_index %" PRIu64 "\n"
+        "# HELP raftns_raft_leader_id Id of the leader this node follows (0 "
+        "when none is known).\n"
         "# TYPE raftns_raft_leader_id gauge\n"
         "raftns_raft_leader_id %" PRIu64 "\n"
+        "# HELP raftns_ready 1 while this node serves reads: log replayed and "
+        "a leader known (docs/readiness.md).\n"
         "# TYPE raftns_ready gauge\n"
         "raftns_ready %d\n"
         "# HELP raftns_diverged 1 while a verdict found this node's state "
         "digest outside the majority (until a later one agrees).\n"
         "# TYPE raftns_diverged gauge\n"
         "raftns_diverged %d\n"
+        "# HELP raftns_checkpoint_index Log index of the last state digest "
+        "checkpoint.\n"
         "# TYPE raftns_checkpoint_index gauge\n"
         "raftns_checkpoint_index %" PRIu64 "\n"
+        "# HELP raftns_connections Open client connections.\n"
         "# TYPE raftns_connections gauge\n"
         "raftns_connections %zu\n"
+        "# HELP raftns_brokers Brokers in the route table.\n"
         "# TYPE raftns_brokers gauge\n"
         "raftns_brokers %zu\n"
+        "# HELP raftns_topics Topics in the route table.\n"
         "# TYPE raftns_topics gauge\n"
         "raftns_topics %zu\n"
         "# HELP raftns_route_encodes_total Route replies encoded (cache "
@@ -496,6 +519,8 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out)
                   "authenticated (inbound).\n"
                   "# TYPE raftns_peer_accepted_total counter\n"
                   "raftns_peer_accepted_total %" PRIu64 "\n"
+                  "# HELP raftns_peer_connected_total Raft peer connections "
+                  "this node opened and authenticated (outbound).\n"
                   "# TYPE raftns_peer_connected_total counter\n"
                   "raftns_peer_connected_total %" PRIu64 "\n"
                   "# HELP raftns_peer_refused_total Raft peer handshakes "

@@ -54,6 +54,14 @@ void ns_observe_gauges(const struct ns_observe *o, struct ns_buf *out);
 bool ns_observe_is_healthy(const struct ns_observe *o);
 bool ns_observe_is_diverged(const struct ns_observe *o);
 
+/* --- observe_ops.c --- */
+/* Appends raftns_build_info, process_*, the quorum gauges and the leader's
+ * per-member lag to /metrics. */
+void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out);
+/* Writes the "version", "git_revision" and "quorum" members of /status. */
+struct ns_json_writer;
+void ns_observe_put_ops(struct ns_json_writer *w, const struct ns_observe *o);
+
 /* --- http.c --- */
 /* Binds and listens on o->http_addr. 0 or NS_EINVAL / NS_EIO (logged). */
 int ns_http_start(struct ns_observe *o);

@@ -60,6 +60,9 @@ bool ns_cluster_config_addr_is_ipv4(const char *text)
 
 /* Reads an optional non-negative integer key into *out (unchanged if absent).
  */
+/* An absent key keeps *out (0 = the default); a present one must be in
+ * [1, max]: the command-line flags refuse 0 too, so a file cannot ask for what
+ * a flag may not. */
 static int get_uint(const cJSON *obj, const char *key, unsigned max,
                     unsigned *out, char *err, size_t errlen)
 {
@@ -67,9 +70,9 @@ static int get_uint(const cJSON *obj, const char *key, unsigned max,
     if (v == NULL) {
         return 0;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > max ||
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > max ||
         v->valuedouble != (double)(unsigned)v->valuedouble) {
-        ns_errf(err, errlen, "\"%s\" must be an integer 0..%u", key, max);
+        ns_errf(err, errlen, "\"%s\" must be an integer 1..%u", key, max);
         return NS_EPROTO;
     }
     *out = (unsigned)v->valuedouble;

@@ -625,15 +625,33 @@ void ns_config_client_limits_update(struct ns_client_limits *l,
     }
 }
 
-int ns_config_encode_properties(const struct ns_config *cfg, struct ns_buf *out)
+static const char *local_value(const struct ns_props *local, const char *key)
+{
+    for (size_t i = 0; local != NULL && i < local->n; i++) {
+        if (strcmp(local->items[i].key, key) == 0) {
+            return local->items[i].value;
+        }
+    }
+    return NULL;
+}
+
+int ns_config_encode_properties_local(const struct ns_config *cfg,
+                                      const struct ns_props *local,
+                                      struct ns_buf *out)
 {
     for (size_t i = 0; i < cfg->n; i++) {
+        const char *mine = local_value(local, cfg->items[i].key);
         ns_buf_append_str(out, cfg->items[i].key);
         ns_buf_put_u8(out, '=');
-        ns_buf_append_str(out, cfg->items[i].value);
+        ns_buf_append_str(out, mine != NULL ? mine : cfg->items[i].value);
         ns_buf_put_u8(out, '\n');
     }
     return out->err;
+}
+
+int ns_config_encode_properties(const struct ns_config *cfg, struct ns_buf *out)
+{
+    return ns_config_encode_properties_local(cfg, NULL, out);
 }
 
 uint64_t ns_config_generation(const struct ns_config *cfg)

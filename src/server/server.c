@@ -50,6 +50,11 @@ static void seed_acl(void *ctx)
     ns_acl_gate_seed(&srv->gw);
 }
 
+static uint64_t loop_now(void *arg)
+{
+    return uv_now(arg);
+}
+
 int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
                      struct ns_state *state, struct ns_node *node,
                      struct ns_server **out)
@@ -59,6 +64,12 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         return NS_ENOMEM;
     }
     s->loop = loop;
+    if (cfg->clock != NULL) {
+        s->clock = *cfg->clock;
+    } else {
+        s->clock.now_ms = loop_now;
+        s->clock.arg = loop;
+    }
     s->state = state;
     s->node = node;
     s->waits = cfg->waits;
@@ -70,22 +81,26 @@ int ns_server_create(uv_loop_t *loop, const struct ns_server_config *cfg,
     s->net.on_request = on_request;
     s->net.on_conn_closed = conn_closed;
     s->net.ctx = s;
+    s->net.clock = &s->clock;
     rv = ns_cluster_create(loop, cfg, state, node, &s->waits, &s->cluster);
     if (rv != 0) {
         goto err_after_net;
     }
     ns_cluster_set_tick_hook(s->cluster, seed_acl, s);
+    ns_cluster_set_clock(s->cluster, &s->clock);
     rv = NS_ENOMEM;
     if (ns_liveness_init(&s->live, loop, state, node, s->cluster, &s->net) !=
         0) {
         goto err_after_cluster;
     }
+    s->live.clock = &s->clock;
     if (ns_gateway_init(&s->gw, loop, cfg, state, node, &s->waits, s->cluster,
                         &s->live, &s->net) != 0) {
         goto err_after_live;
     }
-    ns_controller_init(&s->controller, loop, cfg->settings, state, node,
-                       s->cluster);
+    s->gw.clock = &s->clock;
+    ns_controller_init(&s->controller, loop, &s->clock, cfg->settings, state,
+                       node, s->cluster);
     s->gw.controller = &s->controller;
     rv = ns_server_controller_port_init(s, cfg, on_request, conn_closed);
     if (rv != 0) {
@@ -150,7 +165,7 @@ static void idle_cb(uv_timer_t *t)
 static void watch_cb(void *arg)
 {
     struct ns_server *s = arg;
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = ns_server_now(s);
     if (!s->seeded && ns_node_is_ready(s->node)) {
         s->seeded = true;
         if (ns_liveness_seed(&s->live, s->state->route, now) != 0) {
@@ -169,12 +184,10 @@ static void watch_cb(void *arg)
     ns_controller_on_change(&s->controller);
 }
 
-int ns_server_start(struct ns_server *s)
+/* The handles of a started server, listening or driven, so that stopping
+ * closes the same ones either way. */
+static void init_handles(struct ns_server *s)
 {
-    int rv = ns_net_listen(&s->net);
-    if (rv == NS_EINVAL) {
-        return rv;
-    }
     uv_check_init(s->loop, &s->flush_check);
     s->flush_check.data = s;
     uv_timer_init(s->loop, &s->scan_timer);
@@ -186,7 +199,60 @@ int ns_server_start(struct ns_server *s)
     s->n_open_handles = 5;
     s->n_open_handles += s->has_ctl_net; /* its listener */
     s->started = true;
-    s->gw.start_ms = uv_now(s->loop);
+    s->gw.start_ms = ns_server_now(s);
+}
+
+int ns_server_start_driven(struct ns_server *s,
+                           const struct ns_peer_factory *peers)
+{
+    init_handles(s);
+    s->driven = true;
+    uint64_t now = ns_server_now(s);
+    s->next_cluster_ms = now + NS_CLUSTER_TICK_MS;
+    s->next_second_ms = now + IDLE_SWEEP_MS;
+    s->next_scan_ms = now + scan_interval(s);
+    ns_node_set_watch(s->node, watch_cb, s);
+    ns_cluster_start_driven(s->cluster, peers);
+    ns_controller_start_driven(&s->controller);
+    watch_cb(s);
+    return 0;
+}
+
+void ns_server_tick(struct ns_server *s)
+{
+    if (!s->driven || s->stopping) {
+        return;
+    }
+    uint64_t now = ns_server_now(s);
+    if (now >= s->next_cluster_ms) {
+        s->next_cluster_ms = now + NS_CLUSTER_TICK_MS;
+        ns_cluster_on_change(s->cluster);
+    }
+    if (now >= s->next_second_ms) {
+        s->next_second_ms = now + IDLE_SWEEP_MS;
+        idle_cb(&s->idle_timer);
+    }
+    if (now >= s->next_scan_ms) {
+        s->next_scan_ms = now + scan_interval(s);
+        ns_liveness_scan(&s->live);
+    }
+    ns_controller_tick(&s->controller);
+    /* The fast-path timer is armed but never runs on a driven loop: checking
+     * early is harmless (it re-arms for the next deadline). */
+    if (uv_is_active((uv_handle_t *)&s->live.fast_timer)) {
+        uv_timer_stop(&s->live.fast_timer);
+        ns_liveness_fast_check(&s->live);
+    }
+    ns_conn_flush_all(&s->net);
+}
+
+int ns_server_start(struct ns_server *s)
+{
+    int rv = ns_net_listen(&s->net);
+    if (rv == NS_EINVAL) {
+        return rv;
+    }
+    init_handles(s);
     if (rv == 0) {
         rv = ns_server_controller_port_listen(s);
     }

@@ -12,12 +12,20 @@
 #include "gateway/gateway.h"
 #include "liveness/liveness.h"
 #include "net/net.h"
+#include "raftns/clock.h"
 #include "raftns/node.h"
 #include "raftns/server.h"
 #include "raftns/waits.h"
 
 struct ns_server {
     uv_loop_t *loop;
+    /* The time every room reads: the loop's uv_now, or a driver's virtual
+     * time (ns_server_config.clock). The rooms borrow it. */
+    struct ns_clock clock;
+    /* Started by ns_server_start_driven: no listener and no running timer;
+     * ns_server_tick does their work when it is due by the clock. */
+    bool driven;
+    uint64_t next_cluster_ms, next_second_ms, next_scan_ms; /* driven */
     struct ns_waits waits;  /* every wait on the cluster (raftns/waits.h) */
     struct ns_state *state; /* borrowed */
     struct ns_node *node;   /* borrowed */
@@ -54,5 +62,11 @@ int ns_server_controller_port_init(struct ns_server *s,
                                    void (*on_closed)(void *, struct ns_conn *));
 /* Listens on it. 0 or ns_net_listen's error. */
 int ns_server_controller_port_listen(struct ns_server *s);
+
+/* Milliseconds of the server's clock (monotonic). */
+static inline uint64_t ns_server_now(const struct ns_server *srv)
+{
+    return ns_clock_now(&srv->clock);
+}
 
 #endif

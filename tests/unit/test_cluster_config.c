@@ -174,7 +174,7 @@ static void full_file_values(void **state)
     (void)state;
     struct ns_cluster_config c;
     parse_ok("{\"secret\":\"abc\",\"electionTimeoutMs\":600000,"
-             "\"heartbeatMs\":0,\"snapshotThreshold\":1073741824,"
+             "\"heartbeatMs\":1,\"snapshotThreshold\":1073741824,"
              "\"unknownKey\":[1,{\"x\":null}],"
              "\"nodes\":[{\"id\":9007199254740991,\"raft\":\"10.0.0.1:1\","
              "\"client\":\"10.0.0.1:65535\",\"http\":\"10.0.0.1:3\","
@@ -188,7 +188,7 @@ static void full_file_values(void **state)
     assert_string_equal(c.secret, "abc");
     assert_null(c.secret_file);
     assert_int_equal(c.election_timeout_ms, 600000);
-    assert_int_equal(c.heartbeat_ms, 0);
+    assert_int_equal(c.heartbeat_ms, 1);
     assert_int_equal(c.snapshot_threshold, 1u << 30);
     assert_int_equal(c.n_nodes, 3);
     /* file order is kept */
@@ -365,18 +365,21 @@ static void top_level_rules(void **state)
                     "\"secretFile\" must be a non-empty path");
     assert_rejected("{\"secretFile\":5,\"nodes\":[" N1 "\"bootstrap\":true}]}",
                     "\"secretFile\" must be a non-empty path");
+    assert_rejected("{\"electionTimeoutMs\":0,\"nodes\":[" N1
+                    "\"bootstrap\":true}]}",
+                    "\"electionTimeoutMs\" must be an integer 1..600000");
     assert_rejected("{\"electionTimeoutMs\":600001,\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
-                    "\"electionTimeoutMs\" must be an integer 0..600000");
+                    "\"electionTimeoutMs\" must be an integer 1..600000");
     assert_rejected("{\"heartbeatMs\":1.5,\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
-                    "\"heartbeatMs\" must be an integer 0..600000");
+                    "\"heartbeatMs\" must be an integer 1..600000");
     assert_rejected("{\"heartbeatMs\":\"50\",\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
-                    "\"heartbeatMs\" must be an integer 0..600000");
+                    "\"heartbeatMs\" must be an integer 1..600000");
     assert_rejected("{\"snapshotThreshold\":1073741825,\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
-                    "\"snapshotThreshold\" must be an integer 0..1073741824");
+                    "\"snapshotThreshold\" must be an integer 1..1073741824");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],\"namesrv\":[]}",
                     "\"namesrv\" must be an object");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],"

@@ -127,6 +127,32 @@ static void test_protected(void **state)
     ns_config_destroy(cfg);
 }
 
+/* This node's own values replace the replicated ones in the 319 text; the
+ * table itself keeps its value and keys it does not hold are not added. */
+static void test_properties_local(void **state)
+{
+    (void)state;
+    struct ns_config *cfg = ns_config_create();
+    struct ns_props local;
+    struct ns_buf b;
+    ns_props_init(&local);
+    ns_buf_init(&b);
+    assert_int_equal(ns_props_set(&local, "listenPort", "9877"), 0);
+    assert_int_equal(ns_props_set(&local, "bindAddress", "127.0.0.2"), 0);
+    assert_int_equal(ns_props_set(&local, "notAKey", "x"), 0);
+    assert_int_equal(ns_config_encode_properties_local(cfg, &local, &b), 0);
+    assert_int_equal(ns_buf_put_u8(&b, 0), 0);
+    const char *text = (const char *)b.data;
+    assert_non_null(strstr(text, "\nlistenPort=9877\n"));
+    assert_non_null(strstr(text, "bindAddress=127.0.0.2\n"));
+    assert_null(strstr(text, "9876"));
+    assert_null(strstr(text, "notAKey"));
+    assert_string_equal(ns_config_get(cfg, "listenPort"), "9876");
+    ns_buf_close(&b);
+    ns_props_close(&local);
+    ns_config_destroy(cfg);
+}
+
 static void test_properties_text(void **state)
 {
     (void)state;
@@ -530,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_typed_update),
         cmocka_unit_test(test_protected),
+        cmocka_unit_test(test_properties_local),
         cmocka_unit_test(test_properties_text),
         cmocka_unit_test(test_state_round_trip),
         cmocka_unit_test(test_alloc_failure),

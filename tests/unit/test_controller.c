@@ -417,6 +417,45 @@ static void test_snapshot_alloc_failure(void **state)
     assert_true(ok);
 }
 
+/* Applying and deciding with the k-th allocation failing: NS_ENOMEM or
+ * success, never a leak (ASan) and never a half-made group. */
+static void test_alloc_failure_apply_and_decide(void **state)
+{
+    (void)state;
+    bool ok = false;
+    for (long k = 0; !ok && k < 100; k++) {
+        struct ns_ctl_table t;
+        ns_ctl_table_init(&t);
+        struct ns_ctl_event e = EV("c1", "broker-a", B1, B1 ";1", 1);
+        ns_alloc_fail_at(k, 1);
+        int rv = ns_ctl_apply(&t, NS_CTL_EV_APPLY_BROKER_ID, &e);
+        ns_alloc_fail_at(-1, 0);
+        assert_true(rv == 0 || rv == NS_ENOMEM);
+        ok = rv == 0;
+        assert_int_equal(t.n, ok ? 1 : 0);
+        ns_ctl_table_close(&t);
+    }
+    assert_true(ok);
+    state_11();
+    kill_broker(1);
+    ok = false;
+    for (long k = 0; !ok && k < 100; k++) {
+        struct ns_ctl_view v = view();
+        struct ns_ctl_request r = elect_req(-1, false);
+        struct ns_ctl_decision d;
+        ns_alloc_fail_at(k, 1);
+        int rv = ns_ctl_decide_elect(&v, &r, &d);
+        ns_alloc_fail_at(-1, 0);
+        assert_true(rv == 0 || rv == NS_ENOMEM);
+        ok = rv == 0;
+        if (ok) {
+            assert_int_equal(d.event.id, 2);
+        }
+        ns_ctl_decision_close(&d);
+    }
+    assert_true(ok);
+}
+
 /* --- heartbeats --- */
 
 static void test_live(void **state)
@@ -885,6 +924,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_alloc_failure, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failure_apply_and_decide,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_and_registration, setup,

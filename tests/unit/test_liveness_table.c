@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -307,6 +308,61 @@ static void test_heartbeat(void **state)
     ns_liveness_table_close(&t);
 }
 
+struct seen_all {
+    char addr[64][16];
+    size_t n;
+};
+
+static void collect(void *arg, const struct ns_live *e)
+{
+    struct seen_all *s = arg;
+    assert_true(s->n < 64);
+    snprintf(s->addr[s->n++], sizeof s->addr[0], "%s", e->addr);
+}
+
+static int compare_str(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* ns_liveness_table_each visits every broker once: local, merged and seeded
+ * ones, and none that expired or was removed. */
+static void test_each(void **state)
+{
+    (void)state;
+    struct ns_liveness_table t;
+    struct expired x;
+    struct seen_all s;
+    assert_int_equal(ns_liveness_table_init(&t, 1), 0);
+    memset(&s, 0, sizeof s);
+    ns_liveness_table_each(&t, collect, &s);
+    assert_int_equal(s.n, 0);
+    ns_liveness_table_take_leadership(&t, 0);
+    char addr[16];
+    for (int i = 0; i < 40; i++) { /* more than one bucket's worth */
+        snprintf(addr, sizeof addr, "b%02d", i);
+        assert_int_equal(ns_liveness_table_register(
+                             &t, "c", addr, 0, 1000 + (uint64_t)i, NULL, NULL),
+                         0);
+    }
+    assert_int_equal(ns_liveness_table_merge(&t, 2, "c", "m", 0, true, 5000, 0),
+                     0);
+    assert_int_equal(ns_liveness_table_seed(&t, "c2", "s", 5000, 0), 0);
+    ns_liveness_table_remove(&t, "c", "b07");
+    assert_int_equal(expire(&t, 1000, &x), 1); /* b00 */
+    memset(&s, 0, sizeof s);
+    ns_liveness_table_each(&t, collect, &s);
+    assert_int_equal(s.n, 40);
+    qsort(s.addr, s.n, sizeof s.addr[0], compare_str);
+    assert_string_equal(s.addr[0], "b01");
+    assert_string_equal(s.addr[5], "b06");
+    assert_string_equal(s.addr[6], "b08");
+    assert_string_equal(s.addr[37], "b39");
+    assert_string_equal(s.addr[38], "m");
+    assert_string_equal(s.addr[39], "s");
+    ns_liveness_table_close(&t);
+}
+
 static void test_expiry_order_and_boundaries(void **state)
 {
     (void)state;
@@ -594,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_new_leader_grace),
         cmocka_unit_test(test_reports),
         cmocka_unit_test(test_heartbeat),
+        cmocka_unit_test(test_each),
         cmocka_unit_test(test_expiry_order_and_boundaries),
         cmocka_unit_test(test_conn_close),
         cmocka_unit_test(test_reseed_after_leader_change),
