@@ -77,7 +77,8 @@ if [ -n "$mutants" ]; then
         read -r mseed mnem mtime mnodes mwork <<<"$plan"
         args=(--nodes "$mnodes" --time "$mtime" --nemesis "$mnem" --seed "$mseed" --quiet 10)
         # the controller checks judge a failover up to ~27 s after the heal (bound, fault
-        # margin, a restarted leader's warm-up), and brokers still die in its first 40 %: a longer quiet period
+        # margin, a restarted leader's warm-up), and brokers still die in its first 40 %:
+        # a longer quiet period
         [ -n "${mwork:-}" ] && args+=(--workloads "$mwork" --quiet 35)
         echo "== mutant $m: build-break-$m, $mnodes nodes, seed $mseed, $mnem, ${mtime}s"
         build "build-break-$m" -DRAFTNS_BREAK="$m" || { echo "mutant $m: build failed"; exit 2; }
