@@ -374,12 +374,10 @@ class ControllerLoad:
         nid = r.value["nextBrokerId"]
         r = b.call(p, "apply-id", APPLY_ID, dict(names, appliedBrokerId=str(nid),
                                                  registerCheckCode=b.code), {"id": nid})
+        # refused (the id was taken meanwhile) or unknown: 1012 again next time (a retried
+        # 1013 with the same check code is idempotent)
         if r.type == "ok":
             b.id = nid
-        elif r.type == "fail":
-            return  # taken meanwhile: ask 1012 again next time
-        else:
-            return  # unknown outcome: the next 1013 with the same code is idempotent
 
     def register(self, p, b):
         r = b.call(p, "register", REGISTER, {"clusterName": CLUSTER, "brokerName": b.group,
