@@ -346,7 +346,13 @@ int ns_ctl_decide_alter(const struct ns_ctl_view *v,
                long_text(b, sizeof b, r->has_id, r->id));
         return 0;
     }
+#ifdef RAFTNS_BREAK_FENCE_WRONG_EPOCH
+    /* TEST-ONLY MUTANT (JEPSEN.md): the master-epoch fence compares the
+     * request's SyncStateSet epoch, so a stale master epoch passes. */
+    if (!r->has_master_epoch || r->set_epoch != g->sync_epoch) {
+#else
     if (!r->has_master_epoch || r->master_epoch != g->master_epoch) {
+#endif
         refuse(d, NS_CODE_CONTROLLER_FENCED_MASTER_EPOCH,
                "%s the current master epoch is:{%d}, not {%s}", rej,
                (int)g->master_epoch,

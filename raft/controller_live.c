@@ -110,7 +110,13 @@ int ns_ctl_live_beat(struct ns_ctl_live *l, const struct ns_ctl_beat_in *in,
         }
     }
     b->last_ms = now_ms;
+#ifdef RAFTNS_BREAK_NO_HEARTBEAT_TIMEOUT
+    /* TEST-ONLY MUTANT (JEPSEN.md): the broker's heartbeat timeout is
+     * ignored, an entry lives until its connection closes. */
+    b->timeout_ms = INT64_C(1) << 40;
+#else
     b->timeout_ms = in->timeout_ms;
+#endif
     b->priority = in->priority;
     b->conn_id = in->conn_id;
     return 0;
@@ -217,6 +223,12 @@ bool ns_ctl_policy_elect(const struct ns_ctl_candidate *cands, size_t n,
                          bool has_master, int64_t master, bool has_preferred,
                          int64_t preferred, int64_t *out)
 {
+#ifdef RAFTNS_BREAK_ELECT_NO_SYNC
+    /* TEST-ONLY MUTANT (JEPSEN.md): the SyncStateSet is ignored, every alive
+     * member is a candidate (as if unclean election were always on). */
+    n_sync = 0;
+    unclean = true;
+#endif
     if (try_elect(cands, n, false, sync, n_sync, has_master, master,
                   has_preferred, preferred, out)) {
         return true;

@@ -186,10 +186,12 @@ def main():
     for key in ("notify_ms", "master_ms", "route_ms"):
         xs = [r[key] for r in results if r[key] is not None]
         summary[key] = {"n": len(xs), "missed": len(results) - len(xs),
-                        "p50": pct(xs, 50), "p90": pct(xs, 90), "max": max(xs or [float("nan")])}
-        print("%-10s n=%d missed=%d p50=%.1f p90=%.1f max=%.1f ms" % (
+                        "p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99),
+                        "max": max(xs or [float("nan")])}
+        # with 20 trials the nearest-rank p99 is the slowest trial
+        print("%-10s n=%d missed=%d p50=%.1f p90=%.1f p99=%.1f max=%.1f ms" % (
             key, len(xs), len(results) - len(xs), summary[key]["p50"], summary[key]["p90"],
-            summary[key]["max"]))
+            summary[key]["p99"], summary[key]["max"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"host": platform.node(), "with_leader_kill": a.with_leader_kill,

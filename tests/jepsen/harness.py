@@ -187,7 +187,7 @@ class Node:
 
 class Cluster:
     def __init__(self, net, bin_path, run_dir, n_nodes, spares=0, faketime_node=None,
-                 election_ms=1000, log=print, single=False):
+                 election_ms=1000, log=print, single=False, namesrv=None):
         self.single = single
         self.net = net
         self.bin = bin_path
@@ -209,6 +209,8 @@ class Cluster:
         cfg = {"secret": "jepsen-cluster-secret-0123456789", "electionTimeoutMs": election_ms, "heartbeatMs": 50,
                "snapshotThreshold": 4096,
                "nodes": [nd.entry() for nd in self.nodes.values()]}
+        if namesrv:  # e.g. the controller workload's settings (workload_controller.SETTINGS)
+            cfg["namesrv"] = dict(namesrv)
         with open(self.config_path, "w") as f:
             json.dump(cfg, f, indent=1)
 

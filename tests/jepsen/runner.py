@@ -25,6 +25,7 @@ import client  # noqa: E402
 import harness  # noqa: E402
 import nemesis as nem  # noqa: E402
 import netns  # noqa: E402
+import workload_controller as wlc  # noqa: E402
 import workloads as wl  # noqa: E402
 
 SCAN_INTERVAL_MS = 5000
@@ -114,6 +115,13 @@ def final_tables(cluster, kv_keys, timeout=10.0):
                 t["members"] = hashlib.sha256(json.dumps(sorted(
                     [{k: m.get(k) for k in MEMBER_KEYS} for m in st.get("members") or []],
                     key=lambda m: m.get("id") or 0), sort_keys=True).encode()).hexdigest()[:16]
+                if st.get("controller") is not None:
+                    # the replicated part of the node's controller table (docs/controller.md
+                    # §4); heartbeats and counters are node-local and left out
+                    t["ctl"] = hashlib.sha256(json.dumps(
+                        st["controller"].get("groups") or [], sort_keys=True).encode()
+                    ).hexdigest()[:16]
+                    t["ctl_groups"] = len(st["controller"].get("groups") or [])
             tables["n%d" % nd.id] = t
         after = cluster.statuses(nodes)
         idx = {st.get("applied_index") if st else None
@@ -214,20 +222,27 @@ def main():
         net.create()
         net.enter_client()  # every client thread (and HTTP poll) lives in the client namespace
         net.wait_reachable()
+        names = [w.strip() for w in args.workloads.split(",") if w.strip()]
         cluster = harness.Cluster(net, args.bin, run_dir, args.nodes, spares=0,
                                   faketime_node=faketime_node, election_ms=ELECTION_MS, log=say,
-                                  single=args.nodes == 1)
+                                  single=args.nodes == 1,
+                                  namesrv=wlc.SETTINGS if "controller" in names else None)
         state["cluster"] = cluster
         rec = wl.Recorder(os.path.join(run_dir, "history.jsonl"))
         cluster.rec = rec
-        names = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        rec.info("harness", "config", {
+        ctl = {}
+        if "controller" in names:
+            ctl = {"controller_settings": wlc.SETTINGS, "ctl_unclean": False,
+                   "ctl_heartbeat_timeout_ms": wlc.HEARTBEAT_TIMEOUT_MS,
+                   "ctl_failover_bound_ms": wlc.failover_bound_ms(ELECTION_MS),
+                   "ctl_warm_ms": wlc.WARM_MS}
+        rec.info("harness", "config", dict(ctl, **{
             "nodes": ["n%d" % i for i in sorted(cluster.members)], "seed": seed,
             "scan_interval_ms": SCAN_INTERVAL_MS, "broker_timeout_ms": 30000,
             "election_timeout_ms": ELECTION_MS, "expiry_slack_ms": EXPIRY_SLACK_MS,
             "scale": harness.SCALE, "report_recovery_ms": 5000,
             "nemesis": families, "workloads": names, "time_s": args.time,
-            "faketime_node": faketime_node, "schedule": sched})
+            "faketime_node": faketime_node, "schedule": sched}))
         cluster.start_all()
         stop_exits = threading.Event()
         exits = threading.Thread(target=cluster.watch_exits, args=(stop_exits,), daemon=True)
@@ -241,6 +256,9 @@ def main():
         watcher.start()
         loads = wl.Workloads(cluster, rec, rng, names=names)
         loads.start()
+        if loads.controller is not None:
+            # the first 40 % of the quiet period still has broker deaths (no raftns fault)
+            loads.controller.quiet_deaths_s = 0.4 * args.quiet
         nemesis = nem.Nemesis(cluster, rec, ctl_bin=args.ctl or os.path.join(
             os.path.dirname(args.bin), "raftnsctl"), log=say,
             allow_failed=[k for k in args.allow_nemesis_failure.split(",") if k])
@@ -259,8 +277,13 @@ def main():
         loads.quiet_ev.set()
         say("healed; quiet period %.0fs" % args.quiet)
         time.sleep(args.quiet)
-        loads.stop()
         done = threading.Event()
+        if loads.controller is not None:
+            # live controller brokers keep beating through the final tables (else they
+            # expire and the leader elects while the tables are read)
+            threading.Thread(target=loads.controller.beat_until, args=(done.is_set,),
+                             daemon=True).start()
+        loads.stop()
         hb = threading.Thread(target=loads.heartbeat_live, args=(done.is_set,), daemon=True)
         hb.start()
         conv, ok = convergence(cluster)

@@ -102,6 +102,7 @@ class Workloads:
         self.live_brokers = []  # client.Broker objects still heartbeating at the end
         self.silent = []  # stopped brokers whose connections stay open until the run ends
         self.silent_lock = threading.Lock()
+        self.controller = None  # workload_controller.ControllerLoad when "controller" runs
 
     # -- helpers ----------------------------------------------------------------------------
     def nodes(self):
@@ -136,6 +137,12 @@ class Workloads:
             for i in range(self.pinned_brokers):
                 self._spawn("pin%d" % i, self.liveness_loop, i, random.Random(self.rng.random()),
                             True)
+        if "controller" in self.names:
+            import workload_controller
+            self.controller = workload_controller.ControllerLoad(
+                self.cluster, self.rec, random.Random(self.rng.random()), self.stop_ev,
+                self.quiet_ev)
+            self.controller.start(self._spawn)
         if "broker-set" in self.names:
             # seeded last, so every other thread gets the same seed as before this thread existed
             self._spawn("bs-down", self.down_loop, random.Random(self.rng.random()))
@@ -147,6 +154,8 @@ class Workloads:
         self.threads = []
 
     def close_silent(self):
+        if self.controller is not None:
+            self.controller.close()
         with self.silent_lock:
             for b in self.silent:
                 b.close()

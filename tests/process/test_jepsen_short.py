@@ -13,14 +13,19 @@ sys.path.insert(0, os.path.join(HERE, "..", "jepsen"))
 import netns  # noqa: E402
 
 
-def main():
+SHORT = ("--time", "110", "--nemesis", "kill,partition,pause")
+
+
+def main(args=SHORT):
+    """args: the runner's schedule and workload arguments (test_jepsen_controller_short.py
+    passes its own)."""
     why = netns.available()
     if why:
         print("skipped: needs root/netns (%s)" % why)
         return 0
     bin_path = os.environ.get("RAFTNS_BIN", os.path.join(HERE, "..", "..", "build", "raftns"))
     argv = [sys.executable, os.path.join(HERE, "..", "jepsen", "runner.py"), "--bin", bin_path,
-            "--nodes", "3", "--time", "110", "--nemesis", "kill,partition,pause"]
+            "--nodes", "3"] + list(args)
     if os.environ.get("JEPSEN_SEED"):
         argv += ["--seed", os.environ["JEPSEN_SEED"]]
     if shutil.which("setpriv"):  # the runner gets SIGTERM (and cleans up) if we are killed
