@@ -13,7 +13,8 @@
  * n_mappings {str topic, str bname, str? scope, u64 epoch, u32 total_queues, u8
  * dirty, u32 n_ids {u32 key, u32 value}}, u8 has_filter_servers, u32
  * n_filter_servers {str} UNREGISTER/EXPIRE u32 n {str cluster, str broker_addr,
- * str? broker_name, u64 broker_id} KV_PUT            str ns, str key, str?
+ * str? broker_name, u64 broker_id} EXPIRE_SEEN u32 n {str cluster, str
+ * broker_addr, str? broker_name, u64 broker_id, u64 regs_seen} KV_PUT            str ns, str key, str?
  * value KV_DELETE         str ns, str key WIPE/ADD_PERM     str broker_name
  *   DELETE_TOPIC      str topic, str? cluster
  *   REGISTER_TOPIC    str topic, u32 n {str broker_name, u32 read, u32 write,
@@ -51,6 +52,7 @@ bool ns_command_is_client_write(enum ns_command_type type)
         return true;
     case NS_CMD_ACL_SEED: /* the leader seeds from its own cluster file */
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
     case NS_CMD_CHECKPOINT:
     case NS_CMD_VERDICT:
     case NS_CMD_SET_MEMBER:
@@ -87,7 +89,9 @@ void ns_command_close(struct ns_command *c)
         break;
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         close_refs(c->u.brokers.refs, c->u.brokers.n);
+        ns_free(c->u.brokers.regs_seen);
         break;
     case NS_CMD_KV_PUT:
     case NS_CMD_KV_DELETE:
@@ -204,6 +208,7 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
         break;
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         ns_buf_put_u32(b, (uint32_t)c->u.brokers.n);
         for (size_t i = 0; i < c->u.brokers.n; i++) {
             const struct ns_broker_ref *r = &c->u.brokers.refs[i];
@@ -211,6 +216,9 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
             ns_buf_put_str(b, r->broker_addr ? r->broker_addr : "");
             ns_buf_put_str(b, r->broker_name);
             put_i64(b, r->broker_id);
+            if (c->type == NS_CMD_EXPIRE_BROKERS_SEEN) {
+                ns_buf_put_u64(b, c->u.brokers.regs_seen[i]);
+            }
         }
         break;
     case NS_CMD_KV_PUT:
@@ -462,12 +470,15 @@ static int decode_register(struct ns_rd *r, struct ns_register *g)
 static int decode_refs(struct ns_rd *r, struct ns_command *c)
 {
     size_t n;
-    int rv = rd_count(r, 20, &n);
+    bool seen = c->type == NS_CMD_EXPIRE_BROKERS_SEEN;
+    int rv = rd_count(r, seen ? 28 : 20, &n);
     if (rv != 0) {
         return rv;
     }
     if ((c->u.brokers.refs = alloc_array(n, sizeof *c->u.brokers.refs)) ==
-        NULL) {
+            NULL ||
+        (seen && (c->u.brokers.regs_seen =
+                      alloc_array(n, sizeof *c->u.brokers.regs_seen)) == NULL)) {
         return NS_ENOMEM;
     }
     for (; c->u.brokers.n < n; c->u.brokers.n++) {
@@ -479,6 +490,9 @@ static int decode_refs(struct ns_rd *r, struct ns_command *c)
             return rv;
         }
         ref->broker_id = rd_i64(r);
+        if (seen) {
+            c->u.brokers.regs_seen[c->u.brokers.n] = ns_rd_u64(r);
+        }
     }
     return r->err;
 }
@@ -597,6 +611,7 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
         return decode_register(r, &c->u.reg);
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         return decode_refs(r, c);
     case NS_CMD_KV_PUT:
     case NS_CMD_KV_DELETE:
@@ -643,7 +658,7 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
 
 static bool is_known_type(uint8_t t)
 {
-    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_VERDICT;
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_EXPIRE_BROKERS_SEEN;
 }
 
 bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,

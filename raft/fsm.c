@@ -39,6 +39,15 @@ static int apply_expire_brokers(struct ns_state *s, const struct ns_command *c,
     return ns_route_expire_brokers(s->route, c->u.brokers.refs, c->u.brokers.n);
 }
 
+static int apply_expire_brokers_seen(struct ns_state *s,
+                                     const struct ns_command *c,
+                                     struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_expire_brokers_seen(s->route, c->u.brokers.refs,
+                                        c->u.brokers.regs_seen, c->u.brokers.n);
+}
+
 static int apply_kv_put(struct ns_state *s, const struct ns_command *c,
                         struct ns_apply_result *res)
 {
@@ -221,6 +230,7 @@ static const apply_fn APPLY[] = {
     [NS_CMD_ACL_REMOVE] = apply_acl_remove,
     [NS_CMD_ACL_SEED] = apply_acl_seed,
     [NS_CMD_VERDICT] = apply_verdict,
+    [NS_CMD_EXPIRE_BROKERS_SEEN] = apply_expire_brokers_seen,
 };
 
 /* A copy of a command applied before answers what its first apply would

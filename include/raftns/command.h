@@ -42,6 +42,8 @@ enum ns_command_type {
     NS_CMD_ACL_REMOVE = 14, /* remove an account */
     NS_CMD_ACL_SEED = 15,   /* the cluster file's accounts, once */
     NS_CMD_VERDICT = 16,    /* the majority digest of a checkpoint */
+    /* EXPIRE_BROKERS guarded by what the leader saw (regs_seen per broker) */
+    NS_CMD_EXPIRE_BROKERS_SEEN = 17,
 };
 
 #define NS_VERDICT_MAX_IDS 64 /* voters named in one VERDICT */
@@ -56,7 +58,10 @@ struct ns_command {
         struct {
             struct ns_broker_ref *refs; /* owned */
             size_t n;
-        } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS */
+            /* EXPIRE_BROKERS_SEEN: owned, n counts (else NULL), each the
+             * broker's ns_route_broker_regs when the leader decided */
+            uint64_t *regs_seen;
+        } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS(_SEEN) */
         struct {
             char *ns, *key, *value; /* owned; value may be NULL */
         } kv;                       /* KV_PUT, KV_DELETE */
