@@ -13,8 +13,7 @@
  * n_mappings {str topic, str bname, str? scope, u64 epoch, u32 total_queues, u8
  * dirty, u32 n_ids {u32 key, u32 value}}, u8 has_filter_servers, u32
  * n_filter_servers {str} UNREGISTER/EXPIRE u32 n {str cluster, str broker_addr,
- * str? broker_name, u64 broker_id} EXPIRE_SEEN u32 n {str cluster, str
- * broker_addr, str? broker_name, u64 broker_id, u64 regs_seen} KV_PUT            str ns, str key, str?
+ * str? broker_name, u64 broker_id} KV_PUT            str ns, str key, str?
  * value KV_DELETE         str ns, str key WIPE/ADD_PERM     str broker_name
  *   DELETE_TOPIC      str topic, str? cluster
  *   REGISTER_TOPIC    str topic, u32 n {str broker_name, u32 read, u32 write,
@@ -29,6 +28,8 @@
  * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
  * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
  * Never change this layout; add a version or a type. */
+/* EXPIRE_BROKERS_SEEN: u32 n {str cluster, str broker_addr, str? broker_name,
+ * u64 broker_id, u64 regs_seen}. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -477,8 +478,8 @@ static int decode_refs(struct ns_rd *r, struct ns_command *c)
     }
     if ((c->u.brokers.refs = alloc_array(n, sizeof *c->u.brokers.refs)) ==
             NULL ||
-        (seen && (c->u.brokers.regs_seen =
-                      alloc_array(n, sizeof *c->u.brokers.regs_seen)) == NULL)) {
+        (seen && (c->u.brokers.regs_seen = alloc_array(
+                      n, sizeof *c->u.brokers.regs_seen)) == NULL)) {
         return NS_ENOMEM;
     }
     for (; c->u.brokers.n < n; c->u.brokers.n++) {

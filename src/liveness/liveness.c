@@ -213,8 +213,7 @@ static void on_expired(void *arg, const struct ns_live *e, bool fast)
     struct expiry *x = arg;
     struct ns_conn *conn = e->conn;
     uint64_t regs;
-    if (ns_route_broker_regs(x->lv->state->route, e->cluster, e->addr,
-                             &regs)) {
+    if (ns_route_broker_regs(x->lv->state->route, e->cluster, e->addr, &regs)) {
         if (x->rv == 0) {
             x->rv = add_ref(x, e, regs);
         }
@@ -273,8 +272,8 @@ static void expire_due(struct ns_liveness *lv, uint64_t now)
     } else {
         ns_metrics_expired(x.n);
         NS_LOG(NS_LOG_INFO,
-               "liveness: proposed EXPIRE_BROKERS_SEEN for %zu brokers (%zu closed "
-               "everywhere)",
+               "liveness: proposed EXPIRE_BROKERS_SEEN for %zu brokers "
+               "(%zu closed everywhere)",
                x.n, x.n_fast);
     }
     ns_command_close(&c);
