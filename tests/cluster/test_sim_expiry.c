@@ -99,6 +99,7 @@ static void test_moved_broker_survives_fast_expiry(void **state)
     struct ns_cmd reply;
     assert_non_null(sim_wait_reply(cl, op, 30000, &reply));
     assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    ns_cmd_close(&reply);
     sim_settle(s);
 
     /* The new registration reaches the leader's log ... */
@@ -116,6 +117,7 @@ static void test_moved_broker_survives_fast_expiry(void **state)
     ns_conn_close(cl->conn, "test: the broker moved");
     assert_non_null(sim_wait_reply(cf, op, 30000, &reply));
     assert_int_equal(reply.code, NS_CODE_SUCCESS);
+    ns_cmd_close(&reply);
     sim_run_for(s, 500);
     sim_settle(s);
 
