@@ -30,6 +30,8 @@
  * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
  * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
  * Never change this layout; add a version or a type. */
+/* EXPIRE_BROKERS_SEEN: u32 n {str cluster, str broker_addr, str? broker_name,
+ * u64 broker_id, u64 regs_seen}. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -53,6 +55,7 @@ bool ns_command_is_client_write(enum ns_command_type type)
         return true;
     case NS_CMD_ACL_SEED: /* the leader seeds from its own cluster file */
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
     case NS_CMD_CHECKPOINT:
     case NS_CMD_VERDICT:
     case NS_CMD_SET_MEMBER:
@@ -113,7 +116,9 @@ void ns_command_close(struct ns_command *c)
         break;
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         close_refs(c->u.brokers.refs, c->u.brokers.n);
+        ns_free(c->u.brokers.regs_seen);
         break;
     case NS_CMD_KV_PUT:
     case NS_CMD_KV_DELETE:
@@ -237,6 +242,7 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
         break;
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         ns_buf_put_u32(b, (uint32_t)c->u.brokers.n);
         for (size_t i = 0; i < c->u.brokers.n; i++) {
             const struct ns_broker_ref *r = &c->u.brokers.refs[i];
@@ -244,6 +250,9 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
             ns_buf_put_str(b, r->broker_addr ? r->broker_addr : "");
             ns_buf_put_str(b, r->broker_name);
             put_i64(b, r->broker_id);
+            if (c->type == NS_CMD_EXPIRE_BROKERS_SEEN) {
+                ns_buf_put_u64(b, c->u.brokers.regs_seen[i]);
+            }
         }
         break;
     case NS_CMD_KV_PUT:
@@ -502,12 +511,15 @@ static int decode_register(struct ns_rd *r, struct ns_register *g)
 static int decode_refs(struct ns_rd *r, struct ns_command *c)
 {
     size_t n;
-    int rv = rd_count(r, 20, &n);
+    bool seen = c->type == NS_CMD_EXPIRE_BROKERS_SEEN;
+    int rv = rd_count(r, seen ? 28 : 20, &n);
     if (rv != 0) {
         return rv;
     }
     if ((c->u.brokers.refs = alloc_array(n, sizeof *c->u.brokers.refs)) ==
-        NULL) {
+            NULL ||
+        (seen && (c->u.brokers.regs_seen = alloc_array(
+                      n, sizeof *c->u.brokers.regs_seen)) == NULL)) {
         return NS_ENOMEM;
     }
     for (; c->u.brokers.n < n; c->u.brokers.n++) {
@@ -519,6 +531,9 @@ static int decode_refs(struct ns_rd *r, struct ns_command *c)
             return rv;
         }
         ref->broker_id = rd_i64(r);
+        if (seen) {
+            c->u.brokers.regs_seen[c->u.brokers.n] = ns_rd_u64(r);
+        }
     }
     return r->err;
 }
@@ -637,6 +652,7 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
         return decode_register(r, &c->u.reg);
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
+    case NS_CMD_EXPIRE_BROKERS_SEEN:
         return decode_refs(r, c);
     case NS_CMD_KV_PUT:
     case NS_CMD_KV_DELETE:
@@ -689,7 +705,7 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
 
 static bool is_known_type(uint8_t t)
 {
-    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_CTL_UPDATE_BROKER_ADDRESS;
+    return t >= NS_CMD_REGISTER_BROKER && t <= NS_CMD_EXPIRE_BROKERS_SEEN;
 }
 
 bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,

@@ -40,6 +40,15 @@ static int apply_expire_brokers(struct ns_state *s, const struct ns_command *c,
     return ns_route_expire_brokers(s->route, c->u.brokers.refs, c->u.brokers.n);
 }
 
+static int apply_expire_brokers_seen(struct ns_state *s,
+                                     const struct ns_command *c,
+                                     struct ns_apply_result *res)
+{
+    (void)res;
+    return ns_route_expire_brokers_seen(s->route, c->u.brokers.refs,
+                                        c->u.brokers.regs_seen, c->u.brokers.n);
+}
+
 static int apply_kv_put(struct ns_state *s, const struct ns_command *c,
                         struct ns_apply_result *res)
 {
@@ -236,6 +245,7 @@ static const apply_fn APPLY[] = {
     [NS_CMD_CTL_ELECT_MASTER] = apply_ctl,
     [NS_CMD_CTL_CLEAN_BROKER_DATA] = apply_ctl,
     [NS_CMD_CTL_UPDATE_BROKER_ADDRESS] = apply_ctl,
+    [NS_CMD_EXPIRE_BROKERS_SEEN] = apply_expire_brokers_seen,
 };
 
 /* A copy of a command applied before answers what its first apply would

@@ -50,6 +50,8 @@ enum ns_command_type {
     NS_CMD_CTL_ELECT_MASTER = 19,
     NS_CMD_CTL_CLEAN_BROKER_DATA = 20,
     NS_CMD_CTL_UPDATE_BROKER_ADDRESS = 21,
+    /* EXPIRE_BROKERS guarded by what the leader saw (regs_seen per broker) */
+    NS_CMD_EXPIRE_BROKERS_SEEN = 22,
 };
 
 /* The controller event of a NS_CMD_CTL_* type, 0 for any other type. */
@@ -67,7 +69,10 @@ struct ns_command {
         struct {
             struct ns_broker_ref *refs; /* owned */
             size_t n;
-        } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS */
+            /* EXPIRE_BROKERS_SEEN: owned, n counts (else NULL), each the
+             * broker's ns_route_broker_regs when the leader decided */
+            uint64_t *regs_seen;
+        } brokers; /* UNREGISTER_BROKERS, EXPIRE_BROKERS(_SEEN) */
         struct {
             char *ns, *key, *value; /* owned; value may be NULL */
         } kv;                       /* KV_PUT, KV_DELETE */

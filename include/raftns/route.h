@@ -181,6 +181,13 @@ int ns_route_unregister_brokers(struct ns_route *route,
  * are skipped. */
 int ns_route_expire_brokers(struct ns_route *route,
                             const struct ns_broker_ref *refs, size_t n);
+/* The same, except that a broker registered again after its leader decided
+ * (its count is not regs_seen[i]) is kept: the decision was about the
+ * registration the leader saw, not a newer one (as Java, which removes a broker
+ * on a channel close only while that channel is still its current one). */
+int ns_route_expire_brokers_seen(struct ns_route *route,
+                                 const struct ns_broker_ref *refs,
+                                 const uint64_t *regs_seen, size_t n);
 int ns_route_wipe_write_perm(struct ns_route *route, const char *broker_name,
                              int32_t *count);
 int ns_route_add_write_perm(struct ns_route *route, const char *broker_name,
@@ -220,6 +227,11 @@ ns_route_find_data_version(const struct ns_route *route, const char *cluster,
  */
 int64_t ns_route_broker_timeout(const struct ns_route *route,
                                 const char *cluster, const char *addr);
+/* Whether (cluster, addr) is registered; if so *regs is how often it was
+ * registered again since its entry was created (what EXPIRE_BROKERS_SEEN
+ * compares). */
+bool ns_route_broker_regs(const struct ns_route *route, const char *cluster,
+                          const char *addr, uint64_t *regs);
 
 typedef void (*ns_route_broker_cb)(void *arg, const char *cluster,
                                    const char *addr, int64_t timeout_ms);
@@ -312,6 +324,10 @@ int ns_route_encode_member_group(const struct ns_route *route,
 /* --- whole state, for snapshots (WARNING: part of the versioned snapshot
  * format) --- */
 int ns_route_encode_state(const struct ns_route *route, struct ns_buf *out);
+/* The state as version 1 writes it, without the registration counts: what a
+ * registration's content changes (ns_route_is_unchanged_registration). */
+int ns_route_encode_state_data(const struct ns_route *route,
+                               struct ns_buf *out);
 /* Decodes into an empty route. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_route_decode_state(struct ns_route *route, struct ns_rd *in);
 

@@ -2,7 +2,9 @@
  * registrations and heartbeats go into the table (liveness_table.c); followers
  * report what they heard and which connections closed to the leader; the
  * leader merges reports, expires brokers past their timeout with one
- * EXPIRE_BROKERS per scan, and at once when every holder closed. Heartbeats
+ * EXPIRE_BROKERS_SEEN per scan, and at once when every holder closed (the
+ * entry names each broker's registration count it decided on, so one
+ * registered again meanwhile is kept). Heartbeats
  * never touch the log. The wire handler is handle_liveness.c. */
 #include <stddef.h>
 #include <stdint.h>
@@ -168,12 +170,15 @@ int ns_liveness_seed(struct ns_liveness *lv, const struct ns_route *route,
 struct expiry {
     struct ns_liveness *lv;
     struct ns_broker_ref *refs;
+    uint64_t *regs_seen; /* refs' registration counts, as the entry has them */
     size_t n, cap;
     size_t n_fast;
     int rv;
 };
 
-static int add_ref(struct expiry *x, const struct ns_live *e)
+/* regs: the registration this decision is about, which the entry names so
+ * that a registration applied before it but after this decision survives. */
+static int add_ref(struct expiry *x, const struct ns_live *e, uint64_t regs)
 {
     if (x->n == x->cap) {
         size_t nc = x->cap ? x->cap * 2 : 8;
@@ -182,10 +187,16 @@ static int add_ref(struct expiry *x, const struct ns_live *e)
             return NS_ENOMEM;
         }
         x->refs = r;
+        uint64_t *g = ns_realloc(x->regs_seen, nc * sizeof *g);
+        if (g == NULL) {
+            return NS_ENOMEM;
+        }
+        x->regs_seen = g;
         x->cap = nc;
     }
     struct ns_broker_ref *r = &x->refs[x->n];
     memset(r, 0, sizeof *r);
+    x->regs_seen[x->n] = regs;
     r->cluster = ns_strdup(e->cluster);
     r->broker_addr = ns_strdup(e->addr);
     if (r->cluster == NULL || r->broker_addr == NULL) {
@@ -201,10 +212,10 @@ static void on_expired(void *arg, const struct ns_live *e, bool fast)
 {
     struct expiry *x = arg;
     struct ns_conn *conn = e->conn;
-    if (ns_route_broker_timeout(x->lv->state->route, e->cluster, e->addr) >=
-        0) {
+    uint64_t regs;
+    if (ns_route_broker_regs(x->lv->state->route, e->cluster, e->addr, &regs)) {
         if (x->rv == 0) {
-            x->rv = add_ref(x, e);
+            x->rv = add_ref(x, e, regs);
         }
         NS_LOG(NS_LOG_INFO, "liveness: expiring broker %s (cluster %s): %s",
                e->addr, e->cluster,
@@ -232,7 +243,7 @@ static void expiry_done(void *arg, int status, uint64_t index,
     }
 }
 
-/* Expires every due broker with ONE EXPIRE_BROKERS proposal. */
+/* Expires every due broker with ONE EXPIRE_BROKERS_SEEN proposal. */
 static void expire_due(struct ns_liveness *lv, uint64_t now)
 {
     struct expiry x = {.lv = lv};
@@ -243,13 +254,15 @@ static void expire_due(struct ns_liveness *lv, uint64_t now)
     }
     if (x.n == 0) {
         ns_free(x.refs);
+        ns_free(x.regs_seen);
         return;
     }
     struct ns_command c;
-    ns_command_init(&c, NS_CMD_EXPIRE_BROKERS);
+    ns_command_init(&c, NS_CMD_EXPIRE_BROKERS_SEEN);
     c.leader_time_ms = ns_clock_wall_ms();
     c.u.brokers.refs = x.refs;
     c.u.brokers.n = x.n;
+    c.u.brokers.regs_seen = x.regs_seen;
     int rv =
         ns_cluster_submit(lv->cluster, &c, NS_SUBMIT_LEADER, expiry_done, lv);
     if (rv != 0) {
@@ -259,8 +272,8 @@ static void expire_due(struct ns_liveness *lv, uint64_t now)
     } else {
         ns_metrics_expired(x.n);
         NS_LOG(NS_LOG_INFO,
-               "liveness: proposed EXPIRE_BROKERS for %zu brokers (%zu closed "
-               "everywhere)",
+               "liveness: proposed EXPIRE_BROKERS_SEEN for %zu brokers "
+               "(%zu closed everywhere)",
                x.n, x.n_fast);
     }
     ns_command_close(&c);

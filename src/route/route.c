@@ -595,6 +595,7 @@ int route_put_live(struct ns_route *r, const char *cluster, const char *addr,
     }
     if (found) {
         l = r->lives.items[pos];
+        l->regs++;
     } else {
         l = ns_calloc(1, sizeof(*l));
         if (l == NULL) {
@@ -806,6 +807,17 @@ int64_t ns_route_broker_timeout(const struct ns_route *r, const char *cluster,
     const struct live *l = route_find_live(r, cluster, addr);
 
     return l != NULL ? l->timeout_ms : -1;
+}
+
+bool ns_route_broker_regs(const struct ns_route *r, const char *cluster,
+                          const char *addr, uint64_t *regs)
+{
+    const struct live *l = route_find_live(r, cluster, addr);
+
+    if (l != NULL) {
+        *regs = l->regs;
+    }
+    return l != NULL;
 }
 
 void ns_route_foreach_broker(const struct ns_route *r, ns_route_broker_cb cb,

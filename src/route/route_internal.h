@@ -131,6 +131,10 @@ struct live {
     struct ns_data_version dv;
     char *ha_addr; /* owned or NULL */
     int64_t timeout_ms;
+    /* Registrations applied since this entry was created, less one: what an
+     * expiry compares with what its leader saw
+     * (ns_route_expire_brokers_seen). */
+    uint64_t regs;
 };
 
 struct filter {

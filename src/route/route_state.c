@@ -14,14 +14,19 @@
  * ha_addr?, u64 timeout_ms } u32 n_filters  { str cluster, str addr, u32 n {
  * str server } } u32 n_mapping_topics { str topic, u32 n { str topic, str
  * bname, str scope?, u64 epoch, u32 total_queues, u8 dirty, u32 n_ids { u32
- * key, u32 value } } } The broker-name reverse index is rebuilt, not stored. */
+ * key, u32 value } } } The broker-name reverse index is rebuilt, not stored.
+ * Version 2 is version 1 with u64 regs after each live's timeout_ms (the
+ * registrations an expiry compares, route_internal.h); it is written only when
+ * some live has regs != 0, so a state without re-registrations keeps its
+ * version 1 bytes and digest. */
 #include <string.h>
 
 #include "raftns/alloc.h"
 #include "raftns/err.h"
 #include "route_internal.h"
 
-#define STATE_VERSION 1
+#define STATE_VERSION 2
+#define STATE_VERSION_NO_REGS 1
 
 static void put_i64(struct ns_buf *b, int64_t v)
 {
@@ -81,7 +86,19 @@ static void encode_topics(const struct ns_route *r, struct ns_buf *out)
     }
 }
 
-static void encode_lives(const struct ns_route *r, struct ns_buf *out)
+static bool any_regs(const struct ns_route *r)
+{
+    for (size_t i = 0; i < r->lives.n; i++) {
+        const struct live *l = r->lives.items[i];
+        if (l->regs != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void encode_lives(const struct ns_route *r, bool with_regs,
+                         struct ns_buf *out)
 {
     ns_buf_put_u32(out, (uint32_t)r->lives.n);
     for (size_t i = 0; i < r->lives.n; i++) {
@@ -93,6 +110,9 @@ static void encode_lives(const struct ns_route *r, struct ns_buf *out)
         put_i64(out, l->dv.timestamp);
         ns_buf_put_str(out, l->ha_addr);
         put_i64(out, l->timeout_ms);
+        if (with_regs) {
+            ns_buf_put_u64(out, l->regs);
+        }
     }
 }
 
@@ -134,16 +154,27 @@ static void encode_mappings(const struct ns_route *r, struct ns_buf *out)
     }
 }
 
-int ns_route_encode_state(const struct ns_route *r, struct ns_buf *out)
+static int encode_state(const struct ns_route *r, bool with_regs,
+                        struct ns_buf *out)
 {
-    ns_buf_put_u16(out, STATE_VERSION);
+    ns_buf_put_u16(out, with_regs ? STATE_VERSION : STATE_VERSION_NO_REGS);
     encode_groups(r, out);
     encode_sets(&r->clusters, out);
     encode_topics(r, out);
-    encode_lives(r, out);
+    encode_lives(r, with_regs, out);
     encode_filters(r, out);
     encode_mappings(r, out);
     return out->err;
+}
+
+int ns_route_encode_state(const struct ns_route *r, struct ns_buf *out)
+{
+    return encode_state(r, any_regs(r), out);
+}
+
+int ns_route_encode_state_data(const struct ns_route *r, struct ns_buf *out)
+{
+    return encode_state(r, false, out);
 }
 
 /* --- decoding --- */
@@ -294,7 +325,7 @@ err:
     return rv;
 }
 
-static int decode_live(struct ns_route *r, struct ns_rd *in)
+static int decode_live_regs(struct ns_route *r, struct ns_rd *in, bool regs)
 {
     char *cluster = NULL;
     char *addr = NULL;
@@ -317,13 +348,31 @@ static int decode_live(struct ns_route *r, struct ns_rd *in)
         rv = NS_EPROTO;
         goto err;
     }
+    uint64_t n_regs = regs ? ns_rd_u64(in) : 0;
+    if (in->err != 0) {
+        rv = NS_EPROTO;
+        goto err;
+    }
     rv = route_put_live(r, cluster, addr, &dv, ha, timeout);
+    if (rv == 0) {
+        route_find_live(r, cluster, addr)->regs = n_regs;
+    }
 
 err:
     ns_free(cluster);
     ns_free(addr);
     ns_free(ha);
     return rv;
+}
+
+static int decode_live(struct ns_route *r, struct ns_rd *in)
+{
+    return decode_live_regs(r, in, false);
+}
+
+static int decode_live2(struct ns_route *r, struct ns_rd *in)
+{
+    return decode_live_regs(r, in, true);
 }
 
 static int decode_filter(struct ns_route *r, struct ns_rd *in)
@@ -446,19 +495,23 @@ int ns_route_decode_state(struct ns_route *r, struct ns_rd *in)
         {decode_live, 44},  {decode_filter, 16},  {decode_mapping_topic, 8},
     };
     int rv = 0;
+    uint16_t version;
 
     if (r->groups.n != 0 || r->topics.n != 0 || r->lives.n != 0 ||
         r->clusters.n != 0) {
         return NS_EINVAL;
     }
-    if (ns_rd_u16(in) != STATE_VERSION) {
+    version = ns_rd_u16(in);
+    if (version != STATE_VERSION && version != STATE_VERSION_NO_REGS) {
         return in->err != 0 ? NS_EPROTO : NS_EVERSION;
     }
     for (size_t k = 0; rv == 0 && k < sizeof(tables) / sizeof(tables[0]); k++) {
         size_t n;
-        rv = read_count(in, tables[k].min_size, &n);
+        bool regs = version == STATE_VERSION && tables[k].fn == decode_live;
+        decode_fn fn = regs ? decode_live2 : tables[k].fn;
+        rv = read_count(in, tables[k].min_size + (regs ? 8 : 0), &n);
         for (size_t i = 0; rv == 0 && i < n; i++) {
-            rv = tables[k].fn(r, in);
+            rv = fn(r, in);
         }
     }
     if (rv == 0 && in->err != 0) {

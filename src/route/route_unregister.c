@@ -194,3 +194,29 @@ err_after_names:
 err:
     return rv;
 }
+
+int ns_route_expire_brokers_seen(struct ns_route *r,
+                                 const struct ns_broker_ref *refs,
+                                 const uint64_t *regs_seen, size_t n)
+{
+    struct ns_broker_ref *due = ns_calloc(n + 1, sizeof(*due));
+    size_t n_due = 0;
+    int rv;
+
+    if (due == NULL) {
+        return NS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct live *l =
+            route_find_live(r, refs[i].cluster, refs[i].broker_addr);
+        /* Left meanwhile, or registered again since the leader decided: not
+         * the registration the decision was about. (Unregistered and
+         * registered anew in between restarts the count: not told apart.) */
+        if (l != NULL && l->regs == regs_seen[i]) {
+            due[n_due++] = refs[i]; /* borrowed strings */
+        }
+    }
+    rv = ns_route_expire_brokers(r, due, n_due);
+    ns_free(due);
+    return rv;
+}

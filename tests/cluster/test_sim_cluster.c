@@ -449,8 +449,8 @@ static void test_expiry_after_failover(void **state)
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         if (i != l) {
-            assert_int_equal(sim_n_applied(s, i, NS_CMD_EXPIRE_BROKERS, true),
-                             1);
+            assert_int_equal(
+                sim_n_applied(s, i, NS_CMD_EXPIRE_BROKERS_SEEN, true), 1);
         }
     }
 }

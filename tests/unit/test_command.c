@@ -51,6 +51,14 @@ static const uint8_t GOLDEN_EXPIRE[] = {
     0x3a, 0x31, 0x30, 0x39, 0x31, 0x31, 0xff, 0xff, 0xff, 0xff, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
+/* EXPIRE_BROKERS as above, type 17, and after broker_id the u64 regs_seen 3. */
+static const uint8_t GOLDEN_EXPIRE_SEEN[] = {
+    0x01, 0x16, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00,
+    0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x63, 0x31, 0x00, 0x00, 0x00, 0x0f,
+    0x31, 0x32, 0x37, 0x2e, 0x30, 0x2e, 0x30, 0x2e, 0x31, 0x3a, 0x31, 0x30,
+    0x39, 0x31, 0x31, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,
+};
 static const uint8_t GOLDEN_KV_PUT[] = {
     0x01, 0x04, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68,
     0x00, 0x00, 0x00, 0x00, 0x02, 0x6e, 0x73, 0x00, 0x00,
@@ -334,6 +342,11 @@ static void make(size_t i, struct ns_command *c)
         c->u.ctl.broker_addr = ns_strdup("127.0.0.1:40911");
         c->u.ctl.id = 1;
         break;
+    case 21:
+        make_refs(c, NS_CMD_EXPIRE_BROKERS_SEEN);
+        c->u.brokers.regs_seen = ns_calloc(1, sizeof(uint64_t));
+        c->u.brokers.regs_seen[0] = 3;
+        break;
     default:
         fail();
     }
@@ -350,13 +363,14 @@ struct golden {
         x, sizeof x                                                            \
     }
 static const struct golden GOLDEN[] = {
-    G(GOLDEN_REGISTER),  G(GOLDEN_UNREGISTER),   G(GOLDEN_EXPIRE),
-    G(GOLDEN_KV_PUT),    G(GOLDEN_KV_DELETE),    G(GOLDEN_WIPE),
-    G(GOLDEN_ADD),       G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
-    G(GOLDEN_CONFIG),    G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
-    G(GOLDEN_ACL_PUT),   G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
-    G(GOLDEN_VERDICT),   G(GOLDEN_CTL_ALTER),    G(GOLDEN_CTL_APPLY_ID),
-    G(GOLDEN_CTL_ELECT), G(GOLDEN_CTL_CLEAN),    G(GOLDEN_CTL_UPDATE_ADDR),
+    G(GOLDEN_REGISTER),    G(GOLDEN_UNREGISTER),   G(GOLDEN_EXPIRE),
+    G(GOLDEN_KV_PUT),      G(GOLDEN_KV_DELETE),    G(GOLDEN_WIPE),
+    G(GOLDEN_ADD),         G(GOLDEN_DELETE_TOPIC), G(GOLDEN_REGISTER_TOPIC),
+    G(GOLDEN_CONFIG),      G(GOLDEN_CHECKPOINT),   G(GOLDEN_MEMBER),
+    G(GOLDEN_ACL_PUT),     G(GOLDEN_ACL_REMOVE),   G(GOLDEN_ACL_SEED),
+    G(GOLDEN_VERDICT),     G(GOLDEN_CTL_ALTER),    G(GOLDEN_CTL_APPLY_ID),
+    G(GOLDEN_CTL_ELECT),   G(GOLDEN_CTL_CLEAN),    G(GOLDEN_CTL_UPDATE_ADDR),
+    G(GOLDEN_EXPIRE_SEEN),
 };
 #define N_GOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 
@@ -410,6 +424,17 @@ static void test_round_trip(void **state)
                      0);
     assert_null(c.u.kv.value);
     ns_command_close(&c);
+    /* the old expiry still decodes, without counts */
+    assert_int_equal(ns_command_decode(GOLDEN_EXPIRE, sizeof GOLDEN_EXPIRE, &c),
+                     0);
+    assert_int_equal(c.u.brokers.n, 1);
+    assert_null(c.u.brokers.regs_seen);
+    ns_command_close(&c);
+    assert_int_equal(
+        ns_command_decode(GOLDEN_EXPIRE_SEEN, sizeof GOLDEN_EXPIRE_SEEN, &c),
+        0);
+    assert_int_equal(c.u.brokers.regs_seen[0], 3);
+    ns_command_close(&c);
 }
 
 static void test_rejects(void **state)
@@ -437,7 +462,7 @@ static void test_rejects(void **state)
     buf[0] = 1;
     buf[1] = 0;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
-    buf[1] = 22; /* the first unknown type */
+    buf[1] = 23; /* the first unknown type */
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c), NS_EPROTO);
     /* A count far beyond the remaining bytes is refused before allocating. */
     memcpy(buf, GOLDEN_UNREGISTER, sizeof GOLDEN_UNREGISTER);

@@ -161,9 +161,13 @@ static void test_property(void **state)
         }
         dm = next(2) == 0;
         unchanged = ns_route_is_unchanged_registration(route, &req, dm);
-        state_of(route, &before);
+        /* The registration count changes with every registration applied
+         * (what an expiry compares); the property is about the route data. */
+        ns_buf_init(&before);
+        assert_int_equal(ns_route_encode_state_data(route, &before), 0);
         assert_int_equal(ns_route_register_broker(route, &req, dm, &res), 0);
-        state_of(route, &after);
+        ns_buf_init(&after);
+        assert_int_equal(ns_route_encode_state_data(route, &after), 0);
         if (unchanged) {
             n_true++;
             assert_true(same_state(&before, &after));
