@@ -796,6 +796,7 @@ void ns_node_destroy(struct ns_node *n)
         return;
     }
     if (n->driven) {
+        node_log_close(&n->logmem);
         ns_free(n);
         return;
     }
