@@ -184,7 +184,7 @@ struct sim {
     unsigned n_clients;
     /* Test hook: drop the next n replies to a FORWARD (0 = none) */
     unsigned drop_forward_replies;
-    struct ns_waits waits; /* every server's (zero fields = the defaults) */
+    struct ns_waits waits;    /* every server's (zero fields = the defaults) */
     struct ns_props settings; /* every server's start-up settings */
     struct sim_sent sent[SIM_MAX_SENT];
     unsigned n_sent;
