@@ -380,6 +380,50 @@ static void utf8_as_java(void **state)
     ns_buf_close(&out);
 }
 
+/* The ASCII words skipped at once must never hide a byte that is not ASCII:
+ * a malformed byte at every offset of a long ASCII run (each word position
+ * and the tail shorter than a word) is replaced exactly there, and a
+ * well-formed sequence anywhere leaves the text as it is. */
+static void utf8_at_every_offset(void **state)
+{
+    (void)state;
+    static const char *const seqs[] = {"\x80", "\xff", "\xc3", "\xed\xa0\x80"};
+    static const size_t seq_lens[] = {1, 1, 1, 3};
+    for (size_t k = 0; k < sizeof seqs / sizeof seqs[0]; k++) {
+        for (size_t total = 1; total <= 40; total++) {
+            for (size_t at = 0; at + seq_lens[k] <= total; at++) {
+                uint8_t in[48];
+                memset(in, 'a', sizeof in);
+                memcpy(in + at, seqs[k], seq_lens[k]);
+                struct ns_buf out;
+                ns_buf_init(&out);
+                int rv = ns_utf8_java(in, total, &out);
+                /* each of these is one U+FFFD */
+                size_t want_len = total - seq_lens[k] + 3;
+                if (rv != 1 || out.len != want_len ||
+                    memcmp(out.data, in, at) != 0 ||
+                    memcmp((const uint8_t *)out.data + at, "\xef\xbf\xbd", 3) !=
+                        0 ||
+                    memcmp((const uint8_t *)out.data + at + 3,
+                           in + at + seq_lens[k],
+                           total - at - seq_lens[k]) != 0) {
+                    fail_msg("seq %zu, %zu bytes, at %zu: rv %d, %zu bytes", k,
+                             total, at, rv, out.len);
+                }
+                ns_buf_close(&out);
+                memcpy(in + at, "\xc3\xa9", seq_lens[k] >= 2 ? 2 : 0);
+                if (seq_lens[k] >= 2) {
+                    in[at + 2] = 'a';
+                    ns_buf_init(&out);
+                    assert_int_equal(ns_utf8_java(in, total, &out), 0);
+                    assert_int_equal(out.len, 0);
+                    ns_buf_close(&out);
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +436,7 @@ int main(void)
         cmocka_unit_test(data_version_exact),
         cmocka_unit_test(register_body_exact),
         cmocka_unit_test(utf8_as_java),
+        cmocka_unit_test(utf8_at_every_offset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
