@@ -81,11 +81,45 @@ static void array_of_strings(void **state)
     assert_false(found);
 }
 
+static int cmp_int(const void *elem, const void *ctx)
+{
+    int a = *(const int *)elem, b = *(const int *)ctx;
+    return (a > b) - (a < b);
+}
+
+/* The search from a hint answers as the plain one for every key, every gap and
+ * every hint (before, at, after the key, past the end), for n up to 70: more
+ * than a few doublings each way. */
+static void near_every_hint(void **state)
+{
+    (void)state;
+    int a[70];
+    for (size_t n = 0; n <= 70; n++) {
+        for (size_t k = 0; k < n; k++) {
+            a[k] = (int)(2 * k + 1);
+        }
+        for (int v = 0; v <= (int)(2 * n + 1); v++) {
+            bool want_found, found;
+            size_t want =
+                ns_sorted_search_by(a, n, sizeof *a, cmp_int, &v, &want_found);
+            for (size_t hint = 0; hint <= n + 2; hint++) {
+                size_t got = ns_sorted_search_near_by(a, n, sizeof *a, cmp_int,
+                                                      &v, hint, &found);
+                if (got != want || found != want_found) {
+                    fail_msg("n %zu key %d hint %zu: %zu/%d, want %zu/%d", n, v,
+                             hint, got, found, want, want_found);
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_key_and_gap),
         cmocka_unit_test(array_of_strings),
+        cmocka_unit_test(near_every_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
