@@ -489,11 +489,11 @@ static void drop_topic_if_empty(struct ns_route *r, struct topic *t)
     free_topic(r, t);
 }
 
-int route_put_qd(struct ns_route *r, const char *topic,
-                 const struct ns_queue_data *qd, bool *changed)
+/* route_put_qd with the topic's slot in the topic table already searched. */
+static int put_qd_at(struct ns_route *r, size_t pos, bool found,
+                     const char *topic, const struct ns_queue_data *qd,
+                     bool *changed)
 {
-    bool found;
-    size_t pos = svec_search(&r->topics, topic, svec_cmp_named, &found);
     struct topic *t;
     struct ns_queue_data *cur;
     struct ns_queue_data *copy = NULL;
@@ -547,6 +547,24 @@ err_after_topic:
     drop_topic_if_empty(r, t);
 err:
     return rv;
+}
+
+int route_put_qd(struct ns_route *r, const char *topic,
+                 const struct ns_queue_data *qd, bool *changed)
+{
+    bool found;
+    size_t pos = svec_search(&r->topics, topic, svec_cmp_named, &found);
+    return put_qd_at(r, pos, found, topic, qd, changed);
+}
+
+int route_put_qd_near(struct ns_route *r, const char *topic,
+                      const struct ns_queue_data *qd, bool *changed,
+                      size_t *hint)
+{
+    bool found;
+    size_t pos =
+        svec_search_near(&r->topics, topic, svec_cmp_named, hint, &found);
+    return put_qd_at(r, pos, found, topic, qd, changed);
 }
 
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname)

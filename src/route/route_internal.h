@@ -27,6 +27,10 @@ typedef int (*svec_cmp_fn)(const void *item, const void *key);
 /* Position of key (found) or where it would be inserted. */
 size_t svec_search(const struct svec *v, const void *key, svec_cmp_fn cmp,
                    bool *found);
+/* As svec_search, searching outward from *hint (ns_sorted_search_near_by) and
+ * leaving the answer in *hint for the next, larger key. */
+size_t svec_search_near(const struct svec *v, const void *key, svec_cmp_fn cmp,
+                        size_t *hint, bool *found);
 /* Borrowed item or NULL. */
 void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp);
 /* Inserts item (taken on success) at pos. 0 or NS_ENOMEM. */
@@ -204,6 +208,12 @@ void route_remove_cluster_name(struct ns_route *r, const char *cluster,
  * *changed (may be NULL) tells whether anything changed. 0 or NS_ENOMEM. */
 int route_put_qd(struct ns_route *r, const char *topic,
                  const struct ns_queue_data *qd, bool *changed);
+/* As route_put_qd, the topic searched from *hint (svec_search_near), which is
+ * left at the topic's index: for the topics of a registration in ascending
+ * order. */
+int route_put_qd_near(struct ns_route *r, const char *topic,
+                      const struct ns_queue_data *qd, bool *changed,
+                      size_t *hint);
 /* Removes bname's queue data from t, and t itself when left empty (t is then
  * freed). */
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);

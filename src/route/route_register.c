@@ -73,14 +73,15 @@ static int delete_missing(struct ns_route *r, const struct ns_register *req)
 }
 
 static bool topic_changed(const struct ns_route *r, bool dv_changed,
-                          const char *topic, const char *bname)
+                          const char *topic, const char *bname, size_t *hint)
 {
-    const struct topic *t;
-
     if (dv_changed) {
         return true;
     }
-    t = route_find_topic(r, topic);
+    bool found;
+    size_t pos =
+        svec_search_near(&r->topics, topic, svec_cmp_named, hint, &found);
+    const struct topic *t = found ? r->topics.items[pos] : NULL;
     return t == NULL || svec_find(&t->qds, bname, svec_cmp_named) == NULL;
 }
 
@@ -92,6 +93,9 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
     const struct live *l = route_find_live(r, req->cluster, req->broker_addr);
     bool dv_changed = l == NULL || !ns_data_version_equal(&l->dv, &req->dv);
     int rv;
+    /* The topics come sorted by name (ns_register_decode_body), as the topic
+     * table is: each search starts where the previous one ended. */
+    size_t hint = 0;
 
     for (size_t i = 0; i < req->n_topics; i++) {
         const struct ns_topic_config *tc = &req->topics[i];
@@ -103,13 +107,13 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
             .sys_flag = tc->sys_flag,
         };
         if (!register_first &&
-            !topic_changed(r, dv_changed, tc->name, req->broker_name)) {
+            !topic_changed(r, dv_changed, tc->name, req->broker_name, &hint)) {
             continue;
         }
         if (prime_slave && g->acting_master) {
             qd.perm &= ~NS_PERM_WRITE;
         }
-        rv = route_put_qd(r, tc->name, &qd, NULL);
+        rv = route_put_qd_near(r, tc->name, &qd, NULL, &hint);
         if (rv != 0) {
             return rv;
         }
@@ -355,9 +359,11 @@ static bool same_routes(const struct ns_route *r, const struct ns_register *req,
     const struct named_set *b = route_find_bidx(r, req->broker_name);
     const char **names;
     size_t n_distinct = 0;
+    size_t hint = 0;
 
     for (size_t i = 0; i < req->n_topics; i++) {
-        if (topic_changed(r, false, req->topics[i].name, req->broker_name)) {
+        if (topic_changed(r, false, req->topics[i].name, req->broker_name,
+                          &hint)) {
             return false;
         }
     }

@@ -29,6 +29,15 @@ size_t svec_search(const struct svec *v, const void *key, svec_cmp_fn cmp,
                                found);
 }
 
+size_t svec_search_near(const struct svec *v, const void *key, svec_cmp_fn cmp,
+                        size_t *hint, bool *found)
+{
+    struct svec_probe p = {cmp, key};
+    *hint = ns_sorted_search_near_by(v->items, v->n, sizeof *v->items, cmp_item,
+                                     &p, *hint, found);
+    return *hint;
+}
+
 void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp)
 {
     bool found;
