@@ -51,6 +51,10 @@ ns_sorted_search_near_by(const void *base, size_t n, size_t elem_size,
 {
     const char *bytes = (const char *)base;
     size_t lo, hi; /* the key's slot lies in [lo, hi] */
+    if (n == 0) {  /* base may be NULL: no offset from it */
+        *found = false;
+        return 0;
+    }
     if (hint >= n) {
         hint = n;
     } else {

@@ -94,6 +94,13 @@ static void near_every_hint(void **state)
 {
     (void)state;
     int a[70];
+    bool none_found = true;
+    int key = 1;
+    /* an empty table's array may be NULL (an svec never grown) */
+    assert_int_equal(ns_sorted_search_near_by(NULL, 0, sizeof *a, cmp_int, &key,
+                                              3, &none_found),
+                     0);
+    assert_false(none_found);
     for (size_t n = 0; n <= 70; n++) {
         for (size_t k = 0; k < n; k++) {
             a[k] = (int)(2 * k + 1);
