@@ -72,8 +72,8 @@ static size_t sequence(const uint8_t *p, size_t left, size_t *bad)
 
 /* The length of the ASCII prefix of p[0..n) rounded down to whole 8-byte
  * words: a registration body is ~20 KB of ASCII checked on every request, and
- * a byte loop cost ~5 instructions a byte there (BENCHMARKS.md, "Issue 11
- * item 3"). */
+ * a byte loop cost ~5 instructions a byte there (BENCHMARKS.md,
+ * "Registration work per changed registration"). */
 static size_t ascii_words(const uint8_t *p, size_t n)
 {
     size_t i = 0;

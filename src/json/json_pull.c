@@ -177,8 +177,9 @@ int ns_json_pull_string(struct ns_json_pull *t, struct ns_json_pull_str *s)
     size_t len = 0;
     for (;;) {
         const uint8_t *run = p;
-        /* Four bytes a round where four are left: the end test was a third
-         * of this loop's instructions on a registration's keys and names. */
+        /* Four bytes a round where four are left: one bound test per four
+         * bytes on a registration's keys and names (BENCHMARKS.md,
+         * "Registration work per changed registration"). */
         while (end - p >= 4 && !ends_run[p[0]] && !ends_run[p[1]] &&
                !ends_run[p[2]] && !ends_run[p[3]]) {
             p += 4;
