@@ -1,12 +1,11 @@
 /* Commit notices: a leader tells one follower that an entry committed as soon
- * as that follower has stored it, with an empty AppendEntries sent through
- * raft's own io, instead of leaving it to the next heartbeat. A write a
- * follower forwarded is answered there only once the follower applied it, so
+ * as that follower has stored it, with the heartbeat raft would send it next,
+ * sent early through raft's own io, instead of leaving it to the timer. A write
+ * a follower forwarded is answered there only once the follower applied it, so
  * without this every such write waits up to a heartbeat interval
  * (docs/raft-0.15.md §14). It decides nothing about commitment itself: the
- * notice carries an index this leader has committed and the follower has
- * acknowledged, and the follower's raft checks it like any heartbeat. */
-#include <stdlib.h>
+ * notice carries this leader's commit index, and the follower's raft checks it
+ * like any heartbeat. */
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -41,15 +40,25 @@ static void notice_sent(struct raft_io_send *req, int status)
     ns_free(req);
 }
 
-/* Sends member i the empty AppendEntries that lets it commit up to index. It
- * names (index, term of index) as the previous entry: a follower commits
- * min(leader commit, last stored) only when its own entry at index has that
- * term, so everything it commits is on this leader's log; the commit index is
- * index itself, never more than what both sides hold. */
-static bool send_notice(struct ns_node *n, unsigned i, raft_index index)
+/* The index of the last entry in raft's in-memory log (logLastIndex's). */
+static raft_index log_last_index(const struct raft_log *l)
+{
+    size_t n =
+        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+    return n == 0 ? l->snapshot.last_index : l->offset + n;
+}
+
+/* libraft 0.15's PROGRESS__PIPELINE (src/progress.h; the value is not in
+ * raft.h, the struct field is). */
+#define NOTICE_PIPELINE 1
+
+/* Sends member i the empty AppendEntries whose previous entry is (prev, its
+ * term) and whose leader commit is commit. */
+static bool send_notice(struct ns_node *n, unsigned i, raft_index prev,
+                        raft_index commit)
 {
     struct raft *r = n->raft;
-    raft_term term = log_term_of(&r->log, index);
+    raft_term term = log_term_of(&r->log, prev);
     if (term == 0) {
         return false;
     }
@@ -63,9 +72,9 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index index)
     m.server_id = r->configuration.servers[i].id;
     m.server_address = r->configuration.servers[i].address;
     m.append_entries.term = r->current_term;
-    m.append_entries.prev_log_index = index;
+    m.append_entries.prev_log_index = prev;
     m.append_entries.prev_log_term = term;
-    m.append_entries.leader_commit = index;
+    m.append_entries.leader_commit = commit;
     m.append_entries.entries = NULL;
     m.append_entries.n_entries = 0;
     req->data = NULL;
@@ -74,6 +83,29 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index index)
         return false;
     }
     return true;
+}
+
+/* The notice owed to member i, if one may go now: the commit index it carries
+ * (0: not now). It is the heartbeat libraft itself would send to i at this
+ * moment (replication.c's sendAppendEntries in pipeline mode with nothing left
+ * to send: previous entry next_index - 1, leader commit the commit index), so
+ * the leader's raft handles the answer as one to its own heartbeat. Only while
+ * i has acknowledged the leader's whole log and that log ends with an entry of
+ * the current term: a follower answers an AppendEntries with its last stored
+ * index, which counts whatever it holds past the previous entry, and the
+ * leader takes min(that, its own last index) as i's match index; a follower
+ * that holds an entry of this term at the previous index holds nothing past it
+ * but this leader's entries (docs/raft-0.15.md §14). */
+static raft_index notice_due(const struct raft *r, unsigned i)
+{
+    const struct raft_progress *p = &r->leader_state.progress[i];
+    raft_index last = log_last_index(&r->log);
+    if (p->state != NOTICE_PIPELINE || p->match_index != last ||
+        p->next_index != last + 1 ||
+        log_term_of(&r->log, last) != r->current_term) {
+        return 0;
+    }
+    return r->commit_index;
 }
 
 static int member_slot(const struct raft *r, uint64_t id)
@@ -86,20 +118,8 @@ static int member_slot(const struct raft *r, uint64_t id)
     return -1;
 }
 
-/* Off unless RAFTNS_EXPERIMENTAL_COMMIT_NOTICE=1: with notices on, the 5-node
- * kill test of tests/process/test_cluster_failover.py left two followers one
- * entry behind the leader for good (docs/raft-0.15.md §14). */
-static bool notices_enabled(void)
-{
-    const char *v = getenv("RAFTNS_EXPERIMENTAL_COMMIT_NOTICE");
-    return v != NULL && strcmp(v, "1") == 0;
-}
-
 int ns_node_notify_commit(struct ns_node *n, uint64_t member_id, uint64_t index)
 {
-    if (!notices_enabled()) {
-        return 0;
-    }
     struct raft *r = n->raft;
     if (!n->started || n->stopping || raft_state(r) != RAFT_LEADER) {
         return NS_ENOTLEADER;
@@ -150,16 +170,11 @@ void node_notice_flush(struct ns_node *n)
         int i = member_slot(r, t->id);
         bool done = i < 0 || now >= t->deadline;
         if (!done) {
-            /* What the member acknowledged (progress is public in raft.h
-             * 0.15 and indexed like the configuration) and this leader
-             * committed. */
-            raft_index x = r->leader_state.progress[i].match_index;
-            if (x > r->commit_index) {
-                x = r->commit_index;
-            }
-            if (x >= t->lo && send_notice(n, (unsigned)i, x)) {
-                done = x >= t->hi;
-                t->lo = x + 1;
+            raft_index c = notice_due(r, (unsigned)i);
+            if (c >= t->lo &&
+                send_notice(n, (unsigned)i, log_last_index(&r->log), c)) {
+                done = c >= t->hi;
+                t->lo = c + 1;
             }
         }
         if (done) {

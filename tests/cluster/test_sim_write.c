@@ -78,6 +78,42 @@ static void test_write_through_a_follower(void **state)
     }
 }
 
+/* A write through a follower does not wait for the leader's next heartbeat:
+ * the leader's commit notice (docs/raft-0.15.md §14) tells the forwarding
+ * follower. With a heartbeat of 1 s (virtual time) five writes in a row take
+ * less than one heartbeat interval in all; each waits for a heartbeat without
+ * the notice. */
+static void test_follower_write_needs_no_heartbeat(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    const unsigned heartbeat = 1000;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct raft *r = raft_fixture_get(&s->f, i);
+        raft_set_election_timeout(r, 20 * heartbeat);
+        raft_set_heartbeat_timeout(r, heartbeat);
+    }
+    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    unsigned fo = sim_follower(s, l, 0);
+    struct sim_client *c = sim_client(s, fo);
+    uint64_t t0 = sim_now(s);
+    for (int i = 1; i <= 5; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "n%d", i);
+        int32_t op = sim_send_kv_put(c, "k", v);
+        expect_code(c, op, NS_CODE_SUCCESS);
+        sim_assert_kv(s, fo, "k", v);
+    }
+    uint64_t took = sim_now(s) - t0;
+    if (took >= heartbeat) {
+        fail_msg("5 writes through follower %u took %llu ms of virtual time "
+                 "(heartbeat %u ms): they waited for heartbeats",
+                 fo, (unsigned long long)took, heartbeat);
+    }
+    assert_int_equal((int)ns_node_leader_id(s->nodes[fo].node),
+                     (int)s->nodes[l].id);
+}
+
 /* Identical registrations through three connections of followers at once
  * (a broker that registers with every name server) share one log entry:
  * every node applies one REGISTER_BROKER, and every sender gets SUCCESS. */
@@ -427,6 +463,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         BOTH(test_write_through_a_follower),
+        BOTH(test_follower_write_needs_no_heartbeat),
         BOTH(test_three_identical_registrations_make_one_entry),
         BOTH(test_registration_applied_a_moment_ago),
         BOTH(test_leader_lost_mid_forward),

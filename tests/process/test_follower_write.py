@@ -24,10 +24,6 @@ class FollowerWrite(unittest.TestCase):
         why = clusterh.config_unsupported()
         if why:
             raise unittest.SkipTest(why)
-        # the notices are experimental and off by default (docs/raft-0.15.md §14); the nodes
-        # inherit this environment
-        os.environ["RAFTNS_EXPERIMENTAL_COMMIT_NOTICE"] = "1"
-        self.addCleanup(os.environ.pop, "RAFTNS_EXPERIMENTAL_COMMIT_NOTICE", None)
         self.cluster = clusterh.Cluster(3, election_ms=3 * HEARTBEAT_MS,
                                         heartbeat_ms=HEARTBEAT_MS)
         self.addCleanup(self.cluster.cleanup)
