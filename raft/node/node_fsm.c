@@ -125,8 +125,77 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
     return &n->dv;
 }
 
+/* The snapshotter hooks (include/raftns/fsm_adapter.h). A failed fork falls
+ * back to encoding on the loop, as FSM version 1 did, rather than postponing
+ * snapshots (the log would grow without bound). */
+static int snap_freeze(void *arg, const struct ns_state *s)
+{
+    struct ns_node *n = arg;
+    ns_buf_close(&n->snapbuf);
+    ns_buf_init(&n->snapbuf);
+    int rv = ns_snapshot_fork_freeze(&n->snapfork, s);
+    if (rv == 0) {
+        return 0;
+    }
+    NS_LOG(NS_LOG_WARN,
+           "fsm: cannot fork the snapshot encoder (%s); encoding on the loop",
+           ns_strerror(rv));
+    rv = ns_snapshot_encode(s, &n->snapbuf);
+    if (rv == 0 && n->snapbuf.err != 0) {
+        rv = n->snapbuf.err;
+    }
+    if (rv != 0) {
+        ns_buf_close(&n->snapbuf);
+        ns_buf_init(&n->snapbuf);
+    }
+    return rv;
+}
+
+static int snap_collect(void *arg, uint8_t **data, size_t *len)
+{
+    struct ns_node *n = arg;
+    if (n->snapfork.pid > 0) {
+        return ns_snapshot_fork_collect(&n->snapfork, raft_malloc, raft_free,
+                                        data, len);
+    }
+    *data = raft_malloc(n->snapbuf.len > 0 ? n->snapbuf.len : 1);
+    if (*data == NULL) {
+        return NS_ENOMEM;
+    }
+    memcpy(*data, n->snapbuf.data, n->snapbuf.len);
+    *len = n->snapbuf.len;
+    return 0;
+}
+
+static void snap_release(void *arg)
+{
+    struct ns_node *n = arg;
+    ns_snapshot_fork_abandon(&n->snapfork);
+    ns_buf_close(&n->snapbuf);
+    ns_buf_init(&n->snapbuf);
+}
+
+void node_fsm_snapshot_off_loop(struct ns_node *n)
+{
+    const struct ns_fsm_adapter_snapshotter snap = {
+        .freeze = snap_freeze,
+        .collect = snap_collect,
+        .release = snap_release,
+        .arg = n,
+    };
+    ns_fsm_adapter_set_snapshotter(&n->fsm, &snap);
+}
+
+void node_fsm_close(struct ns_node *n)
+{
+    snap_release(n);
+}
+
 void node_fsm_init(struct ns_node *n)
 {
+    n->snapfork.pid = 0;
+    n->snapfork.fd = -1;
+    ns_buf_init(&n->snapbuf);
     const struct ns_fsm_adapter_hooks hooks = {
         .find_result = find_result,
         .on_applied = on_applied,
