@@ -144,8 +144,10 @@ static void test_async_snapshot_install_to_lagging_node(void **state)
     assert_int_equal(s.n_lost, 0);
     assert_int_equal(raft_last_index(fx_raft(&x, lag)), lag_before);
     assert_int_equal(x.s[lag].fa.n_restores, 0);
-    assert_true(x.s[l].fa.n_snapshots >= N_CMDS / 32 - 1);
-    assert_true(n_freezes >= 2 * (N_CMDS / 32 - 1)); /* the version-3 path */
+    /* Fewer than version 1 takes: raft takes no snapshot while one is
+     * being encoded. */
+    assert_true(x.s[l].fa.n_snapshots >= 2);
+    assert_true(n_freezes >= 4); /* the version-3 path, on both voters */
 
     fx_isolate(&x, lag, false);
     struct ns_buf all;
