@@ -103,6 +103,87 @@ static void note_error(struct ns_fsm_adapter *a, int rv)
     }
 }
 
+/* Takes the mark of the digest under way: now if wait, else only if it is
+ * ready. */
+static void finish_digest(struct ns_fsm_adapter *a, bool wait)
+{
+    if (a->digest_at == 0) {
+        return;
+    }
+    uint64_t digest = 0;
+    uint64_t t0 = uv_hrtime();
+    int rv = a->digest.finish(a->digest.arg, wait, &digest);
+    if (rv == NS_EAGAIN) {
+        return;
+    }
+    uint64_t index = a->digest_at;
+    a->digest_at = 0;
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "diverge: digest at index %" PRIu64 ": %s", index,
+               ns_strerror(rv));
+        note_error(a, rv);
+        return;
+    }
+    ns_diverge_add_mark(a->dv, index, digest);
+    NS_LOG(NS_LOG_INFO,
+           "diverge: digest at index %" PRIu64 " computed off the loop%s "
+           "(%.1f ms waited)",
+           index, wait ? ", needed now" : "", (double)(uv_hrtime() - t0) / 1e6);
+    log_divergence(a->dv, index, NS_DIVERGE_EV_MARK);
+}
+
+void ns_fsm_adapter_poll(struct ns_fsm_adapter *a)
+{
+    finish_digest(a, false);
+}
+
+void ns_fsm_adapter_drop_digest(struct ns_fsm_adapter *a)
+{
+    if (a->digest_at != 0) {
+        a->digest.abandon(a->digest.arg);
+        a->digest_at = 0;
+    }
+}
+
+void ns_fsm_adapter_set_digester(struct ns_fsm_adapter *a,
+                                 const struct ns_fsm_adapter_digester *dg)
+{
+    a->digest = *dg;
+}
+
+/* A CHECKPOINT whose digest the digester computes (true), or one the adapter
+ * computes on the loop as before (false). A VERDICT or CHECKPOINT first
+ * takes the mark of the digest under way. */
+static bool digest_off_loop(struct ns_fsm_adapter *a, uint64_t index,
+                            const uint8_t *cmd, size_t len)
+{
+    if (a->digest.start == NULL) {
+        return false;
+    }
+    int type = ns_command_peek_type(cmd, len);
+    if (type != NS_CMD_CHECKPOINT && type != NS_CMD_VERDICT) {
+        return false;
+    }
+    finish_digest(a, true);
+    if (type != NS_CMD_CHECKPOINT) {
+        return false;
+    }
+    uint64_t t0 = uv_hrtime();
+    int rv = a->digest.start(a->digest.arg, a->state);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "diverge: cannot compute the digest off the loop (%s); "
+               "computing it here",
+               ns_strerror(rv));
+        return false;
+    }
+    a->digest_at = index;
+    NS_LOG(NS_LOG_DEBUG,
+           "diverge: digest at index %" PRIu64 " started in %.1f ms", index,
+           (double)(uv_hrtime() - t0) / 1e6);
+    return true;
+}
+
 /* Never returns non-zero: raft 0.15 would retry the same entry forever and
  * stall the node (docs/divergence.md). A refused entry marks it diverged. */
 static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
@@ -152,9 +233,11 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         a->hooks.on_applied(a->hooks.arg, index, cmd, len, res)) {
         a->diverged = true;
     }
-    enum ns_diverge_event ev;
+    enum ns_diverge_event ev = NS_DIVERGE_EV_NONE;
     uint64_t t_dg = uv_hrtime();
-    rv = ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    rv = digest_off_loop(a, index, cmd, len)
+             ? 0
+             : ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
     if (ev == NS_DIVERGE_EV_MARK) {
         /* On the loop, O(state) (docs/divergence.md): at scale the biggest
          * stall left (BENCHMARKS.md, fair scheduling). */
@@ -325,6 +408,7 @@ static int adapter_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
     struct ns_fsm_adapter *a = fsm->data;
     uint64_t t0 = uv_hrtime();
+    ns_fsm_adapter_drop_digest(a);
     int rv = ns_snapshot_decode(a->state, buf->base, buf->len);
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",

@@ -78,6 +78,23 @@ struct ns_fsm_adapter_snapshotter {
     void *arg; /* borrowed */
 };
 
+/* Checkpoint digests off the loop (all set, or none): at a CHECKPOINT the
+ * adapter calls start instead of computing the digest itself, and the mark
+ * is taken when finish delivers it. The mark waits (finish with wait) before
+ * the next CHECKPOINT or VERDICT is applied, so marks stay in index order and
+ * a verdict always finds our digest. All on the loop. */
+struct ns_fsm_adapter_digester {
+    /* Starts computing ns_snapshot_digest of state (borrowed) as it is now.
+     * 0, or an NS_E* (the adapter then computes it on the loop). */
+    int (*start)(void *arg, const struct ns_state *state);
+    /* The digest started last: 0 with *digest; NS_EAGAIN while it is not
+     * ready and !wait; another NS_E* if it failed. */
+    int (*finish)(void *arg, bool wait, uint64_t *digest);
+    /* Forgets the digest under way (the state was replaced). */
+    void (*abandon)(void *arg);
+    void *arg; /* borrowed */
+};
+
 struct ns_fsm_adapter {
     struct raft_fsm fsm;    /* hand &fsm to raft_init / raft_fixture_grow */
     struct raft *raft;      /* borrowed (ns_fsm_adapter_bind) */
@@ -98,6 +115,8 @@ struct ns_fsm_adapter {
     struct ns_fsm_adapter_snapshotter snap; /* .freeze NULL: version 1 */
     uint64_t snap_t0;                       /* uv_hrtime of the last freeze */
     int snap_error;                         /* collect's result (pool thread) */
+    struct ns_fsm_adapter_digester digest;  /* .start NULL: on the loop */
+    uint64_t digest_at; /* index of the digest under way, 0 = none */
 };
 
 /* Sets up a over state and dv (both borrowed, must outlive a) with hooks
@@ -113,6 +132,14 @@ void ns_fsm_adapter_init(struct ns_fsm_adapter *a, struct ns_state *state,
  */
 void ns_fsm_adapter_set_snapshotter(
     struct ns_fsm_adapter *a, const struct ns_fsm_adapter_snapshotter *snap);
+/* Computes checkpoint digests through dg (copied) from now on. */
+void ns_fsm_adapter_set_digester(struct ns_fsm_adapter *a,
+                                 const struct ns_fsm_adapter_digester *dg);
+/* Takes the mark of a digest under way if it is ready (without waiting);
+ * call it once per loop turn. */
+void ns_fsm_adapter_poll(struct ns_fsm_adapter *a);
+/* Forgets a digest under way: the state is about to be replaced. */
+void ns_fsm_adapter_drop_digest(struct ns_fsm_adapter *a);
 /* The raft instance (borrowed) whose log a->fsm applies: raft 0.15 tells apply
  * no index, so the adapter reads raft_last_applied() of it. Call after
  * raft_init (raft_fixture_grow) and before raft_start. */

@@ -8,6 +8,7 @@
 #ifndef RAFTNS_SNAPSHOT_FORK_H
 #define RAFTNS_SNAPSHOT_FORK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,16 @@ struct ns_snapshot_fork {
  * failed; *f holds nothing). */
 int ns_snapshot_fork_freeze(struct ns_snapshot_fork *f,
                             const struct ns_state *s);
+/* The same for the checkpoint digest (ns_snapshot_digest) of s: a child that
+ * computes it; _is_done and _collect_digest take the result. */
+int ns_snapshot_fork_digest(struct ns_snapshot_fork *f,
+                            const struct ns_state *s);
+/* True once the child's result can be read without waiting (non-blocking;
+ * false when nothing is in flight). */
+bool ns_snapshot_fork_is_done(const struct ns_snapshot_fork *f);
+/* Reads a digest child's result and reaps it (blocks until the child is
+ * done). 0 with *out, or NS_EIO / NS_ENOMEM. */
+int ns_snapshot_fork_collect_digest(struct ns_snapshot_fork *f, uint64_t *out);
 /* Reads the child's encoding into *data (from alloc_fn, returns-owned: the
  * caller frees it with free_fn; *len bytes) and reaps the child. Blocks: run it
  * on a pool thread, at most once per freeze. 0; NS_ENOMEM; NS_EIO (the child

@@ -270,6 +270,7 @@ static void check(struct ns_node *n)
                (unsigned long long)n->raft->commit_index);
         changed = true;
     }
+    ns_fsm_adapter_poll(&n->fsm); /* a digest computed off the loop */
     node_flush_queue(n);
     node_notice_flush(n);
     if (n->waiters != NULL) {

@@ -109,6 +109,7 @@ int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
                           uint64_t at)
 {
     uint64_t applied = raft_last_applied(n->raft);
+    ns_fsm_adapter_drop_digest(&n->fsm);
     int rv = ns_diverge_install(&n->dv, n->state, p, len, at, applied);
     if (rv == 0) {
         NS_LOG(NS_LOG_WARN,
@@ -175,8 +176,36 @@ static void snap_release(void *arg)
     ns_buf_init(&n->snapbuf);
 }
 
+static int digest_start(void *arg, const struct ns_state *s)
+{
+    struct ns_node *n = arg;
+    return ns_snapshot_fork_digest(&n->digestfork, s);
+}
+
+static int digest_finish(void *arg, bool wait, uint64_t *digest)
+{
+    struct ns_node *n = arg;
+    if (!wait && !ns_snapshot_fork_is_done(&n->digestfork)) {
+        return NS_EAGAIN;
+    }
+    return ns_snapshot_fork_collect_digest(&n->digestfork, digest);
+}
+
+static void digest_abandon(void *arg)
+{
+    struct ns_node *n = arg;
+    ns_snapshot_fork_abandon(&n->digestfork);
+}
+
 void node_fsm_snapshot_off_loop(struct ns_node *n)
 {
+    const struct ns_fsm_adapter_digester dg = {
+        .start = digest_start,
+        .finish = digest_finish,
+        .abandon = digest_abandon,
+        .arg = n,
+    };
+    ns_fsm_adapter_set_digester(&n->fsm, &dg);
     const struct ns_fsm_adapter_snapshotter snap = {
         .freeze = snap_freeze,
         .collect = snap_collect,
@@ -188,6 +217,7 @@ void node_fsm_snapshot_off_loop(struct ns_node *n)
 
 void node_fsm_close(struct ns_node *n)
 {
+    ns_fsm_adapter_drop_digest(&n->fsm);
     snap_release(n);
 }
 
@@ -195,6 +225,8 @@ void node_fsm_init(struct ns_node *n)
 {
     n->snapfork.pid = 0;
     n->snapfork.fd = -1;
+    n->digestfork.pid = 0;
+    n->digestfork.fd = -1;
     ns_buf_init(&n->snapbuf);
     const struct ns_fsm_adapter_hooks hooks = {
         .find_result = find_result,

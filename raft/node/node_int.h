@@ -133,6 +133,7 @@ struct ns_node {
      * are forked; else (or when a fork fails) the encoding taken on the loop
      * that collect hands over */
     struct ns_snapshot_fork snapfork;
+    struct ns_snapshot_fork digestfork; /* the checkpoint digest under way */
     struct ns_buf snapbuf;
     struct raft_transfer transfer;
     struct ns_state *state; /* borrowed */
@@ -199,7 +200,8 @@ void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
  * (the in-flight result, the apply hook, test mutants), bound to n->raft
  * (node_fsm.c). */
 void node_fsm_init(struct ns_node *n);
-/* Snapshots are encoded off the loop from now on (raft FSM version 3; call
+/* Snapshots are encoded, and checkpoint digests computed, off the loop from
+ * now on (raft FSM version 3; call
  * before raft_init, with n->io able to run async_work). */
 void node_fsm_snapshot_off_loop(struct ns_node *n);
 /* Frees what an abandoned snapshot left (ns_node_destroy). */

@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,11 +54,18 @@ static int read_all(int fd, uint8_t *p, size_t len)
     return 0;
 }
 
-static void run_child(int fd, const struct ns_state *s)
+static void run_child(int fd, const struct ns_state *s, bool digest)
 {
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_snapshot_encode(s, &b);
+    int rv;
+    if (digest) {
+        uint64_t h = 0;
+        rv = ns_snapshot_digest(s, &h);
+        ns_buf_put_u64(&b, h);
+    } else {
+        rv = ns_snapshot_encode(s, &b);
+    }
     if (rv == 0 && b.err == 0) {
         uint8_t hdr[8];
         uint64_t n = b.len;
@@ -73,8 +82,8 @@ static void run_child(int fd, const struct ns_state *s)
     _exit(rv == 0 ? 0 : 1);
 }
 
-int ns_snapshot_fork_freeze(struct ns_snapshot_fork *f,
-                            const struct ns_state *s)
+static int start(struct ns_snapshot_fork *f, const struct ns_state *s,
+                 bool digest)
 {
     int p[2];
     f->pid = 0;
@@ -94,12 +103,47 @@ int ns_snapshot_fork_freeze(struct ns_snapshot_fork *f,
          * then fails with EPIPE instead of killing the child by SIGPIPE, and
          * the child leaves. */
         signal(SIGPIPE, SIG_IGN);
-        run_child(p[1], s);
+        run_child(p[1], s, digest);
     }
     close(p[1]);
     f->pid = pid;
     f->fd = p[0];
     return 0;
+}
+
+int ns_snapshot_fork_freeze(struct ns_snapshot_fork *f,
+                            const struct ns_state *s)
+{
+    return start(f, s, false);
+}
+
+int ns_snapshot_fork_digest(struct ns_snapshot_fork *f,
+                            const struct ns_state *s)
+{
+    return start(f, s, true);
+}
+
+bool ns_snapshot_fork_is_done(const struct ns_snapshot_fork *f)
+{
+    struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+    return f->fd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
+int ns_snapshot_fork_collect_digest(struct ns_snapshot_fork *f, uint64_t *out)
+{
+    uint8_t *p = NULL;
+    size_t len = 0;
+    int rv = ns_snapshot_fork_collect(f, malloc, free, &p, &len);
+    if (rv == 0 && len != 8) {
+        rv = NS_EIO;
+    }
+    if (rv == 0) {
+        struct ns_rd in;
+        ns_rd_init(&in, p, len);
+        *out = ns_rd_u64(&in); /* as ns_buf_put_u64 wrote it */
+    }
+    free(p);
+    return rv;
 }
 
 int ns_snapshot_fork_collect(struct ns_snapshot_fork *f,

@@ -73,6 +73,37 @@ static void test_collect_is_the_state_at_freeze(void **state)
     ns_state_close(&s);
 }
 
+static void test_digest_is_the_state_at_start(void **state)
+{
+    (void)state;
+    uint64_t st = fx_seed("snapshot_fork_digest");
+    struct ns_state s;
+    assert_int_equal(ns_state_init(&s), 0);
+    struct ns_command c;
+    for (unsigned i = 0; i < 200; i++) {
+        fx_cmd_random(&c, &st);
+        assert_int_equal(ns_fsm_apply(&s, &c, NULL), 0);
+        ns_command_close(&c);
+    }
+    uint64_t want = 0, now = 0, got = 0;
+    assert_int_equal(ns_snapshot_digest(&s, &want), 0);
+    struct ns_snapshot_fork f;
+    assert_int_equal(ns_snapshot_fork_digest(&f, &s), 0);
+    for (unsigned i = 0; i < 200; i++) {
+        fx_cmd_random(&c, &st);
+        assert_int_equal(ns_fsm_apply(&s, &c, NULL), 0);
+        ns_command_close(&c);
+    }
+    assert_int_equal(ns_snapshot_digest(&s, &now), 0);
+    assert_true(now != want);
+    while (!ns_snapshot_fork_is_done(&f)) { /* polled, as the loop does */
+    }
+    assert_int_equal(ns_snapshot_fork_collect_digest(&f, &got), 0);
+    assert_true(got == want);
+    assert_false(ns_snapshot_fork_is_done(&f)); /* nothing in flight */
+    ns_state_close(&s);
+}
+
 static void test_abandon_reaps_the_child(void **state)
 {
     (void)state;
@@ -174,6 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collect_is_the_state_at_freeze),
+        cmocka_unit_test(test_digest_is_the_state_at_start),
         cmocka_unit_test(test_abandon_reaps_the_child),
         cmocka_unit_test(test_async_snapshot_install_to_lagging_node),
     };
