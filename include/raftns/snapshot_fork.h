@@ -15,10 +15,14 @@
 
 #include "raftns/fsm.h"
 
-/* One encoding in progress: caller-allocated, zeroed by _freeze. */
+/* One child at a time: caller-allocated; set pid and zombie to 0 and fd to
+ * -1 before the first use. */
 struct ns_snapshot_fork {
     pid_t pid; /* the child, or 0 */
     int fd;    /* read end of its pipe, or -1 */
+    /* a digest child that delivered but had not exited yet, reaped at the
+     * next start or by _abandon; 0 = none */
+    pid_t zombie;
 };
 
 /* Forks a child that encodes s (borrowed; the child sees it as it is now)
@@ -33,8 +37,9 @@ int ns_snapshot_fork_digest(struct ns_snapshot_fork *f,
 /* True once the child's result can be read without waiting (non-blocking;
  * false when nothing is in flight). */
 bool ns_snapshot_fork_is_done(const struct ns_snapshot_fork *f);
-/* Reads a digest child's result and reaps it (blocks until the child is
- * done). 0 with *out, or NS_EIO / NS_ENOMEM. */
+/* Reads a digest child's result (blocks until it is written) and reaps the
+ * child, or leaves it to the next start or _abandon if it has not exited. 0
+ * with *out, or NS_EIO / NS_ENOMEM. */
 int ns_snapshot_fork_collect_digest(struct ns_snapshot_fork *f, uint64_t *out);
 /* Reads the child's encoding into *data (from alloc_fn, returns-owned: the
  * caller frees it with free_fn; *len bytes) and reaps the child. Blocks: run it

@@ -225,8 +225,10 @@ void node_fsm_init(struct ns_node *n)
 {
     n->snapfork.pid = 0;
     n->snapfork.fd = -1;
+    n->snapfork.zombie = 0;
     n->digestfork.pid = 0;
     n->digestfork.fd = -1;
+    n->digestfork.zombie = 0;
     ns_buf_init(&n->snapbuf);
     const struct ns_fsm_adapter_hooks hooks = {
         .find_result = find_result,

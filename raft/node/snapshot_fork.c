@@ -82,10 +82,13 @@ static void run_child(int fd, const struct ns_state *s, bool digest)
     _exit(rv == 0 ? 0 : 1);
 }
 
+static void reap_zombie(struct ns_snapshot_fork *f, bool wait);
+
 static int start(struct ns_snapshot_fork *f, const struct ns_state *s,
                  bool digest)
 {
     int p[2];
+    reap_zombie(f, false);
     f->pid = 0;
     f->fd = -1;
     if (pipe2(p, O_CLOEXEC) != 0) {
@@ -129,20 +132,50 @@ bool ns_snapshot_fork_is_done(const struct ns_snapshot_fork *f)
     return f->fd >= 0 && poll(&pfd, 1, 0) == 1;
 }
 
+/* A child that wrote its result may take a while to exit (tearing down its
+ * copy of hundreds of MiB of mappings): the loop does not wait for that, it
+ * reaps the child later. */
+static void reap_zombie(struct ns_snapshot_fork *f, bool wait)
+{
+    if (f->zombie <= 0) {
+        return;
+    }
+    pid_t got;
+    do {
+        got = waitpid(f->zombie, NULL, wait ? 0 : WNOHANG);
+    } while (got < 0 && errno == EINTR);
+    if (got != 0) {
+        f->zombie = 0; /* reaped (or not ours any more) */
+    }
+}
+
 int ns_snapshot_fork_collect_digest(struct ns_snapshot_fork *f, uint64_t *out)
 {
-    uint8_t *p = NULL;
-    size_t len = 0;
-    int rv = ns_snapshot_fork_collect(f, malloc, free, &p, &len);
-    if (rv == 0 && len != 8) {
+    uint8_t b[16];
+    int rv = read_all(f->fd, b, sizeof b) == 0 ? 0 : NS_EIO;
+    close(f->fd);
+    f->fd = -1;
+    struct ns_rd in;
+    ns_rd_init(&in, b, sizeof b);
+    /* the pipe's framing: the u64 little-endian length 8, then the digest */
+    if (rv == 0 &&
+        (b[0] != 8 || b[1] | b[2] | b[3] | b[4] | b[5] | b[6] | b[7])) {
         rv = NS_EIO;
     }
     if (rv == 0) {
-        struct ns_rd in;
-        ns_rd_init(&in, p, len);
+        ns_rd_init(&in, b + 8, 8);
         *out = ns_rd_u64(&in); /* as ns_buf_put_u64 wrote it */
     }
-    free(p);
+    if (rv != 0) {
+        kill(f->pid, SIGKILL);
+    }
+    reap_zombie(f, true); /* at most one is left behind */
+    pid_t got;
+    do {
+        got = waitpid(f->pid, NULL, WNOHANG);
+    } while (got < 0 && errno == EINTR);
+    f->zombie = got == 0 ? f->pid : 0;
+    f->pid = 0;
     return rv;
 }
 
@@ -189,6 +222,7 @@ int ns_snapshot_fork_collect(struct ns_snapshot_fork *f,
 
 void ns_snapshot_fork_abandon(struct ns_snapshot_fork *f)
 {
+    reap_zombie(f, true);
     if (f->fd >= 0) {
         close(f->fd);
         f->fd = -1;
