@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,7 +102,20 @@ static int start(struct ns_snapshot_fork *f, const struct ns_state *s,
         return NS_EIO;
     }
     if (pid == 0) {
+        /* Nothing of the parent's but the pipe: a child must not keep the
+         * data dir's flock or a listening socket after the parent died (a
+         * restart would find them taken), and it dies with the parent. */
         close(p[0]);
+        int w = p[1];
+        if (w >= 3) {
+            if (w > 3) {
+                close_range(3, (unsigned)w - 1, 0);
+            }
+            close_range((unsigned)w + 1, ~0u, 0);
+        } else {
+            close_range(3, ~0u, 0); /* unlikely: stdio was closed */
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* The parent may stop without reading (killed, or closing): a write
          * then fails with EPIPE instead of killing the child by SIGPIPE, and
          * the child leaves. */
