@@ -49,6 +49,14 @@ size_t ns_diverge_unjudged(const struct ns_diverge *d,
     return n;
 }
 
+void ns_diverge_add_mark(struct ns_diverge *d, uint64_t index, uint64_t digest)
+{
+    d->last.index = index;
+    d->last.digest = digest;
+    d->ring[d->ring_next] = d->last;
+    d->ring_next = (d->ring_next + 1) % NS_DIVERGE_RING;
+}
+
 static int take_mark(struct ns_diverge *d, const struct ns_state *s,
                      uint64_t index)
 {
@@ -57,10 +65,7 @@ static int take_mark(struct ns_diverge *d, const struct ns_state *s,
     if (rv != 0) {
         return rv;
     }
-    d->last.index = index;
-    d->last.digest = digest;
-    d->ring[d->ring_next] = d->last;
-    d->ring_next = (d->ring_next + 1) % NS_DIVERGE_RING;
+    ns_diverge_add_mark(d, index, digest);
     return 0;
 }
 

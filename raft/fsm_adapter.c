@@ -103,6 +103,87 @@ static void note_error(struct ns_fsm_adapter *a, int rv)
     }
 }
 
+/* Takes the mark of the digest under way: now if wait, else only if it is
+ * ready. */
+static void finish_digest(struct ns_fsm_adapter *a, bool wait)
+{
+    if (a->digest_at == 0) {
+        return;
+    }
+    uint64_t digest = 0;
+    uint64_t t0 = uv_hrtime();
+    int rv = a->digest.finish(a->digest.arg, wait, &digest);
+    if (rv == NS_EAGAIN) {
+        return;
+    }
+    uint64_t index = a->digest_at;
+    a->digest_at = 0;
+    if (rv != 0) {
+        NS_LOG(NS_LOG_ERROR, "diverge: digest at index %" PRIu64 ": %s", index,
+               ns_strerror(rv));
+        note_error(a, rv);
+        return;
+    }
+    ns_diverge_add_mark(a->dv, index, digest);
+    NS_LOG(NS_LOG_INFO,
+           "diverge: digest at index %" PRIu64 " computed off the loop%s "
+           "(%.1f ms waited)",
+           index, wait ? ", needed now" : "", (double)(uv_hrtime() - t0) / 1e6);
+    log_divergence(a->dv, index, NS_DIVERGE_EV_MARK);
+}
+
+void ns_fsm_adapter_poll(struct ns_fsm_adapter *a)
+{
+    finish_digest(a, false);
+}
+
+void ns_fsm_adapter_drop_digest(struct ns_fsm_adapter *a)
+{
+    if (a->digest_at != 0) {
+        a->digest.abandon(a->digest.arg);
+        a->digest_at = 0;
+    }
+}
+
+void ns_fsm_adapter_set_digester(struct ns_fsm_adapter *a,
+                                 const struct ns_fsm_adapter_digester *dg)
+{
+    a->digest = *dg;
+}
+
+/* A CHECKPOINT whose digest the digester computes (true), or one the adapter
+ * computes on the loop as before (false). A VERDICT or CHECKPOINT first
+ * takes the mark of the digest under way. */
+static bool digest_off_loop(struct ns_fsm_adapter *a, uint64_t index,
+                            const uint8_t *cmd, size_t len)
+{
+    if (a->digest.start == NULL) {
+        return false;
+    }
+    int type = ns_command_peek_type(cmd, len);
+    if (type != NS_CMD_CHECKPOINT && type != NS_CMD_VERDICT) {
+        return false;
+    }
+    finish_digest(a, true);
+    if (type != NS_CMD_CHECKPOINT) {
+        return false;
+    }
+    uint64_t t0 = uv_hrtime();
+    int rv = a->digest.start(a->digest.arg, a->state);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN,
+               "diverge: cannot compute the digest off the loop (%s); "
+               "computing it here",
+               ns_strerror(rv));
+        return false;
+    }
+    a->digest_at = index;
+    NS_LOG(NS_LOG_DEBUG,
+           "diverge: digest at index %" PRIu64 " started in %.1f ms", index,
+           (double)(uv_hrtime() - t0) / 1e6);
+    return true;
+}
+
 /* Never returns non-zero: raft 0.15 would retry the same entry forever and
  * stall the node (docs/divergence.md). A refused entry marks it diverged. */
 static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
@@ -152,8 +233,18 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         a->hooks.on_applied(a->hooks.arg, index, cmd, len, res)) {
         a->diverged = true;
     }
-    enum ns_diverge_event ev;
-    rv = ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    enum ns_diverge_event ev = NS_DIVERGE_EV_NONE;
+    uint64_t t_dg = uv_hrtime();
+    rv = digest_off_loop(a, index, cmd, len)
+             ? 0
+             : ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    if (ev == NS_DIVERGE_EV_MARK) {
+        /* On the loop, O(state) (docs/divergence.md): at scale the biggest
+         * stall left (BENCHMARKS.md, fair scheduling). */
+        NS_LOG(NS_LOG_DEBUG,
+               "diverge: digest at index %" PRIu64 " took %.1f ms", index,
+               (double)(uv_hrtime() - t_dg) / 1e6);
+    }
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "diverge: entry %" PRIu64 ": %s", index,
                ns_strerror(rv));
@@ -213,12 +304,111 @@ err_after_buf:
     return rv;
 }
 
+/* Version 3, on the loop: freezes the state at raft's applied index; raft
+ * then runs adapter_snapshot_async on a pool thread. No buffers yet. */
+static int adapter_snapshot_freeze(struct raft_fsm *fsm,
+                                   struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    uint64_t t0 = uv_hrtime();
+    if (!ns_diverge_may_snapshot(a->dv, raft_last_applied(a->raft))) {
+        if (!a->snapshot_postponed) {
+            NS_LOG(NS_LOG_INFO,
+                   "fsm: snapshots postponed while this node is diverged or "
+                   "ahead of raft's applied index");
+        }
+        a->snapshot_postponed = true;
+        return RAFT_BUSY;
+    }
+    a->snapshot_postponed = false;
+    int rv = a->snap.freeze(a->snap.arg, a->state);
+    if (rv != 0) {
+        NS_LOG(NS_LOG_WARN, "fsm: cannot freeze a snapshot: %s; retrying later",
+               ns_strerror(rv));
+        return RAFT_BUSY; /* raft retries at a later apply */
+    }
+    *bufs = NULL;
+    *n_bufs = 0;
+    a->snap_t0 = t0;
+    NS_LOG(NS_LOG_INFO, "fsm: froze a snapshot at index %" PRIu64 " in %.1f ms",
+           (uint64_t)raft_last_applied(a->raft),
+           (double)(uv_hrtime() - t0) / 1e6);
+    return 0;
+}
+
+/* Version 3, on a pool thread: only a->snap and the buffers it fills; the
+ * loop applies entries meanwhile. Logs nothing (the log is the loop's). */
+static int adapter_snapshot_async(struct raft_fsm *fsm,
+                                  struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct raft_buffer *b = raft_malloc(sizeof *b);
+    if (b == NULL) {
+        a->snap_error = NS_ENOMEM; /* finalize releases the frozen view */
+        return RAFT_NOMEM;
+    }
+    a->snap_error = a->snap.collect(a->snap.arg, &data, &len);
+    if (a->snap_error != 0) {
+        raft_free(b);
+        return a->snap_error == NS_ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
+    }
+    b->base = data;
+    b->len = len;
+    *bufs = b;
+    *n_bufs = 1;
+    return 0;
+}
+
+/* Version 3, on the loop, once per successful freeze: raft wrote the
+ * snapshot or gave up on it; the buffers are ours to free (version > 1 with
+ * a finalize). */
+static int adapter_snapshot_finalize(struct raft_fsm *fsm,
+                                     struct raft_buffer *bufs[],
+                                     unsigned *n_bufs)
+{
+    struct ns_fsm_adapter *a = fsm->data;
+    a->snap.release(a->snap.arg);
+    size_t len = 0;
+    if (*bufs != NULL) {
+        for (unsigned i = 0; i < *n_bufs; i++) {
+            len += (*bufs)[i].len;
+            raft_free((*bufs)[i].base);
+        }
+        raft_free(*bufs);
+        a->n_snapshots++;
+        NS_LOG(NS_LOG_INFO,
+               "fsm: snapshot of %zu bytes encoded off the loop and written "
+               "%.1f ms after its freeze",
+               len, (double)(uv_hrtime() - a->snap_t0) / 1e6);
+    } else {
+        NS_LOG(NS_LOG_WARN, "fsm: a snapshot was not taken: %s",
+               ns_strerror(a->snap_error != 0 ? a->snap_error : NS_EIO));
+    }
+    *bufs = NULL;
+    *n_bufs = 0;
+    a->snap_error = 0;
+    return 0;
+}
+
+void ns_fsm_adapter_set_snapshotter(
+    struct ns_fsm_adapter *a, const struct ns_fsm_adapter_snapshotter *snap)
+{
+    a->snap = *snap;
+    a->fsm.version = 3;
+    a->fsm.snapshot = adapter_snapshot_freeze;
+    a->fsm.snapshot_async = adapter_snapshot_async;
+    a->fsm.snapshot_finalize = adapter_snapshot_finalize;
+}
+
 /* Frees buf->base only on success: raft 0.15 hands the buffer over to a
  * restore that succeeds. */
 static int adapter_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
     struct ns_fsm_adapter *a = fsm->data;
     uint64_t t0 = uv_hrtime();
+    ns_fsm_adapter_drop_digest(a);
     int rv = ns_snapshot_decode(a->state, buf->base, buf->len);
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",

@@ -72,6 +72,10 @@ bool ns_diverge_is_diverged(const struct ns_diverge *d);
 int ns_diverge_on_apply(struct ns_diverge *d, const struct ns_state *s,
                         uint64_t index, const uint8_t *cmd, size_t len,
                         enum ns_diverge_event *ev);
+/* Remembers digest as our mark at index, as a CHECKPOINT applied there does:
+ * for a digest computed elsewhere (off the loop, raft/fsm_adapter.c). index
+ * must be newer than every mark d holds. */
+void ns_diverge_add_mark(struct ns_diverge *d, uint64_t index, uint64_t digest);
 /* Our digest at index, or NULL (borrowed pointer into d). */
 const struct ns_diverge_mark *ns_diverge_find(const struct ns_diverge *d,
                                               uint64_t index);

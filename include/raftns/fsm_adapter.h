@@ -60,6 +60,41 @@ struct ns_fsm_adapter_hooks {
     void *arg; /* borrowed, passed to every hook */
 };
 
+/* Snapshots off the loop (raft FSM version 3; all three set, or none). raft
+ * 0.15 calls freeze on the loop when a snapshot is due, then collect on a
+ * libuv pool thread (raft_io async_work), while the loop goes on applying
+ * entries; release runs on the loop when raft is done with the snapshot,
+ * whether or not collect ran. */
+struct ns_fsm_adapter_snapshotter {
+    /* Captures the state (borrowed) as it is at raft's applied index, in
+     * O(small) loop time. 0, or an NS_E* (no snapshot this time). */
+    int (*freeze)(void *arg, const struct ns_state *state);
+    /* The encoding (ns_snapshot_encode) of what freeze captured, in *data
+     * from raft_malloc (the adapter's; *len bytes). Pool thread: must touch
+     * neither the live state nor raft. 0 or an NS_E*. */
+    int (*collect)(void *arg, uint8_t **data, size_t *len);
+    /* Drops what freeze captured, if collect did not take it. */
+    void (*release)(void *arg);
+    void *arg; /* borrowed */
+};
+
+/* Checkpoint digests off the loop (all set, or none): at a CHECKPOINT the
+ * adapter calls start instead of computing the digest itself, and the mark
+ * is taken when finish delivers it. The mark waits (finish with wait) before
+ * the next CHECKPOINT or VERDICT is applied, so marks stay in index order and
+ * a verdict always finds our digest. All on the loop. */
+struct ns_fsm_adapter_digester {
+    /* Starts computing ns_snapshot_digest of state (borrowed) as it is now.
+     * 0, or an NS_E* (the adapter then computes it on the loop). */
+    int (*start)(void *arg, const struct ns_state *state);
+    /* The digest started last: 0 with *digest; NS_EAGAIN while it is not
+     * ready and !wait; another NS_E* if it failed. */
+    int (*finish)(void *arg, bool wait, uint64_t *digest);
+    /* Forgets the digest under way (the state was replaced). */
+    void (*abandon)(void *arg);
+    void *arg; /* borrowed */
+};
+
 struct ns_fsm_adapter {
     struct raft_fsm fsm;    /* hand &fsm to raft_init / raft_fixture_grow */
     struct raft *raft;      /* borrowed (ns_fsm_adapter_bind) */
@@ -77,6 +112,11 @@ struct ns_fsm_adapter {
     uint64_t n_applies; /* entries handed to the state machine (or refused) */
     uint64_t n_skipped; /* entries inside an installed state */
     uint64_t n_snapshots, n_restores;
+    struct ns_fsm_adapter_snapshotter snap; /* .freeze NULL: version 1 */
+    uint64_t snap_t0;                       /* uv_hrtime of the last freeze */
+    int snap_error;                         /* collect's result (pool thread) */
+    struct ns_fsm_adapter_digester digest;  /* .start NULL: on the loop */
+    uint64_t digest_at; /* index of the digest under way, 0 = none */
 };
 
 /* Sets up a over state and dv (both borrowed, must outlive a) with hooks
@@ -85,6 +125,21 @@ struct ns_fsm_adapter {
 void ns_fsm_adapter_init(struct ns_fsm_adapter *a, struct ns_state *state,
                          struct ns_diverge *dv,
                          const struct ns_fsm_adapter_hooks *hooks);
+/* Switches a->fsm to version 3 with snap (copied): snapshots are frozen on
+ * the loop and encoded by snap->collect off it. Call before raft_init; the
+ * raft_io must have version >= 2 and async_work (raft_uv: set io.version = 2
+ * after raft_uv_init; 0.15 leaves it at 1 although it implements async_work).
+ */
+void ns_fsm_adapter_set_snapshotter(
+    struct ns_fsm_adapter *a, const struct ns_fsm_adapter_snapshotter *snap);
+/* Computes checkpoint digests through dg (copied) from now on. */
+void ns_fsm_adapter_set_digester(struct ns_fsm_adapter *a,
+                                 const struct ns_fsm_adapter_digester *dg);
+/* Takes the mark of a digest under way if it is ready (without waiting);
+ * call it once per loop turn. */
+void ns_fsm_adapter_poll(struct ns_fsm_adapter *a);
+/* Forgets a digest under way: the state is about to be replaced. */
+void ns_fsm_adapter_drop_digest(struct ns_fsm_adapter *a);
 /* The raft instance (borrowed) whose log a->fsm applies: raft 0.15 tells apply
  * no index, so the adapter reads raft_last_applied() of it. Call after
  * raft_init (raft_fixture_grow) and before raft_start. */

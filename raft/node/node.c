@@ -270,6 +270,7 @@ static void check(struct ns_node *n)
                (unsigned long long)n->raft->commit_index);
         changed = true;
     }
+    ns_fsm_adapter_poll(&n->fsm); /* a digest computed off the loop */
     node_flush_queue(n);
     node_notice_flush(n);
     if (n->waiters != NULL) {
@@ -559,6 +560,10 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     raft_uv_set_segment_size(&n->io, SEGMENT_SIZE);
     raft_uv_set_connect_retry_delay(&n->io, CONNECT_RETRY_MS);
     node_fsm_init(n);
+    /* raft_uv 0.15 implements async_work but says io version 1, which makes
+     * raft_init refuse FSM version 3 (docs/raft-0.15.md §5). */
+    n->io.version = 2;
+    node_fsm_snapshot_off_loop(n);
     rrv = raft_init(n->raft, &n->io, &n->fsm.fsm, n->id, n->addr);
     if (rrv != 0) {
         NS_LOG(NS_LOG_ERROR, "node: raft_init failed: %s (%s)",
@@ -795,6 +800,7 @@ void ns_node_destroy(struct ns_node *n)
     if (n == NULL) {
         return;
     }
+    node_fsm_close(n);
     if (n->driven) {
         node_log_close(&n->logmem);
         ns_free(n);

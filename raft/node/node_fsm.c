@@ -109,6 +109,7 @@ int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
                           uint64_t at)
 {
     uint64_t applied = raft_last_applied(n->raft);
+    ns_fsm_adapter_drop_digest(&n->fsm);
     int rv = ns_diverge_install(&n->dv, n->state, p, len, at, applied);
     if (rv == 0) {
         NS_LOG(NS_LOG_WARN,
@@ -125,8 +126,110 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
     return &n->dv;
 }
 
+/* The snapshotter hooks (include/raftns/fsm_adapter.h). A failed fork falls
+ * back to encoding on the loop, as FSM version 1 did, rather than postponing
+ * snapshots (the log would grow without bound). */
+static int snap_freeze(void *arg, const struct ns_state *s)
+{
+    struct ns_node *n = arg;
+    ns_buf_close(&n->snapbuf);
+    ns_buf_init(&n->snapbuf);
+    int rv = ns_snapshot_fork_freeze(&n->snapfork, s);
+    if (rv == 0) {
+        return 0;
+    }
+    NS_LOG(NS_LOG_WARN,
+           "fsm: cannot fork the snapshot encoder (%s); encoding on the loop",
+           ns_strerror(rv));
+    rv = ns_snapshot_encode(s, &n->snapbuf);
+    if (rv == 0 && n->snapbuf.err != 0) {
+        rv = n->snapbuf.err;
+    }
+    if (rv != 0) {
+        ns_buf_close(&n->snapbuf);
+        ns_buf_init(&n->snapbuf);
+    }
+    return rv;
+}
+
+static int snap_collect(void *arg, uint8_t **data, size_t *len)
+{
+    struct ns_node *n = arg;
+    if (n->snapfork.pid > 0) {
+        return ns_snapshot_fork_collect(&n->snapfork, raft_malloc, raft_free,
+                                        data, len);
+    }
+    *data = raft_malloc(n->snapbuf.len > 0 ? n->snapbuf.len : 1);
+    if (*data == NULL) {
+        return NS_ENOMEM;
+    }
+    memcpy(*data, n->snapbuf.data, n->snapbuf.len);
+    *len = n->snapbuf.len;
+    return 0;
+}
+
+static void snap_release(void *arg)
+{
+    struct ns_node *n = arg;
+    ns_snapshot_fork_abandon(&n->snapfork);
+    ns_buf_close(&n->snapbuf);
+    ns_buf_init(&n->snapbuf);
+}
+
+static int digest_start(void *arg, const struct ns_state *s)
+{
+    struct ns_node *n = arg;
+    return ns_snapshot_fork_digest(&n->digestfork, s);
+}
+
+static int digest_finish(void *arg, bool wait, uint64_t *digest)
+{
+    struct ns_node *n = arg;
+    if (!wait && !ns_snapshot_fork_is_done(&n->digestfork)) {
+        return NS_EAGAIN;
+    }
+    return ns_snapshot_fork_collect_digest(&n->digestfork, digest);
+}
+
+static void digest_abandon(void *arg)
+{
+    struct ns_node *n = arg;
+    ns_snapshot_fork_abandon(&n->digestfork);
+}
+
+void node_fsm_snapshot_off_loop(struct ns_node *n)
+{
+    const struct ns_fsm_adapter_digester dg = {
+        .start = digest_start,
+        .finish = digest_finish,
+        .abandon = digest_abandon,
+        .arg = n,
+    };
+    ns_fsm_adapter_set_digester(&n->fsm, &dg);
+    const struct ns_fsm_adapter_snapshotter snap = {
+        .freeze = snap_freeze,
+        .collect = snap_collect,
+        .release = snap_release,
+        .arg = n,
+    };
+    ns_fsm_adapter_set_snapshotter(&n->fsm, &snap);
+}
+
+void node_fsm_close(struct ns_node *n)
+{
+    ns_fsm_adapter_drop_digest(&n->fsm);
+    snap_release(n);
+}
+
 void node_fsm_init(struct ns_node *n)
 {
+    n->snapfork.pid = 0;
+    n->snapfork.fd = -1;
+    n->snapfork.zombie = 0;
+    n->digestfork.pid = 0;
+    n->digestfork.fd = -1;
+    n->digestfork.zombie = 0;
+    ns_buf_init(&n->snapbuf);
     const struct ns_fsm_adapter_hooks hooks = {
         .find_result = find_result,
         .on_applied = on_applied,

@@ -9,9 +9,11 @@
 #include <raft.h>
 #include <raft/uv.h>
 
+#include "raftns/buf.h"
 #include "raftns/clock.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm_adapter.h"
+#include "raftns/snapshot_fork.h"
 #include "raftns/node.h"
 #include "raftns/waits.h"
 
@@ -127,6 +129,12 @@ struct ns_node {
     struct raft_io io;
     struct raft_uv_transport transport;
     struct ns_fsm_adapter fsm; /* over state and dv (node_fsm.c) */
+    /* the snapshot being encoded off the loop (node_fsm.c), when snapshots
+     * are forked; else (or when a fork fails) the encoding taken on the loop
+     * that collect hands over */
+    struct ns_snapshot_fork snapfork;
+    struct ns_snapshot_fork digestfork; /* the checkpoint digest under way */
+    struct ns_buf snapbuf;
     struct raft_transfer transfer;
     struct ns_state *state; /* borrowed */
     uint64_t id;
@@ -192,6 +200,12 @@ void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
  * (the in-flight result, the apply hook, test mutants), bound to n->raft
  * (node_fsm.c). */
 void node_fsm_init(struct ns_node *n);
+/* Snapshots are encoded, and checkpoint digests computed, off the loop from
+ * now on (raft FSM version 3; call
+ * before raft_init, with n->io able to run async_work). */
+void node_fsm_snapshot_off_loop(struct ns_node *n);
+/* Frees what an abandoned snapshot left (ns_node_destroy). */
+void node_fsm_close(struct ns_node *n);
 /* Submits queued proposals when a leader can take them (node.c). */
 void node_flush_queue(struct ns_node *n);
 /* Calls the waiters whose index is applied (all: every waiter, with status)
