@@ -259,6 +259,23 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     return 0;
 }
 
+/* raft would label an installed state with an older index, or keep a
+ * diverged one; the caller's RAFT_BUSY makes raft retry later. */
+static bool adapter_may_snapshot(struct ns_fsm_adapter *a)
+{
+    if (!ns_diverge_may_snapshot(a->dv, raft_last_applied(a->raft))) {
+        if (!a->snapshot_postponed) {
+            NS_LOG(NS_LOG_INFO,
+                   "fsm: snapshots postponed while this node is diverged or "
+                   "ahead of raft's applied index");
+        }
+        a->snapshot_postponed = true;
+        return false;
+    }
+    a->snapshot_postponed = false;
+    return true;
+}
+
 /* Buffers from raft_malloc: raft frees them (FSM version 1). */
 static int adapter_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
                             unsigned *n_bufs)
@@ -267,18 +284,9 @@ static int adapter_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[],
     struct ns_buf b;
     int rv = RAFT_NOMEM;
     uint64_t t0 = uv_hrtime();
-    if (!ns_diverge_may_snapshot(a->dv, raft_last_applied(a->raft))) {
-        /* raft would label an installed state with an older index, or keep
-         * a diverged one; RAFT_BUSY makes it retry later. */
-        if (!a->snapshot_postponed) {
-            NS_LOG(NS_LOG_INFO,
-                   "fsm: snapshots postponed while this node is diverged or "
-                   "ahead of raft's applied index");
-        }
-        a->snapshot_postponed = true;
+    if (!adapter_may_snapshot(a)) {
         return RAFT_BUSY;
     }
-    a->snapshot_postponed = false;
     ns_buf_init(&b);
     if (ns_snapshot_encode(a->state, &b) != 0 || b.err != 0) {
         goto err_after_buf;
@@ -311,16 +319,9 @@ static int adapter_snapshot_freeze(struct raft_fsm *fsm,
 {
     struct ns_fsm_adapter *a = fsm->data;
     uint64_t t0 = uv_hrtime();
-    if (!ns_diverge_may_snapshot(a->dv, raft_last_applied(a->raft))) {
-        if (!a->snapshot_postponed) {
-            NS_LOG(NS_LOG_INFO,
-                   "fsm: snapshots postponed while this node is diverged or "
-                   "ahead of raft's applied index");
-        }
-        a->snapshot_postponed = true;
+    if (!adapter_may_snapshot(a)) {
         return RAFT_BUSY;
     }
-    a->snapshot_postponed = false;
     int rv = a->snap.freeze(a->snap.arg, a->state);
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN, "fsm: cannot freeze a snapshot: %s; retrying later",
