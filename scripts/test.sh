@@ -86,7 +86,8 @@ asan_compile() {
         { cat "$top/build-asan.log"; return 1; }
     echo "   build-asan compiled in $((SECONDS - t0))s"
 }
-types_compile() { # the build-type matrix (every label) and the fuzzers (label fuzz)
+fault_mutants=crash-once,ack-before-apply,slow-expiry
+types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz), the mutants
     local t0=$SECONDS cc type dir
     if [ "$labels" = . ]; then
         echo "== every build type compiles warning-free with GCC and Clang (background)"
@@ -108,6 +109,21 @@ types_compile() { # the build-type matrix (every label) and the fuzzers (label f
             --target $(cd "$top/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//') \
             >"$top/build-fuzz.log" 2>&1 || { cat "$top/build-fuzz.log"; return 1; }
     fi
+    # The deliberately broken builds that the mutant phases below run; those phases then find
+    # them built (the same cmake arguments: nothing to rebuild).
+    if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+        echo "== build the mutants (background)"
+        nice -n 19 scripts/mutants.sh --build-only
+    fi
+    if { [ "$labels" = . ] || [[ process =~ $labels ]]; } && [ "$(id -u)" = 0 ] &&
+        ip netns list >/dev/null 2>&1; then
+        echo "== build the fault-suite mutants (background)"
+        for m in ${fault_mutants//,/ }; do # as scripts/jepsen.sh builds them
+            configure_build "build-break-$m" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAFTNS_BREAK="$m"
+            nice -n 19 cmake --build "$top/build-break-$m" -j"$jobs" --target raftns raftnsctl \
+                >/dev/null || { echo "fault-suite mutant $m: build failed"; return 1; }
+        done
+    fi
     echo "   compiled in $((SECONDS - t0))s"
 }
 
@@ -120,7 +136,8 @@ asan_compile >"$top/build-types/bg-asan.out" 2>&1 &
 asan_pid=$!
 bg_pids+=("$asan_pid")
 types_pid=
-if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+if [ "$labels" = . ] || [[ fuzz =~ $labels ]] || [[ security =~ $labels ]] ||
+    [[ process =~ $labels ]]; then
     types_compile >"$top/build-types/bg-types.out" 2>&1 &
     types_pid=$!
     bg_pids+=("$types_pid")
@@ -131,11 +148,12 @@ run_tests build -L "$labels"
 if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
     phase valgrind
     echo "== valgrind over the unit tier"
+    # One program per core (each is CPU-bound under valgrind); a failure names the program.
     for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
-        [ -x "build/$t" ] || continue # a check run by a script (check_room_links), not a program
-        valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
-            "build/$t" >/dev/null || { echo "valgrind: $t failed"; exit 1; }
-    done
+        [ -x "build/$t" ] && echo "build/$t" # check_room_links is a script, not a program
+    done | xargs -P "$jobs" -I{} sh -c 'valgrind -q --error-exitcode=9 --leak-check=full \
+        --errors-for-leak-kinds=definite "$1" >/dev/null || { echo "valgrind: $1 failed"; exit 255; }' \
+        sh {}
 fi
 phase wait-asan-build
 bg_wait build-asan "$asan_pid" "$top/build-types/bg-asan.out"
@@ -169,7 +187,7 @@ if [ "$labels" = . ] || [[ process =~ $labels ]]; then
     if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
         phase fault-mutants
         echo "== fault-suite mutants (a fast subset; each must be judged INVALID)"
-        scripts/jepsen.sh --mutants crash-once,ack-before-apply,slow-expiry
+        scripts/jepsen.sh --mutants "$fault_mutants"
     else
         echo "== fault-suite mutants: skipped (needs root and ip netns)"
     fi
