@@ -150,7 +150,7 @@ if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
     echo "== valgrind over the unit tier"
     # One program per core (each is CPU-bound under valgrind); a failure names the program.
     for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
-        [ -x "build/$t" ] && echo "build/$t" # check_room_links is a script, not a program
+        if [ -x "build/$t" ]; then echo "build/$t"; fi # check_room_links: a script
     done | xargs -P "$jobs" -I{} sh -c 'valgrind -q --error-exitcode=9 --leak-check=full \
         --errors-for-leak-kinds=definite "$1" >/dev/null || { echo "valgrind: $1 failed"; exit 255; }' \
         sh {}
