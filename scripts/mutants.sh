@@ -5,10 +5,17 @@
 # Python test (tests/*/test_*.py, run against the mutant's raftns) or a C test of the cluster
 # tier (its executable's name, built in the mutant's tree: the simulated cluster, sim.h).
 # A mutant is caught when each of its catchers fails. Exits non-zero if any mutant survives.
-# Usage: scripts/mutants.sh [MUTANT...]   (default: all)
+# Usage: scripts/mutants.sh [--build-only] [MUTANT...]   (default: all)
+#   --build-only: only build each mutant's tree and its catchers' targets, run nothing
+#   (scripts/test.sh does this in the background while other tests run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+    build_only=1
+    shift
+fi
 declare -A catcher=(
     [private-unsigned]=tests/security/test_private_codes.py
     [raft-unchecked]=tests/security/test_raft_port.py
@@ -34,6 +41,15 @@ for m in "${mutants[@]}"; do
     echo "== mutant $m: build"
     cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -D"${kind[$m]:-RAFTNS_MUTANT}=$m" \
         >/dev/null 2>&1 || { echo "mutant $m: cmake failed"; exit 2; }
+    if ((build_only)); then
+        targets=()
+        for c in ${catcher[$m]}; do
+            if [[ $c == *.py ]]; then targets+=(raftns raftnsctl); else targets+=("$c"); fi
+        done
+        cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null ||
+            { echo "mutant $m: build failed"; exit 2; }
+        continue
+    fi
     survived=0
     for c in ${catcher[$m]}; do
         log=$dir/catcher-$(basename "$c").log
@@ -65,5 +81,9 @@ done
 if ((${#survivors[@]})); then
     echo "mutants: ${survivors[*]} survived"
     exit 1
+fi
+if ((build_only)); then
+    echo "mutants: all ${#mutants[@]} built"
+    exit 0
 fi
 echo "mutants: all ${#mutants[@]} caught"

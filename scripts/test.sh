@@ -15,9 +15,36 @@ if [ "${1:-}" = --under-load ]; then
 fi
 labels=${1:-.}
 jobs=$(nproc)
+# The test tiers mostly wait on real processes and deadlines (an old CI run: ~15% of the CPU
+# while ctest ran), so ctest runs one more test than there are cores.
+tjobs=${RAFTNS_CTEST_JOBS:-$((jobs + 1))}
 
+# Per-phase wall time, so each CI log shows where the time goes ("== time: <phase> <s>s").
+phase_name=
+phase_t0=$SECONDS
+phase() {
+    [ -n "$phase_name" ] && echo "== time: $phase_name $((SECONDS - phase_t0))s"
+    phase_name=$1
+    phase_t0=$SECONDS
+}
+bg_pids=()
+test_exit() {
+    local rc=$?
+    phase ""
+    echo "== time: total ${SECONDS}s (exit $rc)"
+    # Background compiles still running when a foreground phase failed: stop them (and the
+    # cmake each one runs) by PID.
+    for p in ${bg_pids[@]+"${bg_pids[@]}"}; do
+        pkill -TERM -P "$p" 2>/dev/null || true
+        kill -TERM "$p" 2>/dev/null || true
+    done
+}
+trap test_exit EXIT
+
+phase setup
 scripts/setup.sh --test
 
+phase format
 echo "== format and layers"
 mapfile -t c_files < <(git ls-files -- 'src/*.c' 'src/*.h' 'include/*.h' 'raft/*.c' 'tools/*.c' \
     'tests/*.c' 'tests/*.h' 'raft/*.h' 'tools/*.h')
@@ -25,51 +52,129 @@ clang-format --dry-run --Werror "${c_files[@]}"
 scripts/check-layers.sh
 
 if [ -f tests/interop/package-lock.json ]; then
+    phase npm
     echo "== interop client (npm ci)"
     (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-run_build() {
+configure_build() {
     local dir=$1
     shift
-    echo "== build $dir ($*)"
     cmake -S "$top" -B "$top/$dir" "$@" >/dev/null
-    cmake --build "$top/$dir" -j"$jobs"
+}
+run_tests() {
+    local dir=$1
+    shift
     echo "== tests in $dir${under[*]:+ (under load)}"
-    (cd "$top/$dir" && ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$jobs" -L "$labels")
+    (cd "$top/$dir" && ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$tjobs" "$@")
 }
 
-run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
-    echo "== valgrind over the unit tier"
-    for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
-        [ -x "build/$t" ] || continue # a check run by a script (check_room_links), not a program
-        valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
-            "build/$t" >/dev/null || { echo "valgrind: $t failed"; exit 1; }
-    done
-fi
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
-
-if [ "$labels" = . ]; then
-    echo "== every build type compiles warning-free with GCC and Clang"
-    for cc in gcc clang; do
-        for type in Debug RelWithDebInfo Release MinSizeRel; do
-            dir=$top/build-types/$cc-$type
-            CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=$type >/dev/null
-            cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
-                { cat "$dir.log"; echo "build $cc $type failed"; exit 1; }
-            echo "   $cc $type: ok"
+# The compile-only work (the ASan build, every build type with both compilers, the fuzzers)
+# runs in the background at low priority while the first test run waits on its processes:
+# it takes the idle CPU, and the tests keep theirs. Each job logs to a file, shown on failure.
+bg_wait() { # bg_wait NAME PID LOG: waits for one background job, fails the run with its log
+    local rc=0
+    wait "$2" || rc=$?
+    cat "$3"
+    ((rc == 0)) || { echo "background $1 failed (exit $rc)"; exit 1; }
+}
+asan_compile() {
+    echo "== build build-asan (-DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON, background)"
+    configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_SANITIZE=ON
+    local t0=$SECONDS
+    nice -n 10 cmake --build "$top/build-asan" -j"$jobs" >"$top/build-asan.log" 2>&1 ||
+        { cat "$top/build-asan.log"; return 1; }
+    echo "   build-asan compiled in $((SECONDS - t0))s"
+}
+fault_mutants=crash-once,ack-before-apply,slow-expiry
+types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz), the mutants
+    local t0=$SECONDS cc type dir
+    if [ "$labels" = . ]; then
+        echo "== every build type compiles warning-free with GCC and Clang (background)"
+        for cc in gcc clang; do
+            for type in Debug RelWithDebInfo Release MinSizeRel; do
+                dir=$top/build-types/$cc-$type
+                CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=$type >/dev/null
+                nice -n 19 cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
+                    { cat "$dir.log"; echo "build $cc $type failed"; return 1; }
+                echo "   $cc $type: ok"
+            done
         done
-    done
+    fi
+    if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+        echo "== build build-fuzz (clang, libFuzzer, background)"
+        CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON \
+            >/dev/null
+        nice -n 19 cmake --build "$top/build-fuzz" -j"$jobs" \
+            --target $(cd "$top/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//') \
+            >"$top/build-fuzz.log" 2>&1 || { cat "$top/build-fuzz.log"; return 1; }
+    fi
+    # The deliberately broken builds that the mutant phases below run; those phases then find
+    # them built (the same cmake arguments: nothing to rebuild).
+    if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+        echo "== build the mutants (background)"
+        nice -n 19 scripts/mutants.sh --build-only
+    fi
+    if { [ "$labels" = . ] || [[ process =~ $labels ]]; } && [ "$(id -u)" = 0 ] &&
+        ip netns list >/dev/null 2>&1; then
+        echo "== build the fault-suite mutants (background)"
+        for m in ${fault_mutants//,/ }; do # as scripts/jepsen.sh builds them
+            configure_build "build-break-$m" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAFTNS_BREAK="$m"
+            nice -n 19 cmake --build "$top/build-break-$m" -j"$jobs" --target raftns raftnsctl \
+                >/dev/null || { echo "fault-suite mutant $m: build failed"; return 1; }
+        done
+    fi
+    echo "   compiled in $((SECONDS - t0))s"
+}
+
+phase build
+echo "== build build (-DCMAKE_BUILD_TYPE=RelWithDebInfo)"
+configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$top/build" -j"$jobs"
+mkdir -p "$top/build-types"
+asan_compile >"$top/build-types/bg-asan.out" 2>&1 &
+asan_pid=$!
+bg_pids+=("$asan_pid")
+types_pid=
+if [ "$labels" = . ] || [[ fuzz =~ $labels ]] || [[ security =~ $labels ]] ||
+    [[ process =~ $labels ]]; then
+    types_compile >"$top/build-types/bg-types.out" 2>&1 &
+    types_pid=$!
+    bg_pids+=("$types_pid")
+fi
+
+phase tests-build
+run_tests build -L "$labels"
+if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
+    phase valgrind
+    echo "== valgrind over the unit tier"
+    # One program per core (each is CPU-bound under valgrind); a failure names the program.
+    for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
+        if [ -x "build/$t" ]; then echo "build/$t"; fi # check_room_links: a script
+    done | xargs -P "$jobs" -I{} sh -c 'valgrind -q --error-exitcode=9 --leak-check=full \
+        --errors-for-leak-kinds=definite "$1" >/dev/null || { echo "valgrind: $1 failed"; exit 255; }' \
+        sh {}
+fi
+phase wait-asan-build
+bg_wait build-asan "$asan_pid" "$top/build-types/bg-asan.out"
+phase tests-asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_tests build-asan -L "$labels"
+
+if [ -n "$types_pid" ]; then
+    phase wait-build-types
+    bg_wait build-types "$types_pid" "$top/build-types/bg-types.out"
+fi
+if [ "$labels" = . ]; then
     # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
     # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
+    phase tests-release
     echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
-    (cd "$top/build-types/gcc-Release" &&
-        ${under[@]+"${under[@]}"} ctest --output-on-failure -j"$jobs" -L 'unit|cluster')
+    run_tests build-types/gcc-Release -L 'unit|cluster'
 fi
 
 if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+    phase mutants
     echo "== mutants (each deliberately broken check must fail the test aimed at it)"
     scripts/mutants.sh
 fi
@@ -80,8 +185,9 @@ fi
 # tests/process/test_jepsen_short.py in the process tier. Needs root and `ip netns`.
 if [ "$labels" = . ] || [[ process =~ $labels ]]; then
     if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
+        phase fault-mutants
         echo "== fault-suite mutants (a fast subset; each must be judged INVALID)"
-        scripts/jepsen.sh --mutants crash-once,ack-before-apply,slow-expiry
+        scripts/jepsen.sh --mutants "$fault_mutants"
     else
         echo "== fault-suite mutants: skipped (needs root and ip netns)"
     fi
@@ -89,9 +195,11 @@ fi
 # ---- end of fault-suite mutants --------------------------------------------------------------
 
 if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+    phase fuzz
+    # Built in the background above. Each fuzzer is CPU-bound for its fixed -max_total_time,
+    # so one per core.
     echo "== fuzz (libFuzzer, short runs)"
-    CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON >/dev/null
-    cmake --build "$top/build-fuzz" -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
-    (cd "$top/build-fuzz" && ctest --output-on-failure -L fuzz)
+    (cd "$top/build-fuzz" && ctest --output-on-failure -j"$jobs" -L fuzz)
 fi
+phase ""
 echo "== all tests passed"

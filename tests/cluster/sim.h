@@ -882,4 +882,52 @@ static inline void sim_teardown(struct sim *s)
     }
 }
 
+/* cmocka fixtures shared by the test_sim_*.c files: *state is a calloc'd
+ * cluster of n bootstrapped nodes out of the cluster file's n_file, set up
+ * with opts (NULL = the defaults); sim_fixture_teardown tears it down and
+ * frees it. */
+static inline struct sim *sim_fixture_new(unsigned n, unsigned n_file,
+                                          const struct sim_opts *opts)
+{
+    struct sim *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    sim_setup_with(s, n, n_file, opts);
+    return s;
+}
+
+static inline int sim_fixture_setup3(void **state)
+{
+    *state = sim_fixture_new(3, 3, NULL);
+    return 0;
+}
+
+static inline int sim_fixture_setup5(void **state)
+{
+    *state = sim_fixture_new(5, 5, NULL);
+    return 0;
+}
+
+static inline int sim_fixture_teardown(void **state)
+{
+    struct sim *s = *state;
+    sim_teardown(s);
+    free(s);
+    return 0;
+}
+
+/* Waits for the reply to op on c (30 s of virtual time) and requires its
+ * code. */
+static inline void sim_expect_code(struct sim_client *c, int32_t op,
+                                   int32_t code)
+{
+    struct ns_cmd reply;
+    struct sim_reply *r = sim_wait_reply(c, op, 30000, &reply);
+    assert_non_null(r);
+    if (reply.code != code) {
+        fail_msg("reply %d: code %d (%s), want %d", op, (int)reply.code,
+                 reply.remark != NULL ? reply.remark : "", (int)code);
+    }
+    ns_cmd_close(&reply);
+}
+
 #endif

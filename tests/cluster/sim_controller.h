@@ -32,10 +32,8 @@ static struct sim_client *admin[SIM_MAX];
 static inline int setup_n(void **state, unsigned n)
 {
     memset(admin, 0, sizeof admin);
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     struct sim_opts o = {.settings = CTL_SETTINGS};
-    sim_setup_with(s, n, n, &o);
+    struct sim *s = sim_fixture_new(n, n, &o);
     sim_settle(s);
     *state = s;
     return 0;
@@ -53,10 +51,7 @@ static inline int setup5(void **state)
 
 static inline int teardown(void **state)
 {
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
+    return sim_fixture_teardown(state);
 }
 
 static inline struct ns_controller *ctl_of(struct sim *s, unsigned i)

@@ -13,22 +13,11 @@
 
 #include "sim.h"
 
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
 static struct sim *setup_with_waits(unsigned n, uint32_t write_ms)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     struct sim_opts o = {0};
     o.waits.write_ms = write_ms;
-    sim_setup_with(s, n, n, &o);
-    return s;
+    return sim_fixture_new(n, n, &o);
 }
 
 static int setup3(void **state)
@@ -121,8 +110,8 @@ static void test_apply_after_the_write_wait_within_apply_min(void **state)
 }
 
 #define BOTH(test, s3, s5)                                                     \
-    cmocka_unit_test_setup_teardown(test, s3, teardown),                       \
-        cmocka_unit_test_setup_teardown(test, s5, teardown)
+    cmocka_unit_test_setup_teardown(test, s3, sim_fixture_teardown),           \
+        cmocka_unit_test_setup_teardown(test, s5, sim_fixture_teardown)
 
 int main(void)
 {

@@ -11,54 +11,17 @@
 
 #include "sim.h"
 
-static int setup(void **state, unsigned n, unsigned n_file)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, n, n_file);
-    *state = s;
-    return 0;
-}
-
-static int setup3(void **state)
-{
-    return setup(state, 3, 3);
-}
-
-static int setup5(void **state)
-{
-    return setup(state, 5, 5);
-}
-
 /* One member more in the cluster file, not bootstrapped. */
 static int setup3_plus1(void **state)
 {
-    return setup(state, 3, 4);
+    *state = sim_fixture_new(3, 4, NULL);
+    return 0;
 }
 
 static int setup5_plus1(void **state)
 {
-    return setup(state, 5, 6);
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
+    *state = sim_fixture_new(5, 6, NULL);
     return 0;
-}
-
-static void expect_code(struct sim_client *c, int32_t op, int32_t code)
-{
-    struct ns_cmd reply;
-    struct sim_reply *r = sim_wait_reply(c, op, 30000, &reply);
-    assert_non_null(r);
-    if (reply.code != code) {
-        fail_msg("reply %d: code %d (%s), want %d", op, (int)reply.code,
-                 reply.remark != NULL ? reply.remark : "", (int)code);
-    }
-    ns_cmd_close(&reply);
 }
 
 /* --- consistent reads --- */
@@ -76,7 +39,7 @@ static void test_consistent_read_on_a_follower(void **state)
     struct sim_client *cl = sim_client(s, l);
     struct sim_client *cf = sim_client(s, fo);
     int32_t put = sim_send_kv_put(cl, "k", "v1");
-    expect_code(cl, put, NS_CODE_SUCCESS);
+    sim_expect_code(cl, put, NS_CODE_SUCCESS);
     assert_null(sim_kv(s, fo, "k")); /* the follower lags */
     int32_t plain = sim_send_kv_get(cf, "k", false);
     int32_t consistent = sim_send_kv_get(cf, "k", true);
@@ -102,7 +65,7 @@ static void test_consistent_read_without_a_leader(void **state)
     struct sim_client *cf = sim_client(s, fo);
     sim_cut(s, fo);
     int32_t put = sim_send_kv_put(cl, "k", "v1");
-    expect_code(cl, put, NS_CODE_SUCCESS);
+    sim_expect_code(cl, put, NS_CODE_SUCCESS);
     int32_t get = sim_send_kv_get(cf, "k", true);
     struct ns_cmd reply;
     assert_non_null(sim_wait_reply(cf, get, 10000, &reply));
@@ -119,7 +82,7 @@ static void test_consistent_read_without_a_leader(void **state)
 static int setup3_unready(void **state)
 {
     assert_int_equal(setenv("RAFTNS_TEST_READY_DELAY_MS", "600000", 1), 0);
-    int rv = setup(state, 3, 3);
+    int rv = sim_fixture_setup3(state);
     assert_int_equal(unsetenv("RAFTNS_TEST_READY_DELAY_MS"), 0);
     return rv;
 }
@@ -145,7 +108,7 @@ static void test_unready_follower_reads_through_the_leader(void **state)
     struct sim_client *cl = sim_client(s, l);
     struct sim_client *cf = sim_client(s, fo);
     int32_t op = sim_send_register(cl, "broker-a", "10.1.0.1:10911", 0);
-    expect_code(cl, op, NS_CODE_SUCCESS);
+    sim_expect_code(cl, op, NS_CODE_SUCCESS);
     assert_true(sim_run_until(s, leader_known, &fo, 10000));
     assert_false(ns_node_is_ready(s->nodes[fo].node));
     char leader_id[24];
@@ -168,7 +131,7 @@ static void test_unready_follower_reads_through_the_leader(void **state)
         ns_cmd_close(&reply);
     }
     op = sim_send_register(cf, "broker-a", "10.1.0.1:10911", 0);
-    expect_code(cf, op, NS_CODE_SUCCESS);
+    sim_expect_code(cf, op, NS_CODE_SUCCESS);
     assert_false(ns_node_is_ready(s->nodes[fo].node));
     assert_int_equal(sim_n_applied(s, l, NS_CMD_REGISTER_BROKER, false), 1);
 }
@@ -219,7 +182,7 @@ static void test_member_add_and_remove(void **state)
     unsigned voters = s->n;
     struct sim_client *cl = sim_client(s, l);
     int32_t op = sim_send_kv_put(cl, "before", "x");
-    expect_code(cl, op, NS_CODE_SUCCESS);
+    sim_expect_code(cl, op, NS_CODE_SUCCESS);
     unsigned added = sim_grow(s);
     /* a read at the new node before it is ready is held, and answered by
      * the leader once the node knows one */
@@ -227,7 +190,7 @@ static void test_member_add_and_remove(void **state)
     int32_t get = sim_send_kv_get(early, "before", false);
     op = send_member(cl, NS_CODE_MEMBER_ADD, s->nodes[added].id,
                      &s->nodes[added]);
-    expect_code(cl, op, NS_CODE_SUCCESS);
+    sim_expect_code(cl, op, NS_CODE_SUCCESS);
     struct ns_cmd reply;
     assert_non_null(sim_wait_reply(early, get, 10000, &reply));
     assert_int_equal(reply.code, NS_CODE_SUCCESS);
@@ -240,7 +203,7 @@ static void test_member_add_and_remove(void **state)
     assert_int_equal(n_voters(s, added), voters + 1);
     struct sim_client *cn = sim_client(s, added);
     op = sim_send_kv_put(cn, "joined", "yes");
-    expect_code(cn, op, NS_CODE_SUCCESS);
+    sim_expect_code(cn, op, NS_CODE_SUCCESS);
     /* the answer needs a majority and the joined node itself, not every
      * node: the others learn the commit on the leader's next message */
     sim_settle(s);
@@ -250,14 +213,14 @@ static void test_member_add_and_remove(void **state)
 
     struct sim_client *cf = sim_client(s, sim_follower(s, l, 0));
     op = send_member(cf, NS_CODE_MEMBER_REMOVE, s->nodes[added].id, NULL);
-    expect_code(cf, op, NS_CODE_SUCCESS);
+    sim_expect_code(cf, op, NS_CODE_SUCCESS);
     sim_kill(s, added); /* out of the cluster: it hears nothing more */
     s->n_members = voters;
     l = sim_settle(s);
     assert_int_equal(n_voters(s, l), voters);
     struct sim_client *c2 = sim_client(s, sim_follower(s, l, 0));
     op = sim_send_kv_put(c2, "after", "removed");
-    expect_code(c2, op, NS_CODE_SUCCESS);
+    sim_expect_code(c2, op, NS_CODE_SUCCESS);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         if (i != added) {
@@ -297,11 +260,11 @@ static void test_member_list_and_transfer(void **state)
     }
     ns_free(body);
     op = send_member(c, NS_CODE_LEADER_TRANSFER, s->nodes[to].id, NULL);
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     assert_true(sim_run_until(s, leader_is, &to, 10000));
     struct sim_client *cn = sim_client(s, l); /* the old leader follows */
     op = sim_send_kv_put(cn, "after-transfer", "v");
-    expect_code(cn, op, NS_CODE_SUCCESS);
+    sim_expect_code(cn, op, NS_CODE_SUCCESS);
 }
 
 /* The leader is asked to remove itself: it hands leadership over, relays the
@@ -313,7 +276,7 @@ static void test_leader_removes_itself(void **state)
     unsigned voters = s->n;
     struct sim_client *c = sim_client(s, l);
     int32_t op = send_member(c, NS_CODE_MEMBER_REMOVE, s->nodes[l].id, NULL);
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     sim_kill(s, l);
     s->n_members = voters - 1;
     unsigned nl = sim_settle(s);
@@ -321,7 +284,7 @@ static void test_leader_removes_itself(void **state)
     assert_int_equal(n_voters(s, nl), voters - 1);
     struct sim_client *c2 = sim_client(s, sim_follower(s, nl, 0));
     op = sim_send_kv_put(c2, "after", "removed");
-    expect_code(c2, op, NS_CODE_SUCCESS);
+    sim_expect_code(c2, op, NS_CODE_SUCCESS);
 }
 
 /* Membership requests that cannot be done are answered with why. */
@@ -336,7 +299,7 @@ static void test_member_requests_refused(void **state)
     sim_sign(&req);
     int32_t op = sim_client_send(c, &req); /* no id */
     ns_cmd_close(&req);
-    expect_code(c, op, NS_CODE_SYSTEM_ERROR);
+    sim_expect_code(c, op, NS_CODE_SYSTEM_ERROR);
     sim_request(&req, NS_CODE_MEMBER_ADD);
     req.language = NS_LANG_OTHER;
     assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, "9"), 0);
@@ -345,7 +308,7 @@ static void test_member_requests_refused(void **state)
     sim_sign(&req);
     op = sim_client_send(c, &req);
     ns_cmd_close(&req);
-    expect_code(c, op, NS_CODE_SYSTEM_ERROR);
+    sim_expect_code(c, op, NS_CODE_SYSTEM_ERROR);
     /* refusals that name the member (gateway/member_check.c and
      * handle_cluster.c's role checks) */
     static const struct {
@@ -395,7 +358,7 @@ static void test_member_requests_refused(void **state)
     assert_int_equal(ns_cmd_ext_set(&req, NS_EXT_ID, "2"), 0);
     op = sim_client_send(c, &req);
     ns_cmd_close(&req);
-    expect_code(c, op, NS_CODE_NO_PERMISSION);
+    sim_expect_code(c, op, NS_CODE_NO_PERMISSION);
     assert_int_equal(n_voters(s, l), s->n);
 }
 
@@ -431,7 +394,7 @@ static void test_expiry_after_failover(void **state)
     struct sim_client *c = sim_client(s, fo);
     int32_t op =
         sim_send_register(c, "broker-a", "10.1.0.1:10911", BROKER_TIMEOUT_MS);
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     sim_run_for(s, 2000); /* the follower reported it to the leader */
     sim_kill(s, l);
     unsigned nl = sim_settle(s);
@@ -459,10 +422,8 @@ static void test_expiry_after_failover(void **state)
 
 static int setup_ckpt(void **state, unsigned n)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     struct sim_opts o = {.checkpoint_entries = 4};
-    sim_setup_with(s, n, n, &o);
+    struct sim *s = sim_fixture_new(n, n, &o);
     *state = s;
     return 0;
 }
@@ -511,12 +472,12 @@ static void diverge_and_recover(struct sim *s, unsigned l, unsigned bad)
         char key[16];
         snprintf(key, sizeof key, "k%d", k);
         int32_t op = sim_send_kv_put(c, key, "v");
-        expect_code(c, op, NS_CODE_SUCCESS);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
     }
     assert_true(sim_run_until(s, diverged, &bad, 20000));
     /* a diverged node takes no write */
     int32_t w = sim_send_kv_put(cb, "while-diverged", "v");
-    expect_code(cb, w, NS_CODE_SYSTEM_ERROR);
+    sim_expect_code(cb, w, NS_CODE_SYSTEM_ERROR);
     /* a diverged node does not answer from its own state: the leader
      * does, through it (docs/readiness.md) */
     int32_t get = sim_send_kv_get(cb, "k0", false);
@@ -529,7 +490,7 @@ static void diverge_and_recover(struct sim *s, unsigned l, unsigned bad)
     ns_cmd_close(&reply);
     assert_true(sim_run_until(s, recovered, &bad, 60000));
     int32_t op = sim_send_kv_put(cb, "after", "v");
-    expect_code(cb, op, NS_CODE_SUCCESS);
+    sim_expect_code(cb, op, NS_CODE_SUCCESS);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         assert_int_equal(digest_of(s, i), digest_of(s, bad));
@@ -552,22 +513,28 @@ static void test_diverged_leader_hands_over_and_recovers(void **state)
 }
 
 #define BOTH(test, s3, s5)                                                     \
-    cmocka_unit_test_setup_teardown(test, s3, teardown),                       \
-        cmocka_unit_test_setup_teardown(test, s5, teardown)
+    cmocka_unit_test_setup_teardown(test, s3, sim_fixture_teardown),           \
+        cmocka_unit_test_setup_teardown(test, s5, sim_fixture_teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        BOTH(test_consistent_read_on_a_follower, setup3, setup5),
-        BOTH(test_consistent_read_without_a_leader, setup3, setup5),
+        BOTH(test_consistent_read_on_a_follower, sim_fixture_setup3,
+             sim_fixture_setup5),
+        BOTH(test_consistent_read_without_a_leader, sim_fixture_setup3,
+             sim_fixture_setup5),
         BOTH(test_member_add_and_remove, setup3_plus1, setup5_plus1),
         cmocka_unit_test_setup_teardown(
             test_unready_follower_reads_through_the_leader, setup3_unready,
-            teardown),
-        BOTH(test_member_list_and_transfer, setup3, setup5),
-        BOTH(test_leader_removes_itself, setup3, setup5),
-        BOTH(test_member_requests_refused, setup3, setup5),
-        BOTH(test_expiry_after_failover, setup3, setup5),
+            sim_fixture_teardown),
+        BOTH(test_member_list_and_transfer, sim_fixture_setup3,
+             sim_fixture_setup5),
+        BOTH(test_leader_removes_itself, sim_fixture_setup3,
+             sim_fixture_setup5),
+        BOTH(test_member_requests_refused, sim_fixture_setup3,
+             sim_fixture_setup5),
+        BOTH(test_expiry_after_failover, sim_fixture_setup3,
+             sim_fixture_setup5),
         BOTH(test_diverged_follower_recovers, setup3_ckpt, setup5_ckpt),
         BOTH(test_diverged_leader_hands_over_and_recovers, setup3_ckpt,
              setup5_ckpt),

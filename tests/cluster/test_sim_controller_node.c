@@ -182,10 +182,8 @@ static void test_heartbeat_refreshes_route_liveness(void **state)
 
 static int setup3_off(void **state)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     memset(admin, 0, sizeof admin);
-    sim_setup(s, 3, 3);
+    struct sim *s = sim_fixture_new(3, 3, NULL);
     sim_settle(s);
     *state = s;
     return 0;
@@ -238,11 +236,9 @@ static struct sim_client *ctl_port_client(struct sim *s, unsigned i)
 
 static int setup_peers(void **state, unsigned n)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     memset(admin, 0, sizeof admin);
     struct sim_opts o = {.settings = PEERS_SETTINGS};
-    sim_setup_with(s, n, n, &o);
+    struct sim *s = sim_fixture_new(n, n, &o);
     sim_settle(s);
     *state = s;
     return 0;

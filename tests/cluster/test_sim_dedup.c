@@ -11,32 +11,6 @@
 
 #include "sim.h"
 
-static int setup3(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 3, 3);
-    *state = s;
-    return 0;
-}
-
-static int setup5(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 5, 5);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
 static void call_expect(struct sim_client *c, struct ns_cmd *req, int32_t code)
 {
     int32_t op = sim_client_send(c, req);
@@ -100,8 +74,10 @@ static void test_registration_lacking_a_topic_is_not_held(void **state)
 }
 
 #define BOTH(test)                                                             \
-    cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
-        cmocka_unit_test_setup_teardown(test, setup5, teardown)
+    cmocka_unit_test_setup_teardown(test, sim_fixture_setup3,                  \
+                                    sim_fixture_teardown),                     \
+        cmocka_unit_test_setup_teardown(test, sim_fixture_setup5,              \
+                                        sim_fixture_teardown)
 
 int main(void)
 {

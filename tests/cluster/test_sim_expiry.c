@@ -13,33 +13,6 @@
 
 #include "sim.h"
 
-static int setup(void **state, unsigned n)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, n, n);
-    *state = s;
-    return 0;
-}
-
-static int setup3(void **state)
-{
-    return setup(state, 3);
-}
-
-static int setup5(void **state)
-{
-    return setup(state, 5);
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
 /* The broker's new DataVersion: a changed registration, so that no node
  * answers it from its table and it goes through the log. */
 static const char EXPIRY_BODY_V2[] =
@@ -145,9 +118,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_moved_broker_survives_fast_expiry,
-                                        setup3, teardown),
+                                        sim_fixture_setup3,
+                                        sim_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_moved_broker_survives_fast_expiry,
-                                        setup5, teardown),
+                                        sim_fixture_setup5,
+                                        sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,32 +12,6 @@
 #include "raftns/acl.h"
 #include "sim.h"
 
-static int setup3(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 3, 3);
-    *state = s;
-    return 0;
-}
-
-static int setup5(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 5, 5);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
 /* Sends req on c, waits for the reply and checks its code; returns a copy of
  * its body as a string (ns_free it). */
 static char *call(struct sim_client *c, struct ns_cmd *req, int32_t code)
@@ -625,10 +599,8 @@ static void test_large_registration(void **state)
 
 static int setup_acl(void **state, unsigned n)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     struct sim_opts o = {.acl = true};
-    sim_setup_with(s, n, n, &o);
+    struct sim *s = sim_fixture_new(n, n, &o);
     *state = s;
     return 0;
 }
@@ -765,15 +737,13 @@ static void test_acl_through_a_follower(void **state)
 
 static int setup3_seeded(void **state)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
     struct sim_opts o = {
         .acl = true,
         .acl_accounts =
             "[{\"accessKey\":\"" ADMIN_AK "\",\"secretKey\":\"" ADMIN_SK
             "\",\"role\":\"admin\"}]",
     };
-    sim_setup_with(s, 3, 3, &o);
+    struct sim *s = sim_fixture_new(3, 3, &o);
     *state = s;
     return 0;
 }
@@ -837,8 +807,10 @@ static void test_route_zone_mode(void **state)
 }
 
 #define BOTH(test)                                                             \
-    cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
-        cmocka_unit_test_setup_teardown(test, setup5, teardown)
+    cmocka_unit_test_setup_teardown(test, sim_fixture_setup3,                  \
+                                    sim_fixture_teardown),                     \
+        cmocka_unit_test_setup_teardown(test, sim_fixture_setup5,              \
+                                        sim_fixture_teardown)
 
 int main(void)
 {
@@ -849,16 +821,17 @@ int main(void)
         BOTH(test_route_settings),
         BOTH(test_private_requests_are_checked),
         BOTH(test_bad_writes_are_refused),
-        cmocka_unit_test_setup_teardown(test_oversized_write_is_refused, setup3,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_write_is_refused,
+                                        sim_fixture_setup3,
+                                        sim_fixture_teardown),
         BOTH(test_reregistration_writes_nothing),
         BOTH(test_large_registration),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup3_acl,
-                                        teardown),
+                                        sim_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_acl_through_a_follower, setup5_acl,
-                                        teardown),
+                                        sim_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_acl_seeded_from_the_cluster_file,
-                                        setup3_seeded, teardown),
+                                        setup3_seeded, sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

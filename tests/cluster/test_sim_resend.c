@@ -12,32 +12,6 @@
 
 #include "sim.h"
 
-static int setup3(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 3, 3);
-    *state = s;
-    return 0;
-}
-
-static int setup5(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 5, 5);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
 struct registered_on {
     unsigned node;
 };
@@ -139,8 +113,10 @@ static void test_resend_never_joins_another_id(void **state)
 }
 
 #define BOTH(test)                                                             \
-    cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
-        cmocka_unit_test_setup_teardown(test, setup5, teardown)
+    cmocka_unit_test_setup_teardown(test, sim_fixture_setup3,                  \
+                                    sim_fixture_teardown),                     \
+        cmocka_unit_test_setup_teardown(test, sim_fixture_setup5,              \
+                                        sim_fixture_teardown)
 
 int main(void)
 {

@@ -14,44 +14,6 @@
 
 #include "sim.h"
 
-static int setup3(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 3, 3);
-    *state = s;
-    return 0;
-}
-
-static int setup5(void **state)
-{
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, 5, 5);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct sim *s = *state;
-    sim_teardown(s);
-    free(s);
-    return 0;
-}
-
-static void expect_code(struct sim_client *c, int32_t op, int32_t code)
-{
-    struct ns_cmd reply;
-    struct sim_reply *r = sim_wait_reply(c, op, 30000, &reply);
-    assert_non_null(r);
-    if (reply.code != code) {
-        fail_msg("reply %d: code %d (%s), want %d", op, (int)reply.code,
-                 reply.remark != NULL ? reply.remark : "", (int)code);
-    }
-    ns_cmd_close(&reply);
-}
-
 /* The follower answers once it applied the write itself: its applied index
  * when the reply left is at least the entry's; every node ends with the
  * value. */
@@ -65,7 +27,7 @@ static void test_write_through_a_follower(void **state)
         char v[16];
         snprintf(v, sizeof v, "v%d", i);
         int32_t op = sim_send_kv_put(c, "k", v);
-        expect_code(c, op, NS_CODE_SUCCESS);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
         struct sim_reply *r = sim_find_reply(c, op);
         uint64_t entry = ns_node_last_applied(s->nodes[l].node);
         assert_true(r->applied >= entry);
@@ -131,7 +93,7 @@ static void test_three_identical_registrations_make_one_entry(void **state)
         op[k] = sim_send_register(c[k], "broker-a", "10.1.0.1:10911", 0);
     }
     for (unsigned k = 0; k < 3; k++) {
-        expect_code(c[k], op[k], NS_CODE_SUCCESS);
+        sim_expect_code(c[k], op[k], NS_CODE_SUCCESS);
     }
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
@@ -153,10 +115,10 @@ static void test_registration_applied_a_moment_ago(void **state)
     struct sim_client *cl = sim_client(s, l);
     struct sim_client *cf = sim_client(s, fo);
     int32_t op = sim_send_register(cl, "broker-a", "10.1.0.1:10911", 0);
-    expect_code(cl, op, NS_CODE_SUCCESS);
+    sim_expect_code(cl, op, NS_CODE_SUCCESS);
     assert_int_equal(ns_route_n_brokers(s->nodes[fo].state.route), 0);
     op = sim_send_register(cf, "broker-a", "10.1.0.1:10911", 0);
-    expect_code(cf, op, NS_CODE_SUCCESS);
+    sim_expect_code(cf, op, NS_CODE_SUCCESS);
     assert_int_equal(ns_route_n_brokers(s->nodes[fo].state.route), 1);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
@@ -189,7 +151,7 @@ static void test_leader_lost_mid_forward(void **state)
     assert_true(sim_run_until(s, log_grew, &g, 1000));
     uint64_t before = ns_node_last_applied(s->nodes[l].node);
     sim_kill(s, l);
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     assert_true(ns_node_last_applied(s->nodes[fo].node) > before);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
@@ -230,7 +192,7 @@ static void test_lost_answer_is_applied_once(void **state)
     assert_int_equal(s->drop_forward_replies, 0); /* the answer was lost */
     assert_null(sim_find_reply(c, first));
     sim_kill(s, l);
-    expect_code(c, first, NS_CODE_SUCCESS);
+    sim_expect_code(c, first, NS_CODE_SUCCESS);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         if (i == l) {
@@ -267,7 +229,7 @@ static void test_partitioned_follower(void **state)
     sim_cut(s, fo);
     int32_t op = sim_send_kv_put(c, "cut", "v1");
     int32_t op2 = sim_send_kv_put(c2, "majority", "v2");
-    expect_code(c2, op2, NS_CODE_SUCCESS);
+    sim_expect_code(c2, op2, NS_CODE_SUCCESS);
     struct no_leader nl = {fo};
     assert_true(sim_run_until(s, lost_leader, &nl, 2500));
     assert_null(sim_find_reply(c, op));
@@ -275,7 +237,7 @@ static void test_partitioned_follower(void **state)
         assert_null(sim_kv(s, i, "cut"));
     }
     sim_heal(s, fo);
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     sim_assert_kv(s, fo, "majority", "v2");
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
@@ -325,7 +287,7 @@ static void test_write_on_a_leader_that_loses_leadership(void **state)
     unsigned nl = sim_settle(s);
     struct sim_client *c2 = sim_client(s, nl);
     op = sim_send_kv_put(c2, "k2", "v2");
-    expect_code(c2, op, NS_CODE_SUCCESS);
+    sim_expect_code(c2, op, NS_CODE_SUCCESS);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         sim_assert_kv(s, i, "k2", "v2");
@@ -356,7 +318,7 @@ static void test_write_after_the_clock_went_back(void **state)
     }
     struct sim_client *cl = sim_client(s, fo);
     int32_t op = sim_send_kv_put(cl, "k", "after");
-    expect_code(cl, op, NS_CODE_SUCCESS);
+    sim_expect_code(cl, op, NS_CODE_SUCCESS);
     sim_settle(s);
     for (unsigned i = 0; i < s->n; i++) {
         sim_assert_kv(s, i, "k", "after");
@@ -378,7 +340,7 @@ static void test_stale_copy_is_refused(void **state)
     unsigned fo = sim_follower(s, l, 0);
     struct sim_client *c = sim_client(s, fo);
     int32_t op = sim_send_kv_put(c, "k", "first");
-    expect_code(c, op, NS_CODE_SUCCESS);
+    sim_expect_code(c, op, NS_CODE_SUCCESS);
     sim_settle(s);
     const struct ns_reqid_origin *o =
         ns_reqid_find(&s->nodes[l].state.reqids, s->nodes[fo].id);
@@ -412,9 +374,7 @@ static void test_stale_copy_is_refused(void **state)
  * applied index of every reply, and what each node applied. */
 static uint64_t failover_trace(unsigned n)
 {
-    struct sim *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    sim_setup(s, n, n);
+    struct sim *s = sim_fixture_new(n, n, NULL);
     unsigned l = sim_settle(s);
     struct sim_client *c = sim_client(s, sim_follower(s, l, 0));
     uint64_t h = 1469598103934665603u; /* FNV-1a over the trace */
@@ -456,8 +416,10 @@ static void test_schedule_is_deterministic(void **state)
 }
 
 #define BOTH(test)                                                             \
-    cmocka_unit_test_setup_teardown(test, setup3, teardown),                   \
-        cmocka_unit_test_setup_teardown(test, setup5, teardown)
+    cmocka_unit_test_setup_teardown(test, sim_fixture_setup3,                  \
+                                    sim_fixture_teardown),                     \
+        cmocka_unit_test_setup_teardown(test, sim_fixture_setup5,              \
+                                        sim_fixture_teardown)
 
 int main(void)
 {
