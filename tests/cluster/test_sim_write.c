@@ -63,7 +63,7 @@ static void test_follower_write_needs_no_heartbeat(void **state)
         char v[16];
         snprintf(v, sizeof v, "n%d", i);
         int32_t op = sim_send_kv_put(c, "k", v);
-        expect_code(c, op, NS_CODE_SUCCESS);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
         sim_assert_kv(s, fo, "k", v);
     }
     uint64_t took = sim_now(s) - t0;
