@@ -20,7 +20,8 @@ EXTERNAL = {
     "raft.h", "uv.h", "raft/uv.h", "raft/fixture.h", "fixture.h", "cmocka.h",
     "cJSON.h", "zlib.h", "openssl/ssl.h", "ssl.h",
     # libraft 0.15's own source, cited with its tag (docs/raft-0.15.md)
-    "src/replication.c", "last_applied",
+    "src/replication.c", "src/recv_append_entries_result.c", "src/progress.c",
+    "src/progress.h", "last_applied", "last_log_index",
 }
 
 def list_files():

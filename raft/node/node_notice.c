@@ -87,12 +87,12 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index prev,
 
 /* The notice owed to member i, if one may go now: the commit index it carries
  * (0: not now). It is the heartbeat libraft itself would send to i at this
- * moment (replication.c's sendAppendEntries in pipeline mode with nothing left
- * to send: previous entry next_index - 1, leader commit the commit index), so
- * the leader's raft handles the answer as one to its own heartbeat. Only while
- * i has acknowledged the leader's whole log and that log ends with an entry of
- * the current term: a follower answers an AppendEntries with its last stored
- * index, which counts whatever it holds past the previous entry, and the
+ * moment (src/replication.c's sendAppendEntries in pipeline mode with nothing
+ * left to send: previous entry next_index - 1, leader commit the commit index),
+ * so the leader's raft handles the answer as one to its own heartbeat. Only
+ * while i has acknowledged the leader's whole log and that log ends with an
+ * entry of the current term: a follower answers an AppendEntries with its last
+ * stored index, which counts whatever it holds past the previous entry, and the
  * leader takes min(that, its own last index) as i's match index; a follower
  * that holds an entry of this term at the previous index holds nothing past it
  * but this leader's entries (docs/raft-0.15.md §14). */
