@@ -7,7 +7,9 @@
  * it only with the follower's next liveness report, and expire the broker
  * before that report arrives. The leader's scan is driven by the test at the
  * moment that deadline passes, and again every 500 ms: a scan may fire at any
- * time (scanNotActiveBrokerInterval, here set out of the way). */
+ * time (scanNotActiveBrokerInterval, here set out of the way). The second
+ * test is the leader's own table while an expiry of the broker is in flight.
+ * Both fail when every node short-cuts as raft contact allows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,6 +169,52 @@ static void test_follower_ack_after_heal_keeps_broker(void **state)
     }
 }
 
+/* The leader's side: a heartbeat reaches the leader after it proposed the
+ * broker's expiry and before that expiry applied. The expiry names the
+ * registration count the leader saw, which an unchanged registration does not
+ * bump: answered from the table, the heartbeat would be undone by the
+ * expiry. */
+static void test_leader_ack_during_expiry_keeps_broker(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    sim_run_for(s, NS_LIVENESS_TABLE_FAST_SETTLE_MS + 500);
+    assert_int_equal(sim_settle(s), l);
+    struct sim_client *cl = sim_client(s, l);
+    hbf_heartbeat(cl);
+    sim_settle(s);
+    sim_run_for(s, 1000);
+    hbf_heartbeat(cl); /* unchanged: answered from the leader's table */
+
+    uint64_t deadline = hbf_deadline(s, l);
+    assert_true(deadline != UINT64_MAX);
+    assert_true(sim_run_until(s, hbf_time_reaches, &deadline, 2 * 10000));
+    ns_liveness_scan(&s->nodes[l].server->live);
+    /* proposed, not applied: the broker is still in every route */
+    struct raft *r = raft_fixture_get(&s->f, l);
+    assert_true(raft_last_index(r) > raft_last_applied(r));
+    assert_int_equal(sim_n_applied(s, l, NS_CMD_EXPIRE_BROKERS_SEEN, false), 0);
+    assert_true(
+        ns_route_broker_timeout(s->nodes[l].state.route, "c1", HBF_ADDR) >= 0);
+
+    /* The expiry closed the broker's connection; it connects again. */
+    struct sim_client *again = sim_client(s, l);
+    hbf_heartbeat(again);
+    uint64_t acked = sim_now(s);
+    uint64_t next_scan = acked;
+    while (sim_now(s) < acked + HBF_KEEP_MS) {
+        if (sim_now(s) >= next_scan) {
+            int cur = sim_leader(s);
+            assert_true(cur >= 0);
+            ns_liveness_scan(&s->nodes[cur].server->live);
+            next_scan = sim_now(s) + 500;
+        }
+        sim_step(s);
+        hbf_assert_everywhere(s, acked);
+    }
+    assert_int_equal(sim_n_applied(s, l, NS_CMD_EXPIRE_BROKERS_SEEN, false), 1);
+}
+
 static int hbf_setup3(void **state)
 {
     struct sim_opts opts = {.settings = "scanNotActiveBrokerInterval=600000\n"};
@@ -179,6 +227,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_follower_ack_after_heal_keeps_broker, hbf_setup3,
+            sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_leader_ack_during_expiry_keeps_broker, hbf_setup3,
             sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
