@@ -579,10 +579,10 @@ bool ns_liveness_may_short_cut(const struct ns_liveness *lv)
 #ifdef RAFTNS_BREAK_STALE_LINK
     return true; /* TEST-ONLY MUTANT: a follower short-cuts without a link */
 #endif
-    /* The leader knows what this node heard up to acked_at: a registration
-     * answered later reaches it with the next report, so the link must be
-     * fresh enough that the leader cannot have expired the broker meanwhile
-     * without this node having been cut from it within that time. */
+    /* The leader knows what this node heard up to acked_at; a registration
+     * answered now reaches it only with the next report. Raft contact alone
+     * comes back at a heal before any report went through, when the leader
+     * may be about to expire the broker (docs/readiness.md). */
     return leader != 0 && leader == lv->acked_by && lv->acked_at <= now &&
            now - lv->acked_at <= NS_LIVENESS_LINK_FRESH_MS;
 }
