@@ -211,7 +211,8 @@ int ns_handle_broker_fill_header(const struct ns_cmd *cmd,
 static bool may_short_cut(const struct ns_gateway *gw)
 {
     return ns_node_is_ready(gw->node) && !ns_node_is_diverged(gw->node) &&
-           ns_node_has_leader_contact(gw->node);
+           ns_node_has_leader_contact(gw->node) &&
+           ns_liveness_may_short_cut(gw->live);
 }
 
 /* Heartbeat short-cut: a re-registration the de-duplication step finds

@@ -99,7 +99,8 @@ static int answer_applied_registration(struct ns_req *req,
                                        const struct ns_command *c)
 {
     struct ns_gateway *gw = req->gw;
-    if (c->type != NS_CMD_REGISTER_BROKER) {
+    if (c->type != NS_CMD_REGISTER_BROKER ||
+        !ns_liveness_may_short_cut(gw->live)) {
         return 0;
     }
     struct ns_apply_result res;
@@ -108,6 +109,16 @@ static int answer_applied_registration(struct ns_req *req,
     int held = ns_dedup_registration_held(gw->cluster, &c->u.reg, &res.reg);
     if (held == 0) {
         return 0;
+    }
+    /* The forwarding node answers the broker once this returns: the leader
+     * counts it heard now, not only at that node's next liveness report
+     * (docs/readiness.md). The connection is the other node's. */
+    if (held == 1 && ns_liveness_register(
+                         gw->live, c->u.reg.cluster, c->u.reg.broker_addr,
+                         ns_gateway_now(gw),
+                         (uint64_t)c->u.reg.heartbeat_timeout_ms, NULL) != 0) {
+        ns_fsm_result_close(&res);
+        return NS_ENOMEM;
     }
     struct ns_pending *p = ns_pending_new(req, forward_done);
     if (p == NULL) {

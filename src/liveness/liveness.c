@@ -236,6 +236,9 @@ static void expiry_done(void *arg, int status, uint64_t index,
     (void)index;
     (void)res;
     struct ns_liveness *lv = arg;
+    if (lv->expiries_in_flight > 0) {
+        lv->expiries_in_flight--;
+    }
     if (status != 0) {
         lv->reseed = true;
         NS_LOG(NS_LOG_WARN, "internal proposal failed: %s",
@@ -270,6 +273,7 @@ static void expire_due(struct ns_liveness *lv, uint64_t now)
         NS_LOG(NS_LOG_WARN, "liveness: expiry of %zu brokers not proposed: %s",
                x.n, ns_strerror(rv));
     } else {
+        lv->expiries_in_flight++;
         ns_metrics_expired(x.n);
         NS_LOG(NS_LOG_INFO,
                "liveness: proposed EXPIRE_BROKERS_SEEN for %zu brokers "
@@ -406,6 +410,8 @@ static void report_done(void *arg, int status, const struct ns_cmd *reply)
         lv->resend_all = true;
         return;
     }
+    lv->acked_at = lv->sent_at;
+    lv->acked_by = lv->sent_to;
     if (lv->t.urgent && !lv->stopping) {
         send_reports(lv);
     }
@@ -431,8 +437,9 @@ static void send_reports(struct ns_liveness *lv)
     ns_buf_init(&r.body);
     ns_buf_put_u16(&r.body, REPORT_VERSION);
     ns_buf_put_u32(&r.body, 0);
-    ns_liveness_table_take_reports(&lv->t, lv_now(lv), REPORT_MAX_ENTRIES,
-                                   add_entry, &r);
+    uint64_t now = lv_now(lv);
+    ns_liveness_table_take_reports(&lv->t, now, REPORT_MAX_ENTRIES, add_entry,
+                                   &r);
     struct ns_cmd cmd;
     ns_cmd_init(&cmd);
     int rv = r.body.err;
@@ -446,6 +453,8 @@ static void send_reports(struct ns_liveness *lv)
                                        report_done, lv);
         if (rv == 0) {
             lv->in_flight = true;
+            lv->sent_at = now;
+            lv->sent_to = leader;
         }
     }
     if (rv != 0) {
@@ -555,6 +564,27 @@ void ns_liveness_tick(struct ns_liveness *lv)
     } else {
         send_reports(lv);
     }
+}
+
+bool ns_liveness_may_short_cut(const struct ns_liveness *lv)
+{
+    if (lv->node == NULL || ns_node_is_leader(lv->node)) {
+        /* An expiry in flight names the registration count the leader saw,
+         * which an unchanged registration does not bump: answered from the
+         * table now, it would be removed when that expiry applies. */
+        return lv->expiries_in_flight == 0;
+    }
+    uint64_t leader = ns_node_leader_id(lv->node);
+    uint64_t now = lv_now(lv);
+#ifdef RAFTNS_BREAK_STALE_LINK
+    return true; /* TEST-ONLY MUTANT: a follower short-cuts without a link */
+#endif
+    /* The leader knows what this node heard up to acked_at; a registration
+     * answered now reaches it only with the next report. Raft contact alone
+     * comes back at a heal before any report went through, when the leader
+     * may be about to expire the broker (docs/readiness.md). */
+    return leader != 0 && leader == lv->acked_by && lv->acked_at <= now &&
+           now - lv->acked_at <= NS_LIVENESS_LINK_FRESH_MS;
 }
 
 uint64_t ns_liveness_n_expired(const struct ns_liveness *lv)

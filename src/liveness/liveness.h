@@ -29,6 +29,11 @@ struct ns_liveness {
     bool reseed;       /* an expiry proposal failed: re-seed from the route */
     bool stopping;     /* ns_liveness_stop ran: nothing is sent or proposed */
     uint64_t reported_to; /* leader id the reports go to */
+    uint64_t sent_at;     /* when the report in flight was taken */
+    uint64_t sent_to;     /* and the leader it went to */
+    uint64_t acked_at;    /* when the last report a leader accepted was taken */
+    uint64_t acked_by;    /* that leader's id (0: none yet) */
+    unsigned expiries_in_flight; /* leader: proposed, outcome not known */
     uv_loop_t *loop;
     const struct ns_clock *clock; /* borrowed; NULL = the loop's uv_now */
     struct ns_state *state;       /* borrowed */
@@ -87,6 +92,14 @@ void ns_liveness_fast_check(struct ns_liveness *lv);
 /* Merges a report body from node `from`. 0, NS_EPROTO or NS_ENOMEM. */
 int ns_liveness_merge_report(struct ns_liveness *lv, uint64_t from,
                              const uint8_t *body, size_t len);
+/* A node's liveness link to the leader counts as fresh this long after the
+ * leader accepted a report of it: two report intervals (one per tick). */
+#define NS_LIVENESS_LINK_FRESH_MS 2000u
+/* Whether an unchanged registration may be answered from this node's table
+ * (docs/readiness.md): on the leader, while none of its expiry proposals is
+ * in flight; on a follower, while the current leader accepted a report this
+ * node took within NS_LIVENESS_LINK_FRESH_MS. */
+bool ns_liveness_may_short_cut(const struct ns_liveness *lv);
 /* Counters of this node's table, for metrics. */
 uint64_t ns_liveness_n_expired(const struct ns_liveness *lv);      /* all */
 uint64_t ns_liveness_n_fast_expired(const struct ns_liveness *lv); /* closed */
