@@ -86,7 +86,7 @@ asan_compile() {
         { cat "$top/build-asan.log"; return 1; }
     echo "   build-asan compiled in $((SECONDS - t0))s"
 }
-fault_mutants=crash-once,ack-before-apply,slow-expiry
+fault_mutants=crash-once,ack-before-commit,slow-expiry
 types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz), the mutants
     local t0=$SECONDS cc type dir
     if [ "$labels" = . ]; then
