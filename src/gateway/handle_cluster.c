@@ -110,18 +110,15 @@ static int answer_applied_registration(struct ns_req *req,
     if (held == 0) {
         return 0;
     }
-    /* The forwarding node answers the broker once this returns: the leader
-     * counts it heard now, not only at that node's next liveness report
-     * (docs/readiness.md). The connection is the other node's. */
-    if (held == 1 && ns_liveness_register(
-                         gw->live, c->u.reg.cluster, c->u.reg.broker_addr,
-                         ns_gateway_now(gw),
-                         (uint64_t)c->u.reg.heartbeat_timeout_ms, NULL) != 0) {
-        ns_fsm_result_close(&res);
-        return NS_ENOMEM;
-    }
-    struct ns_pending *p = ns_pending_new(req, forward_done);
-    if (p == NULL) {
+    /* The leader counts the broker heard now, not at the forwarding node's
+     * next report (docs/readiness.md); the connection is that node's. */
+    struct ns_pending *p = NULL;
+    if ((held == 1 &&
+         ns_liveness_register(gw->live, c->u.reg.cluster, c->u.reg.broker_addr,
+                              ns_gateway_now(gw),
+                              (uint64_t)c->u.reg.heartbeat_timeout_ms,
+                              NULL) != 0) ||
+        (p = ns_pending_new(req, forward_done)) == NULL) {
         ns_fsm_result_close(&res);
         return NS_ENOMEM;
     }
