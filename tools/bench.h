@@ -46,6 +46,7 @@ enum bench_kind {
 };
 extern const char *const bench_kind_names[BK_COUNT];
 
+/* CRC-32 (zlib's, the one of java.util.zip.CRC32) of p[0, n). */
 uint32_t bench_crc32(const uint8_t *p, size_t n);
 
 /* Appends a RegisterBrokerBody (5.x JSON shape) with n topics named
@@ -53,6 +54,25 @@ uint32_t bench_crc32(const uint8_t *p, size_t n);
 int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
                         uint64_t n, uint64_t pool, uint64_t counter,
                         uint64_t timestamp);
+
+/* The topic entries of one prefix and pool rendered once, so that a body is
+ * a few memcpys instead of one printf per topic: bench_frags_body's output is
+ * byte for byte bench_register_body's (tests/unit/test_bench_req.c). */
+struct bench_frags {
+    char *arena;   /* owned: entry 0 ',' entry 1 ',' ... entry pool-1 ',' */
+    size_t *off;   /* owned: pool + 1 offsets, entry t at arena + off[t] */
+    uint64_t pool; /* >= 1 */
+};
+/* Renders the pool entries "<prefix><t>" for t in [0, pool); prefix is
+ * borrowed. 0, NS_EINVAL (pool 0), or NS_ENOMEM (f then holds nothing). */
+int bench_frags_init(struct bench_frags *f, const char *prefix, uint64_t pool);
+/* Appends what bench_register_body(out, prefix, first, n, pool, counter,
+ * timestamp) appends, for f's prefix and pool, when first + n does not pass
+ * UINT64_MAX. 0 or out->err. */
+int bench_frags_body(const struct bench_frags *f, struct ns_buf *out,
+                     uint64_t first, uint64_t n, uint64_t counter,
+                     uint64_t timestamp);
+void bench_frags_close(struct bench_frags *f);
 
 /* One broker identity. */
 struct bench_broker {

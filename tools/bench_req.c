@@ -1,9 +1,13 @@
-/* Request builders of raftns-bench: RegisterBrokerBody JSON, REGISTER_BROKER
- * and simple request frames, CRC32 for bodyCrc32, and pre-encoded templates
- * whose opaque is patched in place. It does no I/O and keeps no state. */
+/* Request builders of raftns-bench: RegisterBrokerBody JSON (by printf, and
+ * from pre-rendered topic entries), REGISTER_BROKER and simple request frames,
+ * CRC32 for bodyCrc32, and pre-encoded templates whose opaque is patched in
+ * place. It does no I/O and keeps no state of its own. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
@@ -17,28 +21,9 @@ const char *const bench_kind_names[BK_COUNT] = {
     "cluster", "alltopics", "kv",        "setup",
 };
 
-static uint32_t crc_table[256];
-static bool crc_ready;
-
-static void make_crc_table(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
-    }
-    crc_ready = true;
-}
-
 uint32_t bench_crc32(const uint8_t *p, size_t n)
 {
-    if (!crc_ready)
-        make_crc_table();
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++)
-        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return (uint32_t)crc32_z(0, p, n);
 }
 
 int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
@@ -64,6 +49,83 @@ int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
     ns_buf_append_str(out, "},\"topicQueueMappingDetailMap\":{},"
                            "\"topicQueueMappingInfoMap\":{}}}");
     return out->err;
+}
+
+int bench_frags_init(struct bench_frags *f, const char *prefix, uint64_t pool)
+{
+    struct ns_buf arena;
+    int rv;
+    f->arena = NULL;
+    f->off = NULL;
+    f->pool = pool;
+    if (pool == 0 || pool > SIZE_MAX / sizeof(*f->off) - 1)
+        return NS_EINVAL;
+    f->off = ns_malloc((size_t)(pool + 1) * sizeof(*f->off));
+    if (f->off == NULL)
+        return NS_ENOMEM;
+    ns_buf_init(&arena);
+    /* The text of bench_register_body's entry for topic t, each entry
+     * followed by its comma so that a run of consecutive topics is one
+     * contiguous span of the arena. */
+    for (uint64_t t = 0; t < pool; t++) {
+        f->off[t] = arena.len;
+        ns_buf_printf(&arena,
+                      "\"%s%" PRIu64 "\":{\"attributes\":{},\"order\":false,"
+                      "\"perm\":6,\"readQueueNums\":4,\"topicFilterType\":"
+                      "\"SINGLE_TAG\",\"topicName\":\"%s%" PRIu64
+                      "\",\"topicSysFlag\":0,\"writeQueueNums\":4},",
+                      prefix, t, prefix, t);
+    }
+    f->off[pool] = arena.len;
+    rv = arena.err;
+    if (rv != 0)
+        goto err_after_arena;
+    size_t len;
+    f->arena = (char *)ns_buf_take(&arena, &len);
+    return 0;
+err_after_arena:
+    ns_buf_close(&arena);
+    ns_free(f->off);
+    f->off = NULL;
+    return rv;
+}
+
+int bench_frags_body(const struct bench_frags *f, struct ns_buf *out,
+                     uint64_t first, uint64_t n, uint64_t counter,
+                     uint64_t timestamp)
+{
+    static const char tail[] = "},\"topicQueueMappingDetailMap\":{},"
+                               "\"topicQueueMappingInfoMap\":{}}}";
+    assert(f->arena != NULL && n <= UINT64_MAX - first);
+    ns_buf_printf(out,
+                  "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+                  "\"dataVersion\":{\"counter\":%" PRIu64
+                  ",\"stateVersion\":0,\"timestamp\":%" PRIu64 "},"
+                  "\"mappingDataVersion\":{\"counter\":0,\"stateVersion\":0,"
+                  "\"timestamp\":%" PRIu64 "},\"topicConfigTable\":{",
+                  counter, timestamp, timestamp);
+    /* Runs up to the end of the pool, then from topic 0 again. */
+    uint64_t t = first % f->pool;
+    for (uint64_t left = n; left > 0;) {
+        uint64_t run = f->pool - t < left ? f->pool - t : left;
+        ns_buf_append(out, f->arena + f->off[t], f->off[t + run] - f->off[t]);
+        left -= run;
+        t = 0;
+    }
+    if (out->err != 0)
+        return out->err;
+    if (n > 0)
+        out->len--; /* the last entry's comma */
+    ns_buf_append(out, tail, sizeof(tail) - 1);
+    return out->err;
+}
+
+void bench_frags_close(struct bench_frags *f)
+{
+    ns_free(f->arena);
+    ns_free(f->off);
+    f->arena = NULL;
+    f->off = NULL;
 }
 
 int32_t bench_route_version = NS_SERVER_VERSION;

@@ -22,6 +22,7 @@
 
 #define RX_CHUNK 65536
 #define TS_BASE 1700000000000ull
+#define REG_POOL 1000
 
 enum phase { PH_CONNECT, PH_SETUP, PH_MEASURE, PH_DRAIN, PH_DONE };
 
@@ -44,6 +45,8 @@ struct conn {
     struct inflight *fl; /* ring of depth */
     int fl_head, fl_n;
     uint64_t reg_counter;
+    struct bench_frags reg_frags; /* lazily, at the first register */
+    struct ns_buf reg_body;       /* reused by every register */
     struct bench_broker reg, hb;
     struct bench_tmpl hb_tmpl, hb904_tmpl;
     bool hb_ready;
@@ -149,21 +152,27 @@ static int route_frame(struct bench *b, struct ns_buf *out, int32_t opaque)
     return bench_tmpl_append(tm, out, opaque);
 }
 
+/* A REGISTER_BROKER with a changed topic set: this connection's pool of
+ * REG_POOL topics, the window starting one further each time. */
 static int register_frame(struct bench *b, struct conn *c, struct ns_buf *out,
                           int32_t opaque)
 {
-    struct ns_buf body;
-    char prefix[32];
-    ns_buf_init(&body);
-    snprintf(prefix, sizeof(prefix), "BenchReg%d-", c->idx);
+    int rv;
+    if (c->reg_frags.arena == NULL) {
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "BenchReg%d-", c->idx);
+        rv = bench_frags_init(&c->reg_frags, prefix, REG_POOL);
+        if (rv != 0)
+            return rv;
+    }
     c->reg_counter++;
-    int rv = bench_register_body(&body, prefix, c->reg_counter,
-                                 (uint64_t)b->o.reg_topics, 1000,
-                                 c->reg_counter, TS_BASE + c->reg_counter);
+    ns_buf_reset(&c->reg_body);
+    rv = bench_frags_body(&c->reg_frags, &c->reg_body, c->reg_counter,
+                          (uint64_t)b->o.reg_topics, c->reg_counter,
+                          TS_BASE + c->reg_counter);
     if (rv == 0)
-        rv = bench_encode_register(out, &c->reg, body.data, body.len, opaque,
-                                   b->o.ser_json);
-    ns_buf_close(&body);
+        rv = bench_encode_register(out, &c->reg, c->reg_body.data,
+                                   c->reg_body.len, opaque, b->o.ser_json);
     return rv;
 }
 
@@ -707,6 +716,7 @@ int main(int argc, char **argv)
         ns_buf_init(&c->rx);
         ns_buf_init(&c->out);
         ns_buf_init(&c->wbuf);
+        ns_buf_init(&c->reg_body);
         snprintf(c->reg.name, sizeof(c->reg.name), "bench-r%d", i);
         snprintf(c->reg.addr, sizeof(c->reg.addr), "11.0.%d.%d:10911",
                  (i >> 8) & 255, i & 255);
@@ -731,8 +741,11 @@ int main(int argc, char **argv)
         }
     }
     uv_run(b->loop, UV_RUN_DEFAULT);
-    for (int i = 0; i < b->o.conns; i++)
+    for (int i = 0; i < b->o.conns; i++) {
         ns_tls_destroy(b->c[i].tls);
+        bench_frags_close(&b->c[i].reg_frags);
+        ns_buf_close(&b->c[i].reg_body);
+    }
     ns_tls_ctx_unref(b->tls_ctx);
     if (b->exit_code == 0 && b->r.completed == 0)
         b->exit_code = 1;
