@@ -17,7 +17,10 @@
 #include "raftns/node.h"
 #include "raftns/waits.h"
 
-#define SEGMENT_SIZE (1u << 20)
+/* raft_uv's default. The first writes into a fresh segment can block the loop
+ * in io_submit for tens of ms on ext4; 1 MiB segments meant ~10 of those a
+ * second under registration load (BENCHMARKS.md "Segment size"). */
+#define SEGMENT_SIZE (8u << 20)
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
 /* Bound on waiting for in-flight entries when stopping. */
