@@ -179,6 +179,9 @@ typedef void (*ns_node_index_read_cb)(void *arg, int status, uint64_t index);
 int ns_node_read_index(struct ns_node *n, ns_node_index_read_cb cb, void *arg);
 /* Cluster mode readiness: the leader's read index as of joining. */
 void ns_node_set_ready_index(struct ns_node *n, uint64_t index);
+/* AIO contexts of closed raft segments destroyed off the loop thread so far
+ * (process-wide; raft/node/node_aio.c). */
+uint64_t ns_node_aio_deferred(void);
 
 /* --- membership (leader only; one change at a time) --- */
 typedef void (*ns_node_change_cb)(void *arg, int status, const char *errmsg);

@@ -123,6 +123,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_build_info{version=\"%s\",revision=\"%s\"} 1\n",
                   ns_version(), ns_version_git());
     process_metrics(out);
+    ns_buf_printf(out,
+                  "# HELP raftns_raft_aio_destroys_deferred_total Kernel AIO "
+                  "contexts of closed raft segments destroyed by the reaper "
+                  "thread instead of on the event loop.\n"
+                  "# TYPE raftns_raft_aio_destroys_deferred_total counter\n"
+                  "raftns_raft_aio_destroys_deferred_total %" PRIu64 "\n",
+                  ns_node_aio_deferred());
     ns_node_quorum(o->node, &q);
     ns_buf_printf(out,
                   "# HELP raftns_raft_apply_lag_entries Committed entries "

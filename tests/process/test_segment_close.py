@@ -1,0 +1,88 @@
+"""raft_uv closes a full log segment's kernel AIO context with io_destroy, which waits in the
+kernel for an RCU grace period: 29-50 ms per closed segment, and libraft calls it on the event
+loop (docs/raft-0.15.md §15). raftns hands those calls to a reaper thread
+(raft/node/node_aio.c). Registrations fill a few 8 MiB segments here; then the metric must count
+deferred destroys and, where strace can attach, no io_destroy may run on the loop thread (the
+process's main thread: its thread id is the pid)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clusterh  # noqa: E402
+from clusterh import T  # noqa: E402
+
+TOPICS = 400  # ~14 KB of command per registration: an 8 MiB segment in ~600
+METRIC = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
+
+
+class SegmentClose(unittest.TestCase):
+    def setUp(self):
+        why = clusterh.config_unsupported()
+        if why:
+            raise unittest.SkipTest(why)
+        self.cluster = clusterh.Cluster(1)
+        self.addCleanup(self.cluster.cleanup)
+        self.cluster.start()
+        self.tmp = tempfile.mkdtemp(prefix="raftns-segclose-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def deferred(self, nd):
+        status, body = nd.http_get("/metrics")
+        self.assertEqual(status, 200, body)
+        m = METRIC.search(body)
+        self.assertIsNotNone(m, "no raftns_raft_aio_destroys_deferred_total in /metrics")
+        return int(m.group(1))
+
+    def attach_strace(self, pid):
+        """An strace of every thread's io_destroy, or None where strace cannot attach."""
+        if shutil.which("strace") is None:
+            return None, None
+        out = os.path.join(self.tmp, "strace.txt")
+        p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=io_destroy", "-o", out,
+                              "-p", str(pid)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        deadline = time.monotonic() + T(5.0)
+        while time.monotonic() < deadline:  # attached: strace has written its file
+            if p.poll() is not None:
+                return None, None  # no ptrace here (container, yama)
+            if os.path.exists(out):
+                return p, out
+            time.sleep(0.02)
+        return p, out
+
+    def test_closed_segments_are_destroyed_off_the_loop(self):
+        nd = self.cluster.leader()
+        tracer, trace_path = self.attach_strace(nd.pid)
+        broker = clusterh.Broker(topics=["SegTopic%03d" % i for i in range(TOPICS)])
+        deadline = time.monotonic() + T(120.0)
+        sent = 0
+        while self.deferred(nd) < 2:
+            self.assertLess(time.monotonic(), deadline,
+                            "fewer than 2 deferred io_destroy after %d registrations" % sent)
+            for _ in range(100):
+                broker.counter += 1
+                r = broker.register(nd)
+                self.assertEqual(r.code, 0, r)
+                sent += 1
+        broker.close()
+        if tracer is None:
+            return
+        tracer.terminate()
+        tracer.wait(timeout=T(10.0))
+        with open(trace_path) as f:
+            calls = [line for line in f if "io_destroy(" in line]
+        self.assertTrue(calls, "strace saw no io_destroy at all")
+        on_loop = [line for line in calls if line.split()[0] == str(nd.pid)]
+        self.assertEqual(on_loop, [], "io_destroy ran on the loop thread")
+
+
+if __name__ == "__main__":
+    clusterh.main()
