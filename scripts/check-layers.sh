@@ -12,7 +12,7 @@ report() { echo "check-layers: $*" | tee -a "$violations"; }
 
 base_h='err|alloc|buf|rcbuf|log|sorted|utf8|decimal|waits'
 codec_h="$base_h|remoting|json|json_pull|sign|replay|codes"
-route_h="$codec_h|route|kv|config|acl|cluster_config"
+route_h="$codec_h|route|kv|config|acl|cluster_config|crc32"
 rsm_h="$route_h|command|fsm|wire|diverge|reqid|backup|controller"
 
 # check_layer NAME ALLOWED_RAFTNS_HEADERS FORBIDDEN_SYSTEM_HEADERS FILES...
@@ -41,7 +41,7 @@ check_layer() {
 sys_io='uv\.h|raft\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h'
 check_layer base "$base_h" "$sys_io|cJSON\.h|zlib\.h" src/base/*.c include/raftns/{err,alloc,buf,rcbuf,utf8,decimal,waits}.h
 check_layer codec "$codec_h" "$sys_io|zlib\.h" src/remoting/*.c src/json/*.c include/raftns/{remoting,json,json_pull,sign,replay,codes}.h
-check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config}.h
+check_layer route "$route_h" "$sys_io" src/route/*.c include/raftns/{route,kv,config,acl,cluster_config,crc32}.h
 check_layer rsm "$rsm_h" 'uv\.h|raft/uv\.h|raft/fixture\.h|sys/socket\.h|netinet/in\.h|unistd\.h|fcntl\.h|time\.h' \
     raft/command.c raft/fsm.c raft/state.c raft/snapshot.c raft/backup.c raft/wire_auth.c raft/wire_check.c \
     raft/diverge.c raft/reqid.c raft/controller.c raft/controller_live.c raft/controller_decide.c \

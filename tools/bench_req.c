@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
+#include "raftns/crc32.h"
 #include "raftns/err.h"
 #include "raftns/remoting.h"
 
@@ -23,7 +22,7 @@ const char *const bench_kind_names[BK_COUNT] = {
 
 uint32_t bench_crc32(const uint8_t *p, size_t n)
 {
-    return (uint32_t)crc32_z(0, p, n);
+    return ns_crc32(p, n);
 }
 
 int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,

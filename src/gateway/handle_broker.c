@@ -6,11 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "raftns/alloc.h"
 #include "raftns/codes.h"
 #include "raftns/config.h"
+#include "raftns/crc32.h"
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
@@ -158,10 +157,7 @@ int ns_handle_broker_check_crc(const struct ns_cmd *cmd)
     if (want == 0) {
         return 0;
     }
-    uLong crc = crc32(0L, Z_NULL, 0);
-    if (cmd->body_len > 0) {
-        crc = crc32(crc, cmd->body, (uInt)cmd->body_len);
-    }
+    uint32_t crc = ns_crc32(cmd->body, cmd->body_len);
     return (int32_t)(crc & 0x7FFFFFFF) == want ? 0 : -1;
 }
 
