@@ -47,34 +47,95 @@ static bool is_digit(uint8_t ch)
     return ch >= '0' && ch <= '9';
 }
 
-/* A byte that may continue a number: after one, a number is not complete. */
+/* Bytes that may continue a number: after one, a number is not complete. */
+static const bool number_chars[256] = {
+    ['0'] = true, ['1'] = true, ['2'] = true, ['3'] = true, ['4'] = true,
+    ['5'] = true, ['6'] = true, ['7'] = true, ['8'] = true, ['9'] = true,
+    ['.'] = true, ['e'] = true, ['E'] = true, ['+'] = true, ['-'] = true,
+};
+
 static bool is_number_char(uint8_t ch)
 {
-    return is_digit(ch) || ch == '.' || ch == 'e' || ch == 'E' || ch == '+' ||
-           ch == '-';
+    return number_chars[ch];
 }
 
-void ns_json_pull_skip_ws(struct ns_json_pull *t)
+/* The bodies of ns_json_pull_skip_ws, _peek and _accept, which the readers
+ * below call often enough that they should be inlined. */
+static void skip_blanks(struct ns_json_pull *t)
 {
-    while (t->p < t->end &&
+    /* One test for the usual byte: every blank is at most ' '. */
+    while (t->p < t->end && *t->p <= ' ' &&
            (*t->p == ' ' || *t->p == '\t' || *t->p == '\n' || *t->p == '\r')) {
         t->p++;
     }
 }
 
-int ns_json_pull_peek(struct ns_json_pull *t)
+static int peek_byte(struct ns_json_pull *t)
 {
-    ns_json_pull_skip_ws(t);
+    skip_blanks(t);
     return t->p < t->end ? *t->p : -1;
 }
 
-bool ns_json_pull_accept(struct ns_json_pull *t, uint8_t ch)
+static bool accept_byte(struct ns_json_pull *t, uint8_t ch)
 {
-    if (ns_json_pull_peek(t) == ch) {
+    if (peek_byte(t) == ch) {
         t->p++;
         return true;
     }
     return false;
+}
+
+void ns_json_pull_skip_ws(struct ns_json_pull *t)
+{
+    skip_blanks(t);
+}
+
+int ns_json_pull_peek(struct ns_json_pull *t)
+{
+    return peek_byte(t);
+}
+
+bool ns_json_pull_accept(struct ns_json_pull *t, uint8_t ch)
+{
+    return accept_byte(t, ch);
+}
+
+/* Bit 7 of each byte of the eight bytes w (in memory order when loaded with
+ * memcpy) that ends a plain run: '"', '\\' or below 0x20. Only the lowest
+ * set bit is exact (a borrow may set higher ones), which is the one used. */
+static uint64_t run_stops(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    uint64_t quote = w ^ (ones * '"');
+    uint64_t slash = w ^ (ones * '\\');
+    /* x - ones sets bit 7 of a zero byte, w - 0x20s that of a byte below
+     * 0x20; & ~w drops bytes of 0x80 and above, which '"' and '\\' keep. */
+    return ((w - ones * 0x20) | (quote - ones) | (slash - ones)) & ~w &
+           (ones * 0x80);
+}
+
+/* The first byte in [p, end) that ends a plain run, or end. */
+static const uint8_t *run_end(const uint8_t *p, const uint8_t *end)
+{
+    /* Eight bytes a round where eight are left: a registration's keys and
+     * names are mostly one or two rounds (BENCHMARKS.md, "Registration work
+     * per changed registration"). */
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        uint64_t stops = run_stops(w);
+        if (stops != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            p += __builtin_ctzll(stops) / 8;
+#endif
+            break;
+        }
+        p += 8;
+    }
+    while (p < end && !ends_run[*p]) {
+        p++;
+    }
+    return p;
 }
 
 static int hex4(const uint8_t *p)
@@ -165,29 +226,18 @@ static size_t read_escape(const uint8_t *p, const uint8_t *end, bool pairs,
     return 12;
 }
 
-int ns_json_pull_string(struct ns_json_pull *t, struct ns_json_pull_str *s)
+/* string_at past the plain run [start, p) that stops at something other
+ * than the closing '"'. Kept out of line so that the usual string (no
+ * escape) costs only the run scan. */
+static __attribute__((noinline)) int string_rest(struct ns_json_pull *t,
+                                                 struct ns_json_pull_str *s,
+                                                 const uint8_t *start,
+                                                 const uint8_t *p)
 {
-    if (ns_json_pull_peek(t) != '"') {
-        return FALLBACK;
-    }
-    const uint8_t *start = t->p + 1;
-    const uint8_t *p = start;
     const uint8_t *end = t->end;
     bool pairs = (t->flags & NS_JSON_PULL_SURROGATE_PAIRS) != 0;
-    size_t len = 0;
+    size_t len = (size_t)(p - start);
     for (;;) {
-        const uint8_t *run = p;
-        /* Four bytes a round where four are left: one bound test per four
-         * bytes on a registration's keys and names (BENCHMARKS.md,
-         * "Registration work per changed registration"). */
-        while (end - p >= 4 && !ends_run[p[0]] && !ends_run[p[1]] &&
-               !ends_run[p[2]] && !ends_run[p[3]]) {
-            p += 4;
-        }
-        while (p < end && !ends_run[*p]) {
-            p++;
-        }
-        len += (size_t)(p - run);
         if (p >= end || *p < 0x20) {
             return FALLBACK;
         }
@@ -201,12 +251,34 @@ int ns_json_pull_string(struct ns_json_pull *t, struct ns_json_pull_str *s)
         }
         len += utf8_len(cp);
         p += used;
+        const uint8_t *run = p;
+        p = run_end(p, end);
+        len += (size_t)(p - run);
     }
     s->raw = (const char *)start;
     s->raw_len = (size_t)(p - start);
     s->len = len;
     t->p = p + 1;
     return 0;
+}
+
+/* ns_json_pull_string with the cursor at its '"'. */
+static int string_at(struct ns_json_pull *t, struct ns_json_pull_str *s)
+{
+    const uint8_t *start = t->p + 1;
+    const uint8_t *p = run_end(start, t->end);
+    if (p == t->end || *p != '"') {
+        return string_rest(t, s, start, p);
+    }
+    s->raw = (const char *)start;
+    s->raw_len = s->len = (size_t)(p - start);
+    t->p = p + 1;
+    return 0;
+}
+
+int ns_json_pull_string(struct ns_json_pull *t, struct ns_json_pull_str *s)
+{
+    return peek_byte(t) == '"' ? string_at(t, s) : FALLBACK;
 }
 
 void ns_json_pull_unescape(const struct ns_json_pull *t,
@@ -239,8 +311,14 @@ void ns_json_pull_unescape(const struct ns_json_pull *t,
 
 int ns_json_pull_int(struct ns_json_pull *t, int64_t *v)
 {
-    ns_json_pull_skip_ws(t);
+    skip_blanks(t);
     const uint8_t *p = t->p;
+    /* One digit, the usual queue count, perm or flag. */
+    if (t->end - p >= 2 && is_digit(p[0]) && !is_number_char(p[1])) {
+        *v = p[0] - '0';
+        t->p = p + 1;
+        return 0;
+    }
     bool neg = p < t->end && *p == '-';
     p += neg;
     const uint8_t *digits = p;
@@ -272,7 +350,7 @@ static const uint8_t *digit_run(const uint8_t *p, const uint8_t *end)
 
 int ns_json_pull_number(struct ns_json_pull *t)
 {
-    ns_json_pull_skip_ws(t);
+    skip_blanks(t);
     const uint8_t *e = t->end;
     const uint8_t *start = t->p;
     const uint8_t *p = start;
@@ -302,7 +380,7 @@ int ns_json_pull_number(struct ns_json_pull *t)
 
 int ns_json_pull_literal(struct ns_json_pull *t, int *which)
 {
-    ns_json_pull_skip_ws(t);
+    skip_blanks(t);
     size_t left = (size_t)(t->end - t->p);
     if (left >= 4 && memcmp(t->p, "true", 4) == 0) {
         *which = NS_JSON_PULL_TRUE;
@@ -321,7 +399,7 @@ int ns_json_pull_literal(struct ns_json_pull *t, int *which)
 
 bool ns_json_pull_accept_literal(struct ns_json_pull *t, int want)
 {
-    ns_json_pull_skip_ws(t);
+    skip_blanks(t);
     const uint8_t *at = t->p;
     int which;
     if (ns_json_pull_literal(t, &which) == 0 && which == want) {
@@ -347,7 +425,7 @@ static uint8_t first_byte(const struct ns_json_pull_str *s)
 
 int ns_json_pull_key(struct ns_json_pull *t, struct ns_json_pull_str *s)
 {
-    int ch = ns_json_pull_peek(t);
+    int ch = peek_byte(t);
     if ((t->flags & NS_JSON_PULL_INT_KEYS) &&
         (ch == '-' || (ch >= '0' && ch <= '9'))) {
         const uint8_t *p = t->p + (ch == '-');
@@ -359,7 +437,7 @@ int ns_json_pull_key(struct ns_json_pull *t, struct ns_json_pull_str *s)
         s->raw_len = s->len = (size_t)(q - t->p);
         t->p = q;
     } else {
-        int rv = ns_json_pull_string(t, s);
+        int rv = ch == '"' ? string_at(t, s) : FALLBACK;
         if (rv != 0) {
             return rv;
         }
@@ -368,7 +446,7 @@ int ns_json_pull_key(struct ns_json_pull *t, struct ns_json_pull_str *s)
             return FALLBACK;
         }
     }
-    return ns_json_pull_accept(t, ':') ? 0 : FALLBACK;
+    return accept_byte(t, ':') ? 0 : FALLBACK;
 }
 
 int ns_json_pull_skip(struct ns_json_pull *t, int depth)
@@ -376,11 +454,11 @@ int ns_json_pull_skip(struct ns_json_pull *t, int depth)
     if (depth > t->max_depth) {
         return FALLBACK;
     }
-    int ch = ns_json_pull_peek(t);
+    int ch = peek_byte(t);
     struct ns_json_pull_str s;
     int which;
     if (ch == '"') {
-        return ns_json_pull_string(t, &s);
+        return string_at(t, &s);
     }
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
         return ns_json_pull_number(t);
@@ -393,7 +471,7 @@ int ns_json_pull_skip(struct ns_json_pull *t, int depth)
     }
     uint8_t close = ch == '{' ? '}' : ']';
     t->p++;
-    if (ns_json_pull_accept(t, close)) {
+    if (accept_byte(t, close)) {
         return 0;
     }
     do {
@@ -404,6 +482,6 @@ int ns_json_pull_skip(struct ns_json_pull *t, int depth)
         if (rv != 0) {
             return rv;
         }
-    } while (ns_json_pull_accept(t, ','));
-    return ns_json_pull_accept(t, close) ? 0 : FALLBACK;
+    } while (accept_byte(t, ','));
+    return accept_byte(t, close) ? 0 : FALLBACK;
 }

@@ -105,6 +105,25 @@ static void free_mapping_elem(void *elem)
     free_mapping(elem);
 }
 
+/* Whether the names at name_offset of the n elements at arr are strictly
+ * ascending: then they are sorted and no name repeats. A broker's table often
+ * arrives so. */
+static bool is_ascending(const char *arr, size_t n, size_t elem_size,
+                         size_t name_offset)
+{
+    const char *prev;
+    memcpy(&prev, arr + name_offset, sizeof prev);
+    for (size_t i = 1; i < n; i++) {
+        const char *cur;
+        memcpy(&cur, arr + i * elem_size + name_offset, sizeof cur);
+        if (strcmp(prev, cur) >= 0) {
+            return false;
+        }
+        prev = cur;
+    }
+    return true;
+}
+
 /* Sorts the n elements of *arr (elem_size bytes each) by the string at
  * name_offset, keeping the last of equal names (Java's map semantics) and
  * freeing the others with drop. 0 or NS_ENOMEM (*arr unchanged). */
@@ -114,8 +133,11 @@ static int normalise(void **arr, size_t *n, size_t elem_size,
     if (*n < 2) {
         return 0;
     }
-    int rv = NS_ENOMEM;
     char *in = *arr;
+    if (is_ascending(in, *n, elem_size, name_offset)) {
+        return 0; /* what the sort would give, without its allocations */
+    }
+    int rv = NS_ENOMEM;
     const char **names = ns_malloc(*n * sizeof *names);
     size_t *keep = ns_malloc(*n * sizeof *keep);
     char *out = ns_calloc(*n, elem_size);

@@ -6,7 +6,10 @@
  * NUL or surrogate escapes, control bytes, deep nesting, any error) answers
  * NS_EAGAIN and that path decides, so errors are always its errors. The
  * lexemes and escapes come from the pull tokenizer (json_pull.h, with bare
- * integer keys, leading zeros and no $ref keys); this file is the grammar. */
+ * integer keys, leading zeros and no $ref keys); this file is the grammar,
+ * which also takes a stock broker's TopicConfig keys and values as whole
+ * texts where they are spelled exactly so (what the tokenizer would read the
+ * same), and leaves anything else to the tokenizer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,7 @@ struct scan {
     struct ns_json_pull t;
     struct ns_register *r;
     struct ns_buf tmp; /* decoded text of the last escaped string */
+    bool key_plain;    /* the last map key scan_map read had no escape */
     size_t cap_topics;
     size_t cap_mappings;
     size_t cap_filters;
@@ -73,6 +77,31 @@ static bool key_is(const char *k, size_t n, const char *name)
     return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
+/* The cursor after blanks, with one test for the usual byte (no blank is
+ * above ' '). */
+static const uint8_t *at(struct scan *s)
+{
+    if (s->t.p<s->t.end && * s->t.p> ' ') {
+        return s->t.p;
+    }
+    ns_json_pull_skip_ws(&s->t);
+    return s->t.p;
+}
+
+/* Consumes text when the bytes at p (the cursor after blanks, with at least
+ * strlen(text) bytes left) are text: a lexeme or lexemes spelled out in full,
+ * which the pull tokenizer would read the same. Inlined so that the compare
+ * is of constant length. */
+static inline bool take_text(struct scan *s, const uint8_t *p, const char *text)
+{
+    size_t n = strlen(text);
+    if (memcmp(p, text, n) != 0) {
+        return false;
+    }
+    s->t.p = p + n;
+    return true;
+}
+
 /* An integer of at most 15 digits, not followed by a fraction or exponent:
  * exactly what cJSON's double holds. */
 static int read_int(struct scan *s, int64_t *out)
@@ -80,7 +109,7 @@ static int read_int(struct scan *s, int64_t *out)
     return ns_json_pull_int(&s->t, out);
 }
 
-static int read_int32(struct scan *s, int32_t *out)
+static int read_int32_slow(struct scan *s, int32_t *out)
 {
     int64_t v = 0;
     int rv = read_int(s, &v);
@@ -91,9 +120,28 @@ static int read_int32(struct scan *s, int32_t *out)
     return rv;
 }
 
+static inline int read_int32(struct scan *s, int32_t *out)
+{
+    /* One digit before ',' or '}' (queue counts, perm, flags): what
+     * ns_json_pull_int reads, without the call. */
+    const uint8_t *p = at(s);
+    if (s->t.end - p >= 2 && (unsigned)(p[0] - '0') < 10 &&
+        (p[1] == ',' || p[1] == '}')) {
+        *out = p[0] - '0';
+        s->t.p = p + 1;
+        return 0;
+    }
+    return read_int32_slow(s, out);
+}
+
 static bool expect(struct scan *s, uint8_t ch)
 {
-    return ns_json_pull_accept(&s->t, ch);
+    const uint8_t *p = at(s);
+    if (p < s->t.end && *p == ch) {
+        s->t.p = p + 1;
+        return true;
+    }
+    return false;
 }
 
 static bool expect_word(struct scan *s, int literal)
@@ -103,6 +151,14 @@ static bool expect_word(struct scan *s, int literal)
 
 static int skip_value(struct scan *s, int depth)
 {
+    /* An empty object (a topic's attributes), as ns_json_pull_skip takes it
+     * within the limits. */
+    const uint8_t *p = at(s);
+    if (s->t.end - p >= 2 && p[0] == '{' && p[1] == '}' &&
+        depth <= s->t.max_depth && depth < s->t.max_open_depth) {
+        s->t.p = p + 2;
+        return 0;
+    }
     return ns_json_pull_skip(&s->t, depth);
 }
 
@@ -142,8 +198,115 @@ static bool first_time(unsigned *seen, unsigned bit)
     return first;
 }
 
-/* One TopicConfig object (at '{') appended to r->topics. */
-static int scan_topic(struct scan *s)
+/* The keys of a TopicConfig, as bits of its seen set. */
+enum {
+    TOPIC_NAME = 1u << 0,
+    TOPIC_READ_QUEUES = 1u << 1,
+    TOPIC_WRITE_QUEUES = 1u << 2,
+    TOPIC_PERM = 1u << 3,
+    TOPIC_SYS_FLAG = 1u << 4,
+    TOPIC_ORDER = 1u << 5,
+    TOPIC_FILTER_TYPE = 1u << 6,
+    TOPIC_OTHER = 1u << 7, /* skipped */
+};
+
+/* A decoded TopicConfig key. */
+static unsigned topic_key(const char *k, size_t n)
+{
+    static const struct {
+        const char *name;
+        unsigned key;
+    } keys[] = {
+        {"topicName", TOPIC_NAME},
+        {"readQueueNums", TOPIC_READ_QUEUES},
+        {"writeQueueNums", TOPIC_WRITE_QUEUES},
+        {"perm", TOPIC_PERM},
+        {"topicSysFlag", TOPIC_SYS_FLAG},
+        {"order", TOPIC_ORDER},
+        {"topicFilterType", TOPIC_FILTER_TYPE},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (key_is(k, n, keys[i].name)) {
+            return keys[i].key;
+        }
+    }
+    return TOPIC_OTHER;
+}
+
+/* A TopicConfig key and its colon as brokers write them (no escape, no blank
+ * before the colon), consumed; 0 leaves anything else, the cursor after
+ * blanks, to read_key. Dispatch on the first letter, one compare of constant
+ * length each, instead of a string scan and a chain of key_is. */
+static unsigned plain_topic_key(struct scan *s)
+{
+    const uint8_t *p = at(s);
+    if (s->t.end - p < 20 || p[0] != '"') {
+        return 0; /* 20: the longest key below fits */
+    }
+    switch (p[1]) {
+    case 'a':
+        return take_text(s, p, "\"attributes\":") ? TOPIC_OTHER : 0;
+    case 'o':
+        return take_text(s, p, "\"order\":") ? TOPIC_ORDER : 0;
+    case 'p':
+        return take_text(s, p, "\"perm\":") ? TOPIC_PERM : 0;
+    case 'r':
+        return take_text(s, p, "\"readQueueNums\":") ? TOPIC_READ_QUEUES : 0;
+    case 'w':
+        return take_text(s, p, "\"writeQueueNums\":") ? TOPIC_WRITE_QUEUES : 0;
+    case 't':
+        return take_text(s, p, "\"topicName\":")         ? TOPIC_NAME
+               : take_text(s, p, "\"topicFilterType\":") ? TOPIC_FILTER_TYPE
+               : take_text(s, p, "\"topicSysFlag\":")    ? TOPIC_SYS_FLAG
+                                                         : 0;
+    default:
+        return 0;
+    }
+}
+
+/* topicName's value into *out (returned owned). Brokers repeat the map key
+ * k: when that key had no escape (so holds no '"', '\\' or control byte),
+ * the quoted k at the cursor is exactly the string ns_json_pull_string would
+ * read, and is taken without scanning it again. */
+static int read_topic_name(struct scan *s, const char *k, size_t n, char **out)
+{
+    const char *v = k;
+    size_t vn = n;
+    const uint8_t *p = at(s);
+    if (s->key_plain && (size_t)(s->t.end - p) >= n + 2 && p[0] == '"' &&
+        memcmp(p + 1, k, n) == 0 && p[n + 1] == '"') {
+        s->t.p = p + n + 2;
+    } else {
+        int rv = read_string(s, &v, &vn);
+        if (rv != 0) {
+            return rv;
+        }
+    }
+    return (*out = ns_strndup(v, vn)) == NULL ? NS_ENOMEM : 0;
+}
+
+/* order and topicFilterType are not kept, but Java fails the body on a bad
+ * one: only the shapes brokers write (a boolean, an enum name) stay here. */
+static int skip_topic_flag(struct scan *s, unsigned key)
+{
+    const uint8_t *p = at(s);
+    size_t left = (size_t)(s->t.end - p);
+    if (key == TOPIC_ORDER) {
+        if (left >= 5 &&
+            (take_text(s, p, "false") || take_text(s, p, "true"))) {
+            return 0;
+        }
+        return left > 0 && (*p == 't' || *p == 'f') ? skip_value(s, 4)
+                                                    : FALLBACK;
+    }
+    if (left >= 12 && take_text(s, p, "\"SINGLE_TAG\"")) {
+        return 0;
+    }
+    return left > 0 && *p == '"' ? skip_value(s, 4) : FALLBACK;
+}
+
+/* One TopicConfig object (at '{') appended to r->topics; k is its map key. */
+static int scan_topic(struct scan *s, const char *k, size_t n)
 {
     struct ns_register *r = s->r;
     struct ns_topic_config t = {NULL, 16, 16, NS_PERM_READ | NS_PERM_WRITE, 0};
@@ -151,37 +314,46 @@ static int scan_topic(struct scan *s)
     int rv = expect(s, '{') ? 0 : FALLBACK;
     bool more = rv == 0 && !expect(s, '}');
     while (rv == 0 && more) {
-        const char *k;
-        size_t n;
-        if ((rv = read_key(s, &k, &n)) != 0) {
-            break;
-        }
-        if (key_is(k, n, "topicName")) {
-            const char *v;
-            size_t vn;
-            rv = first_time(&seen, 1) ? read_string(s, &v, &vn) : FALLBACK;
-            if (rv == 0 && (t.name = ns_strndup(v, vn)) == NULL) {
-                rv = NS_ENOMEM;
+        unsigned key = plain_topic_key(s);
+        if (key == 0) {
+            const char *tk;
+            size_t tn;
+            if ((rv = read_key(s, &tk, &tn)) != 0) {
+                break;
             }
-        } else if (key_is(k, n, "readQueueNums")) {
-            rv =
-                first_time(&seen, 2) ? read_int32(s, &t.read_queues) : FALLBACK;
-        } else if (key_is(k, n, "writeQueueNums")) {
-            rv = first_time(&seen, 4) ? read_int32(s, &t.write_queues)
-                                      : FALLBACK;
-        } else if (key_is(k, n, "perm")) {
-            rv = first_time(&seen, 8) ? read_int32(s, &t.perm) : FALLBACK;
-        } else if (key_is(k, n, "topicSysFlag")) {
-            rv = first_time(&seen, 16) ? read_int32(s, &t.sys_flag) : FALLBACK;
-        } else if (key_is(k, n, "order") || key_is(k, n, "topicFilterType")) {
-            /* Not kept, but Java fails the body on a bad one: only the
-             * shapes brokers write (a boolean, an enum name) stay here. */
-            int ch = ns_json_pull_peek(&s->t);
-            bool plain =
-                key_is(k, n, "order") ? ch == 't' || ch == 'f' : ch == '"';
-            rv = plain ? skip_value(s, 4) : FALLBACK;
-        } else {
+            key = topic_key(tk, tn);
+        }
+        /* A kept key seen twice is left to cJSON (first one wins). */
+        bool repeated =
+            (seen & key &
+             ~(unsigned)(TOPIC_ORDER | TOPIC_FILTER_TYPE | TOPIC_OTHER)) != 0;
+        seen |= key;
+        switch (repeated ? 0 : key) {
+        case TOPIC_NAME:
+            rv = read_topic_name(s, k, n, &t.name);
+            break;
+        case TOPIC_READ_QUEUES:
+            rv = read_int32(s, &t.read_queues);
+            break;
+        case TOPIC_WRITE_QUEUES:
+            rv = read_int32(s, &t.write_queues);
+            break;
+        case TOPIC_PERM:
+            rv = read_int32(s, &t.perm);
+            break;
+        case TOPIC_SYS_FLAG:
+            rv = read_int32(s, &t.sys_flag);
+            break;
+        case TOPIC_ORDER:
+        case TOPIC_FILTER_TYPE:
+            rv = skip_topic_flag(s, key);
+            break;
+        case TOPIC_OTHER:
             rv = skip_value(s, 4);
+            break;
+        default:
+            rv = FALLBACK;
+            break;
         }
         if (rv == 0) {
             rv = next_member(s, &more);
@@ -216,7 +388,12 @@ static int scan_map(struct scan *s,
     while (rv == 0 && more) {
         const char *k;
         size_t n;
-        rv = read_key(s, &k, &n);
+        struct ns_json_pull_str str;
+        rv = ns_json_pull_key(&s->t, &str);
+        if (rv == 0) {
+            s->key_plain = str.len == str.raw_len;
+            rv = take_string(s, &str, &k, &n);
+        }
         if (rv == 0) {
             rv = member(s, k, n);
         }
@@ -229,9 +406,7 @@ static int scan_map(struct scan *s,
 
 static int topic_member(struct scan *s, const char *k, size_t n)
 {
-    (void)k;
-    (void)n;
-    return scan_topic(s);
+    return scan_topic(s, k, n);
 }
 
 /* currIdMap entries go to the mapping being filled (the last one). */

@@ -146,6 +146,44 @@ static void surrogates(void **state)
     }
 }
 
+/* The plain run is scanned eight bytes a round: a byte that ends it ('"',
+ * '\\', a control byte) is found at every offset of a round and of the tail,
+ * and bytes just above the stops (' ', '#', ']', 0x7f, 0x80, 0xff) never end
+ * it. Every string is "<pad><byte>x" with the text ending right after. */
+static void string_run_offsets(void **state)
+{
+    (void)state;
+    static const uint8_t stops[] = {'"', '\\', 0x00, 0x01, 0x1f};
+    static const uint8_t plain[] = {' ', '!', '#', '[', ']', 0x7f, 0x80, 0xff};
+    char text[64];
+    for (size_t pad = 0; pad < 40; pad++) {
+        text[0] = '"';
+        memset(text + 1, 'a', pad);
+        for (size_t k = 0; k < sizeof stops + sizeof plain; k++) {
+            bool stop = k < sizeof stops;
+            text[1 + pad] = (char)(stop ? stops[k] : plain[k - sizeof stops]);
+            memcpy(text + 2 + pad, "x\"", 2);
+            size_t n = pad + 4;
+            struct input in;
+            struct ns_json_pull_str s;
+            struct ns_json_pull *t = open_n(&in, text, n, 0);
+            int rv = ns_json_pull_string(t, &s);
+            if (k == 0) { /* the quote closes the string after pad bytes */
+                assert_int_equal(rv, 0);
+                assert_int_equal(s.len, pad);
+                assert_ptr_equal(t->p, in.bytes + pad + 2);
+            } else if (stop) { /* "\\x" is an unknown escape */
+                assert_int_equal(rv, NS_EAGAIN);
+            } else {
+                assert_int_equal(rv, 0);
+                assert_int_equal(s.len, pad + 2);
+                assert_true(at_end(t));
+            }
+            close_input(&in);
+        }
+    }
+}
+
 static void bad_strings(void **state)
 {
     (void)state;
@@ -541,6 +579,7 @@ int main(void)
         cmocka_unit_test(strings_decode),
         cmocka_unit_test(string_raw_is_borrowed),
         cmocka_unit_test(surrogates),
+        cmocka_unit_test(string_run_offsets),
         cmocka_unit_test(bad_strings),
         cmocka_unit_test(integers),
         cmocka_unit_test(numbers),

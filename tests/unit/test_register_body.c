@@ -151,6 +151,40 @@ static void test_duplicate_and_order(void **state)
     ns_register_close(&r);
 }
 
+/* Names already in order skip the sort, but a name repeated next to itself
+ * is not strictly ascending: it still keeps only the later one. */
+static void test_sorted_input(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{"
+        "\"a\":{\"readQueueNums\":1,\"topicName\":\"A\"},"
+        "\"b\":{\"readQueueNums\":2,\"topicName\":\"B\"},"
+        "\"c\":{\"readQueueNums\":3,\"topicName\":\"B\"},"
+        "\"d\":{\"readQueueNums\":4,\"topicName\":\"C\"}}}}";
+    struct ns_register r;
+    char err[256];
+    assert_int_equal(decode(&r, 479, false, body, sizeof body - 1, err), 0);
+    assert_int_equal(r.n_topics, 3);
+    assert_string_equal(r.topics[0].name, "A");
+    assert_string_equal(r.topics[1].name, "B");
+    assert_int_equal(r.topics[1].read_queues, 3);
+    assert_string_equal(r.topics[2].name, "C");
+    ns_register_close(&r);
+    static const char ascending[] =
+        "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{"
+        "\"a\":{\"readQueueNums\":1,\"topicName\":\"A\"},"
+        "\"b\":{\"readQueueNums\":2,\"topicName\":\"AB\"},"
+        "\"c\":{\"readQueueNums\":3,\"topicName\":\"B\"}}}}";
+    assert_int_equal(
+        decode(&r, 479, false, ascending, sizeof ascending - 1, err), 0);
+    assert_int_equal(r.n_topics, 3);
+    assert_string_equal(r.topics[0].name, "A");
+    assert_string_equal(r.topics[1].name, "AB");
+    assert_string_equal(r.topics[2].name, "B");
+    ns_register_close(&r);
+}
+
 static void test_empty_and_old(void **state)
 {
     (void)state;
@@ -527,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_java_498_vector),
         cmocka_unit_test(test_5x_body),
         cmocka_unit_test(test_duplicate_and_order),
+        cmocka_unit_test(test_sorted_input),
         cmocka_unit_test(test_empty_and_old),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_unnamed_topics_left_out),

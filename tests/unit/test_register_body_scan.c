@@ -192,6 +192,63 @@ static const char *const fast_cases[] = {
     "\"topicName\":\"\\u00ff\\u07ff\\u0800\\uffff\"}}}}",
 };
 
+/* The TopicConfig shape a stock broker writes, and keys or values next to
+ * it that the fast path must not take for it: a key sharing a known key's
+ * first letter, prefix or length, escapes in keys, a blank before the colon,
+ * a topicName other than the map key. */
+#define TOPIC_BODY(topics)                                                     \
+    "{\"topicConfigSerializeWrapper\":{\"topicConfigTable\":{" topics "}}}"
+#define STOCK_TOPIC(k, rest)                                                   \
+    "\"" k "\":{\"attributes\":{},\"order\":false,\"perm\":6,"                 \
+    "\"readQueueNums\":4,\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":"    \
+    "\"" k "\",\"topicSysFlag\":0,\"writeQueueNums\":4" rest "}"
+
+static const char *const topic_fast_cases[] = {
+    TOPIC_BODY(STOCK_TOPIC("T", "")),
+    TOPIC_BODY(STOCK_TOPIC("a", "") "," STOCK_TOPIC("b", "")),
+    TOPIC_BODY(STOCK_TOPIC("T", ",\"perms\":7,\"pern\":8,\"perm2\":9")),
+    TOPIC_BODY(STOCK_TOPIC("T", ",\"topicNam\":\"x\",\"topicNameX\":\"y\"")),
+    TOPIC_BODY(STOCK_TOPIC("T", ",\"topicSysFlags\":1,\"topicFilterTypes\":1")),
+    TOPIC_BODY(STOCK_TOPIC("T", ",\"orders\":1,\"attribute\":1,\"w\":1")),
+    TOPIC_BODY(STOCK_TOPIC("T", ",\"readQueueNumz\":1,\"writeQueueNum\":1")),
+    TOPIC_BODY("\"T\":{\"topicName\":\"U\",\"p\\u0065rm\":2,"
+               "\"topic\\u004eame2\":1,\"\\u0072eadQueueNums\":3}"),
+    TOPIC_BODY("\"T\":{\"topicName\" :\"T\",\"perm\"\t:2,\"order\" : true}"),
+    TOPIC_BODY("\"ab\":{\"topicName\":\"abc\"},\"abc\":{\"topicName\":\"ab\"}"),
+    TOPIC_BODY("\"a\\\"b\":{\"topicName\":\"a\\\"b\"}"),
+    TOPIC_BODY("\"\\u0041\":{\"topicName\":\"A\"}"),
+    TOPIC_BODY("\"\":{\"topicName\":\"\"}"),
+    TOPIC_BODY("12:{\"topicName\":\"12\"}"),
+    TOPIC_BODY(
+        "\"T\":{\"topicName\":\"T\",\"topicFilterType\":\"MULTI_TAG\","
+        "\"topicFilterType\":\"SINGLE_TAG\\u0041\",\"order\":true,"
+        "\"order\":false,\"attributes\":{ },\"attributes\":{\"a\":\"b\"}}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\":66,\"readQueueNums\":-1,"
+               "\"writeQueueNums\":0 ,\"topicSysFlag\":9}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\":6}"),
+};
+
+/* ... and shapes of it left to the cJSON path. */
+static const char *const topic_fallback_cases[] = {
+    TOPIC_BODY("\"a\\\"b\":{\"topicName\":\"a\"b\"}"),
+    TOPIC_BODY("\"a\\u0022b\":{\"topicName\":\"a\"b\"}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"order\":fals}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"order\":falsey}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"order\":null}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"order\":0}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"topicFilterType\":1}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"topicFilterType\":\"SINGLE_TAG}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\":6.5}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\":6e1}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\":6,\"perm\":6}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"p\\u0065rm\":6,\"perm\":6}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"topicName\":\"T\"}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"attributes\":{}}}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\"x}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"$ref\":1}"),
+    TOPIC_BODY("\"T\":{\"topicName\":\"T\",\"perm\"6}"),
+};
+
 /* Shapes left to the cJSON path (right or wrong there). */
 static const char *const fallback_cases[] = {
     "",
@@ -281,6 +338,49 @@ static void test_fallback_cases(void **state)
     }
 }
 
+static void test_topic_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof topic_fast_cases / sizeof *topic_fast_cases;
+         i++) {
+        if (!differential(topic_fast_cases[i])) {
+            fail_msg("expected the fast path: %s", topic_fast_cases[i]);
+        }
+    }
+    for (size_t i = 0;
+         i < sizeof topic_fallback_cases / sizeof *topic_fallback_cases; i++) {
+        if (differential(topic_fallback_cases[i])) {
+            fail_msg("expected a fallback: %s", topic_fallback_cases[i]);
+        }
+    }
+}
+
+/* The stock shape decodes to its fields on the fast path. */
+static void test_stock_topic_fields(void **state)
+{
+    (void)state;
+    static const char body[] =
+        TOPIC_BODY(STOCK_TOPIC("b", "") "," STOCK_TOPIC("a", ",\"perm\":2"));
+    struct ns_register r;
+    ns_register_init(&r);
+    assert_int_equal(register_body_scan(&r, false, (const uint8_t *)body,
+                                        sizeof body - 1, NOW),
+                     NS_EAGAIN); /* perm twice in "a" */
+    ns_register_close(&r);
+    static const char one[] = TOPIC_BODY(STOCK_TOPIC("bench-topic-7", ""));
+    ns_register_init(&r);
+    assert_int_equal(register_body_scan(&r, false, (const uint8_t *)one,
+                                        sizeof one - 1, NOW),
+                     0);
+    assert_int_equal(r.n_topics, 1);
+    assert_string_equal(r.topics[0].name, "bench-topic-7");
+    assert_int_equal(r.topics[0].perm, 6);
+    assert_int_equal(r.topics[0].read_queues, 4);
+    assert_int_equal(r.topics[0].write_queues, 4);
+    assert_int_equal(r.topics[0].sys_flag, 0);
+    ns_register_close(&r);
+}
+
 /* Every prefix and every single-byte change of a body stays identical. */
 static void test_mutations(void **state)
 {
@@ -301,6 +401,28 @@ static void test_mutations(void **state)
     }
     ns_free(text);
     ns_buf_close(&b);
+}
+
+/* The same over the stock TopicConfig shape, whose keys and values the fast
+ * path compares as whole texts. */
+static void test_stock_mutations(void **state)
+{
+    (void)state;
+    static const char body[] =
+        TOPIC_BODY(STOCK_TOPIC("T1", "") "," STOCK_TOPIC("topic-2", ""));
+    size_t len = sizeof body - 1;
+    char *text = ns_malloc(len);
+    assert_non_null(text);
+    static const char subst[] = "{}[],:\"\\ 0-9.eEtnul$x\t\x01\x80";
+    for (size_t i = 0; i <= len; i++) {
+        differential_v(body, i, 479);
+        for (size_t k = 0; i < len && k < sizeof subst - 1; k++) {
+            memcpy(text, body, len);
+            text[i] = subst[k];
+            differential_v(text, len, 0);
+        }
+    }
+    ns_free(text);
 }
 
 static void test_alloc_failure_sweep(void **state)
@@ -334,7 +456,10 @@ int main(void)
         cmocka_unit_test(test_generated_bodies_take_fast_path),
         cmocka_unit_test(test_fast_cases),
         cmocka_unit_test(test_fallback_cases),
+        cmocka_unit_test(test_topic_cases),
+        cmocka_unit_test(test_stock_topic_fields),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_stock_mutations),
         cmocka_unit_test(test_alloc_failure_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
