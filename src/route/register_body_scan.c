@@ -81,8 +81,9 @@ static bool key_is(const char *k, size_t n, const char *name)
  * above ' '). */
 static const uint8_t *at(struct scan *s)
 {
-    if (s->t.p<s->t.end && * s->t.p> ' ') {
-        return s->t.p;
+    const uint8_t *p = s->t.p;
+    if (p < s->t.end && ' ' < *p) {
+        return p;
     }
     ns_json_pull_skip_ws(&s->t);
     return s->t.p;
