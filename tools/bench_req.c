@@ -25,9 +25,8 @@ uint32_t bench_crc32(const uint8_t *p, size_t n)
     return ns_crc32(p, n);
 }
 
-int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
-                        uint64_t n, uint64_t pool, uint64_t counter,
-                        uint64_t timestamp)
+/* A RegisterBrokerBody up to the first topic entry. */
+static void body_head(struct ns_buf *out, uint64_t counter, uint64_t timestamp)
 {
     ns_buf_printf(out,
                   "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
@@ -36,6 +35,13 @@ int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
                   "\"mappingDataVersion\":{\"counter\":0,\"stateVersion\":0,"
                   "\"timestamp\":%" PRIu64 "},\"topicConfigTable\":{",
                   counter, timestamp, timestamp);
+}
+
+int bench_register_body(struct ns_buf *out, const char *prefix, uint64_t first,
+                        uint64_t n, uint64_t pool, uint64_t counter,
+                        uint64_t timestamp)
+{
+    body_head(out, counter, timestamp);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t t = pool ? (first + i) % pool : first + i;
         ns_buf_printf(out,
@@ -96,13 +102,7 @@ int bench_frags_body(const struct bench_frags *f, struct ns_buf *out,
     static const char tail[] = "},\"topicQueueMappingDetailMap\":{},"
                                "\"topicQueueMappingInfoMap\":{}}}";
     assert(f->arena != NULL && n <= UINT64_MAX - first);
-    ns_buf_printf(out,
-                  "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
-                  "\"dataVersion\":{\"counter\":%" PRIu64
-                  ",\"stateVersion\":0,\"timestamp\":%" PRIu64 "},"
-                  "\"mappingDataVersion\":{\"counter\":0,\"stateVersion\":0,"
-                  "\"timestamp\":%" PRIu64 "},\"topicConfigTable\":{",
-                  counter, timestamp, timestamp);
+    body_head(out, counter, timestamp);
     /* Runs up to the end of the pool, then from topic 0 again. */
     uint64_t t = first % f->pool;
     for (uint64_t left = n; left > 0;) {
