@@ -97,6 +97,8 @@ static bool aio_defer(unsigned long ctx)
  * shared libraries this executable loads (libraft among them). */
 long syscall(long number, ...)
 {
+    /* Six arguments whatever the caller passed, as libc's syscall() reads
+     * six registers: the kernel ignores those a call does not take. */
     va_list ap;
     va_start(ap, number);
     long a[6];
