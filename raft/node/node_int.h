@@ -188,6 +188,37 @@ static inline uint64_t node_now(const struct ns_node *n)
     return ns_clock_now(&n->clock);
 }
 
+/* --- raft's in-memory log, read in place --- */
+/* The term of the entry at index in raft's in-memory log (struct raft_log is
+ * public in raft.h 0.15; the lookup is logTermOf's): 0 when the log no longer
+ * (or does not yet) hold it. */
+static inline raft_term node_raft_term_of(const struct raft_log *l,
+                                          raft_index index)
+{
+    size_t n =
+        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+    if (index == l->snapshot.last_index && index != 0) {
+        return l->snapshot.last_term;
+    }
+    if (n == 0 || index <= l->offset || index > l->offset + n) {
+        return 0;
+    }
+    return l->entries[(l->front + (size_t)(index - 1 - l->offset)) % l->size]
+        .term;
+}
+
+/* The index of the last entry in raft's in-memory log (logLastIndex's). */
+static inline raft_index node_raft_last_index(const struct raft_log *l)
+{
+    size_t n =
+        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+    return n == 0 ? l->snapshot.last_index : l->offset + n;
+}
+
+/* libraft 0.15's PROGRESS__PIPELINE (src/progress.h; the value is not in
+ * raft.h, the struct field is). */
+#define NODE_PROGRESS_PIPELINE 1
+
 /* --- node_log.c: the raft log bounded by bytes --- */
 /* Records the configured counts and the byte bound (trailing: a quarter of
  * it). 0 or NS_ENOMEM. */

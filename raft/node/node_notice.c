@@ -17,40 +17,11 @@
  * own heartbeats have carried the commit index by then. */
 #define NOTICE_HEARTBEATS 4
 
-/* The term of the entry at index in raft's in-memory log (struct raft_log is
- * public in raft.h 0.15; the lookup is logTermOf's): 0 when the log no longer
- * (or does not yet) hold it. */
-static raft_term log_term_of(const struct raft_log *l, raft_index index)
-{
-    size_t n =
-        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
-    if (index == l->snapshot.last_index && index != 0) {
-        return l->snapshot.last_term;
-    }
-    if (n == 0 || index <= l->offset || index > l->offset + n) {
-        return 0;
-    }
-    return l->entries[(l->front + (size_t)(index - 1 - l->offset)) % l->size]
-        .term;
-}
-
 static void notice_sent(struct raft_io_send *req, int status)
 {
     (void)status; /* a lost notice costs only the wait for a heartbeat */
     ns_free(req);
 }
-
-/* The index of the last entry in raft's in-memory log (logLastIndex's). */
-static raft_index log_last_index(const struct raft_log *l)
-{
-    size_t n =
-        l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
-    return n == 0 ? l->snapshot.last_index : l->offset + n;
-}
-
-/* libraft 0.15's PROGRESS__PIPELINE (src/progress.h; the value is not in
- * raft.h, the struct field is). */
-#define NOTICE_PIPELINE 1
 
 /* Sends member i the empty AppendEntries whose previous entry is (prev, its
  * term) and whose leader commit is commit. */
@@ -58,7 +29,7 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index prev,
                         raft_index commit)
 {
     struct raft *r = n->raft;
-    raft_term term = log_term_of(&r->log, prev);
+    raft_term term = node_raft_term_of(&r->log, prev);
     if (term == 0) {
         return false;
     }
@@ -99,10 +70,10 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index prev,
 static raft_index notice_due(const struct raft *r, unsigned i)
 {
     const struct raft_progress *p = &r->leader_state.progress[i];
-    raft_index last = log_last_index(&r->log);
-    if (p->state != NOTICE_PIPELINE || p->match_index != last ||
+    raft_index last = node_raft_last_index(&r->log);
+    if (p->state != NODE_PROGRESS_PIPELINE || p->match_index != last ||
         p->next_index != last + 1 ||
-        log_term_of(&r->log, last) != r->current_term) {
+        node_raft_term_of(&r->log, last) != r->current_term) {
         return 0;
     }
     return r->commit_index;
@@ -172,7 +143,7 @@ void node_notice_flush(struct ns_node *n)
         if (!done) {
             raft_index c = notice_due(r, (unsigned)i);
             if (c >= t->lo &&
-                send_notice(n, (unsigned)i, log_last_index(&r->log), c)) {
+                send_notice(n, (unsigned)i, node_raft_last_index(&r->log), c)) {
                 done = c >= t->hi;
                 t->lo = c + 1;
             }
