@@ -498,6 +498,7 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
      * yet (the contract), so the node's adapter takes its place. */
     r->fsm = &n->fsm.fsm;
     n->raft_inited = true;
+    node_commit_wrap(n);
     configure_raft(n, cfg);
     *out = n;
     return 0;
@@ -571,6 +572,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
         goto err_after_io;
     }
     n->raft_inited = true;
+    node_commit_wrap(n);
     configure_raft(n, cfg);
     rv = bootstrap(n, cfg);
     if (rv != 0) {

@@ -180,6 +180,11 @@ struct ns_node {
     struct node_notice notices[NODE_MAX_NOTICES];
     unsigned n_notices;
     raft_term notice_term; /* the leader term the notices belong to */
+    /* raft's receive callback and its io's start, behind node_commit.c's */
+    raft_io_recv_cb raft_recv;
+    int (*raft_io_start)(struct raft_io *io, unsigned msecs,
+                         raft_io_tick_cb tick, raft_io_recv_cb recv);
+    uint64_t commits_caught_up; /* commit index moves raft 0.15 missed */
 };
 
 /* The node's clock (milliseconds). */
@@ -218,6 +223,17 @@ static inline raft_index node_raft_last_index(const struct raft_log *l)
 /* libraft 0.15's PROGRESS__PIPELINE (src/progress.h; the value is not in
  * raft.h, the struct field is). */
 #define NODE_PROGRESS_PIPELINE 1
+
+/* --- node_commit.c: the leader's commit index under load --- */
+/* Puts node_commit.c in front of raft's receive callback (n->raft has been
+ * through raft_init, not raft_start; sets n->raft->data). */
+void node_commit_wrap(struct ns_node *n);
+/* The highest index a majority of r's voters hold, the leader counted at its
+ * stored index and member from at reported (if higher than its match index),
+ * capped at the leader's stored index; 0 if r has more voters than it
+ * counts. */
+raft_index node_commit_quorum(const struct raft *r, uint64_t from,
+                              raft_index reported);
 
 /* --- node_log.c: the raft log bounded by bytes --- */
 /* Records the configured counts and the byte bound (trailing: a quarter of

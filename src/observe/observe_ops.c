@@ -130,6 +130,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "# TYPE raftns_raft_aio_destroys_deferred_total counter\n"
                   "raftns_raft_aio_destroys_deferred_total %" PRIu64 "\n",
                   ns_node_aio_deferred());
+    ns_buf_printf(out,
+                  "# HELP raftns_raft_commits_caught_up_total Times this "
+                  "leader advanced the commit index to an index a majority "
+                  "held that raft 0.15 did not count.\n"
+                  "# TYPE raftns_raft_commits_caught_up_total counter\n"
+                  "raftns_raft_commits_caught_up_total %" PRIu64 "\n",
+                  ns_node_commits_caught_up(o->node));
     ns_node_quorum(o->node, &q);
     ns_buf_printf(out,
                   "# HELP raftns_raft_apply_lag_entries Committed entries "
