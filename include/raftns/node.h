@@ -185,6 +185,12 @@ uint64_t ns_node_aio_deferred(void);
 /* Times this node, as leader, moved raft's commit index to an index a majority
  * held that raft 0.15 had not counted yet (raft/node/node_commit.c). */
 uint64_t ns_node_commits_caught_up(const struct ns_node *n);
+/* The highest index a majority of the voters of r (a leader) hold, the leader
+ * counted at its stored index and member from at reported (if higher than its
+ * match index), capped at the leader's stored index; 0 if r has more voters
+ * than it counts. */
+uint64_t ns_node_commit_quorum(const struct raft *r, uint64_t from,
+                               uint64_t reported);
 
 /* --- membership (leader only; one change at a time) --- */
 typedef void (*ns_node_change_cb)(void *arg, int status, const char *errmsg);

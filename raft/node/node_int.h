@@ -228,12 +228,6 @@ static inline raft_index node_raft_last_index(const struct raft_log *l)
 /* Puts node_commit.c in front of raft's receive callback (n->raft has been
  * through raft_init, not raft_start; sets n->raft->data). */
 void node_commit_wrap(struct ns_node *n);
-/* The highest index a majority of r's voters hold, the leader counted at its
- * stored index and member from at reported (if higher than its match index),
- * capped at the leader's stored index; 0 if r has more voters than it
- * counts. */
-raft_index node_commit_quorum(const struct raft *r, uint64_t from,
-                              raft_index reported);
 
 /* --- node_log.c: the raft log bounded by bytes --- */
 /* Records the configured counts and the byte bound (trailing: a quarter of
