@@ -170,6 +170,9 @@ static bool digest_off_loop(struct ns_fsm_adapter *a, uint64_t index,
     }
     uint64_t t0 = uv_hrtime();
     int rv = a->digest.start(a->digest.arg, a->state);
+    if (rv == NS_EAGAIN) {
+        return false;
+    }
     if (rv != 0) {
         NS_LOG(NS_LOG_WARN,
                "diverge: cannot compute the digest off the loop (%s); "
@@ -380,8 +383,8 @@ static int adapter_snapshot_finalize(struct raft_fsm *fsm,
         raft_free(*bufs);
         a->n_snapshots++;
         NS_LOG(NS_LOG_INFO,
-               "fsm: snapshot of %zu bytes encoded off the loop and written "
-               "%.1f ms after its freeze",
+               "fsm: snapshot of %zu bytes encoded and written %.1f ms after "
+               "its freeze",
                len, (double)(uv_hrtime() - a->snap_t0) / 1e6);
     } else {
         NS_LOG(NS_LOG_WARN, "fsm: a snapshot was not taken: %s",

@@ -156,6 +156,7 @@ static int run(struct app *app, const struct options *o)
         .heartbeat_ms = o->heartbeat_ms,
         .snapshot_threshold = o->snapshot_threshold,
         .snapshot_bytes = o->snapshot_bytes,
+        .fork_state_bytes = o->cluster.fork_state_bytes,
         .bootstrap = n_boot > 0 ? boot : NULL,
         .n_bootstrap = n_boot,
         .remote_ready = o->cluster.n_nodes > 1,

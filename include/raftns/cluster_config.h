@@ -30,6 +30,7 @@ struct ns_cluster_config {
     unsigned heartbeat_ms;         /* 0 = default */
     unsigned snapshot_threshold;   /* 0 = default */
     unsigned snapshot_bytes;       /* "snapshotBytes", 0 = default */
+    unsigned fork_state_bytes;     /* "forkStateBytes", 0 = default */
     struct ns_cluster_node *nodes; /* owned, in file order */
     size_t n_nodes;
     struct ns_props namesrv; /* NamesrvConfig keys, values as text */

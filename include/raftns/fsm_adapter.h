@@ -85,7 +85,8 @@ struct ns_fsm_adapter_snapshotter {
  * a verdict always finds our digest. All on the loop. */
 struct ns_fsm_adapter_digester {
     /* Starts computing ns_snapshot_digest of state (borrowed) as it is now.
-     * 0, or an NS_E* (the adapter then computes it on the loop). */
+     * 0; NS_EAGAIN: the state is better hashed on the loop; or another NS_E*
+     * (a failure: the adapter logs it and computes it on the loop). */
     int (*start)(void *arg, const struct ns_state *state);
     /* The digest started last: 0 with *digest; NS_EAGAIN while it is not
      * ready and !wait; another NS_E* if it failed. */

@@ -27,6 +27,11 @@ struct ns_node_config {
      * last one pass this many bytes, and it keeps only the newest entries
      * within a quarter of it (raft/node/node_log.c). */
     uint64_t snapshot_bytes;
+    /* 0 = 4 MiB: route tables of at least this many bytes (estimated:
+     * ns_route_state_bytes) are encoded for snapshots and checkpoint digests
+     * in a forked child, smaller ones on the loop (raft/node/node_fsm.c); 1 =
+     * always forked. */
+    uint64_t fork_state_bytes;
     /* Initial voters when the data dir is pristine (borrowed array). NULL/0:
      * this node alone. A node that is not in the list does not bootstrap: it
      * waits to be added (ns_node_member_add on the leader). */
@@ -185,6 +190,8 @@ uint64_t ns_node_aio_deferred(void);
 /* Times this node, as leader, moved raft's commit index to an index a majority
  * held that raft 0.15 had not counted yet (raft/node/node_commit.c). */
 uint64_t ns_node_commits_caught_up(const struct ns_node *n);
+/* Snapshot and checkpoint-digest encoders this node forked (node_fsm.c). */
+uint64_t ns_node_forks(const struct ns_node *n);
 /* The highest index a majority of the voters of r (a leader) hold, the leader
  * counted at its stored index and member from at reported (if higher than its
  * match index), capped at the leader's stored index; 0 if r has more voters

@@ -456,6 +456,8 @@ static void node_init(struct ns_node *n, const struct ns_node_config *cfg,
     n->role = RAFT_UNAVAILABLE;
     n->lock_fd = -1;
     n->remote_ready = cfg->remote_ready;
+    n->fork_state_bytes =
+        cfg->fork_state_bytes ? cfg->fork_state_bytes : NODE_FORK_STATE_BYTES;
 }
 
 /* The raft settings of every node, whoever runs its raft. */

@@ -13,10 +13,12 @@
 #endif
 
 #include <raft.h>
+#include <uv.h>
 
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/err.h"
+#include "raftns/route.h"
 #include "raftns/log.h"
 
 #include "node_int.h"
@@ -126,25 +128,46 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
     return &n->dv;
 }
 
-/* The snapshotter hooks (include/raftns/fsm_adapter.h). A failed fork falls
- * back to encoding on the loop, as FSM version 1 did, rather than postponing
- * snapshots (the log would grow without bound). */
+/* Whether encoding or hashing s is worth a fork. A fork write-protects the
+ * whole heap: every page the loop writes afterwards costs a fault (a copy
+ * while the child lives), and raft frees its whole log just after a snapshot,
+ * so for a small state the fork costs the loop more than the encoding it
+ * saves (BENCHMARKS.md, "Periodic work of a small state"). */
+static bool worth_a_fork(const struct ns_node *n, const struct ns_state *s)
+{
+    return ns_route_state_bytes(s->route) >= n->fork_state_bytes;
+}
+
+/* The snapshotter hooks (include/raftns/fsm_adapter.h). A small state, or a
+ * failed fork, is encoded on the loop, as FSM version 1 did, rather than
+ * postponing snapshots (the log would grow without bound). */
 static int snap_freeze(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;
     ns_buf_close(&n->snapbuf);
     ns_buf_init(&n->snapbuf);
-    int rv = ns_snapshot_fork_freeze(&n->snapfork, s);
-    if (rv == 0) {
-        return 0;
+    int rv = 0;
+    if (worth_a_fork(n, s)) {
+        rv = ns_snapshot_fork_freeze(&n->snapfork, s);
+        if (rv == 0) {
+            n->forks++;
+            return 0;
+        }
+        NS_LOG(NS_LOG_WARN,
+               "fsm: cannot fork the snapshot encoder (%s); encoding on the "
+               "loop",
+               ns_strerror(rv));
     }
-    NS_LOG(NS_LOG_WARN,
-           "fsm: cannot fork the snapshot encoder (%s); encoding on the loop",
-           ns_strerror(rv));
+    uint64_t t0 = uv_hrtime();
     rv = ns_snapshot_encode(s, &n->snapbuf);
     if (rv == 0 && n->snapbuf.err != 0) {
         rv = n->snapbuf.err;
     }
+    NS_LOG(NS_LOG_INFO,
+           "fsm: snapshot encoded on the loop: %zu bytes in %.1f ms (route "
+           "tables of about %zu bytes)",
+           n->snapbuf.len, (double)(uv_hrtime() - t0) / 1e6,
+           ns_route_state_bytes(s->route));
     if (rv != 0) {
         ns_buf_close(&n->snapbuf);
         ns_buf_init(&n->snapbuf);
@@ -179,7 +202,12 @@ static void snap_release(void *arg)
 static int digest_start(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;
-    return ns_snapshot_fork_digest(&n->digestfork, s);
+    if (!worth_a_fork(n, s)) {
+        return NS_EAGAIN;
+    }
+    int rv = ns_snapshot_fork_digest(&n->digestfork, s);
+    n->forks += rv == 0 ? 1 : 0;
+    return rv;
 }
 
 static int digest_finish(void *arg, bool wait, uint64_t *digest)
@@ -237,4 +265,9 @@ void node_fsm_init(struct ns_node *n)
     };
     ns_fsm_adapter_init(&n->fsm, n->state, &n->dv, &hooks);
     ns_fsm_adapter_bind(&n->fsm, n->raft);
+}
+
+uint64_t ns_node_forks(const struct ns_node *n)
+{
+    return n->forks;
 }

@@ -21,6 +21,9 @@
  * in io_submit for tens of ms on ext4; 1 MiB segments meant ~10 of those a
  * second under registration load (BENCHMARKS.md "Segment size"). */
 #define SEGMENT_SIZE (8u << 20)
+/* ns_node_config.fork_state_bytes' default (BENCHMARKS.md, "Periodic work of
+ * a small state"). */
+#define NODE_FORK_STATE_BYTES (4u << 20)
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
 /* Bound on waiting for in-flight entries when stopping. */
@@ -185,6 +188,8 @@ struct ns_node {
     int (*raft_io_start)(struct raft_io *io, unsigned msecs,
                          raft_io_tick_cb tick, raft_io_recv_cb recv);
     uint64_t commits_caught_up; /* commit index moves raft 0.15 missed */
+    uint64_t fork_state_bytes;  /* ns_node_config.fork_state_bytes, resolved */
+    uint64_t forks;             /* snapshot and digest encoders forked */
 };
 
 /* The node's clock (milliseconds). */

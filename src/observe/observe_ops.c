@@ -137,6 +137,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "# TYPE raftns_raft_commits_caught_up_total counter\n"
                   "raftns_raft_commits_caught_up_total %" PRIu64 "\n",
                   ns_node_commits_caught_up(o->node));
+    ns_buf_printf(out,
+                  "# HELP raftns_fsm_forks_total Children forked to encode a "
+                  "snapshot or a checkpoint digest (route tables of "
+                  "forkStateBytes or more).\n"
+                  "# TYPE raftns_fsm_forks_total counter\n"
+                  "raftns_fsm_forks_total %" PRIu64 "\n",
+                  ns_node_forks(o->node));
     ns_node_quorum(o->node, &q);
     ns_buf_printf(out,
                   "# HELP raftns_raft_apply_lag_entries Committed entries "

@@ -399,11 +399,17 @@ int ns_cluster_config_parse(const char *text, size_t len,
         goto err_after_root;
     }
     /* every top-level key read below: a key added to the parse goes here too */
-    static const char *const known[] = {
-        "secret",      "secretFile",        "electionTimeoutMs",
-        "heartbeatMs", "snapshotThreshold", "snapshotBytes",
-        "nodes",       "namesrv",           "acl",
-        NULL};
+    static const char *const known[] = {"secret",
+                                        "secretFile",
+                                        "electionTimeoutMs",
+                                        "heartbeatMs",
+                                        "snapshotThreshold",
+                                        "snapshotBytes",
+                                        "nodes",
+                                        "namesrv",
+                                        "acl",
+                                        "forkStateBytes",
+                                        NULL};
     if (check_keys(root, known, "", err, errlen) != 0) {
         goto err_after_root;
     }
@@ -443,6 +449,10 @@ int ns_cluster_config_parse(const char *text, size_t len,
     if (rv == 0) {
         rv = get_uint(root, "snapshotBytes", 1u << 30, &c->snapshot_bytes, err,
                       errlen);
+    }
+    if (rv == 0) {
+        rv = get_uint(root, "forkStateBytes", 1u << 30, &c->fork_state_bytes,
+                      err, errlen);
     }
     if (rv == 0) {
         rv = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), c,

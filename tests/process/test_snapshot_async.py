@@ -2,7 +2,8 @@
 a forked encoder; docs/raft-0.15.md §5) on real processes: a 3-node cluster with a small
 snapshotBytes takes many snapshots while brokers register; a 4th node that joins afterwards can
 only be fed by InstallSnapshot (2 trailing entries), a restarted node restores its own snapshot
-from disk, and every node ends with the same applied index, digest, 106 and 206."""
+from disk, and every node ends with the same applied index, digest, 106 and 206. The same
+cluster with the default forkStateBytes encodes its small state on the loop: no fork at all."""
 
 import json
 import os
@@ -19,7 +20,7 @@ from harness import wait_until  # noqa: E402
 
 RAFTNSCTL = os.environ.get("RAFTNSCTL_BIN", "/work/main/build/raftnsctl")
 SECRET = "raftns-test-secret"
-OFF_LOOP = re.compile(r"fsm: snapshot of (\d+) bytes encoded off the loop")
+TAKEN = re.compile(r"fsm: snapshot of (\d+) bytes encoded and written")
 
 
 def ctl(nodes, *args):
@@ -29,12 +30,22 @@ def ctl(nodes, *args):
     return subprocess.run(a + list(args), capture_output=True, timeout=T(60.0), text=True)
 
 
+def metric(nd, name):
+    code, body = nd.http_get("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no %s in /metrics of node %d" % (name, nd.id))
+
+
 class AsyncSnapshots(unittest.TestCase):
-    def setUp(self):
+    def start(self, fork_state_bytes=None):
         del harness.TEST_NODES[:]
         self.brokers = []
         self.cluster = c = clusterh.Cluster(4, snapshot_threshold=64)
         c.config["snapshotBytes"] = 8192  # a snapshot every few registrations
+        if fork_state_bytes is not None:
+            c.config["forkStateBytes"] = fork_state_bytes
         c.config["nodes"][3]["bootstrap"] = False  # node 4 joins later
         with open(c.config_path, "w") as f:
             json.dump(c.config, f, indent=2)
@@ -51,9 +62,8 @@ class AsyncSnapshots(unittest.TestCase):
     def three(self):
         return [self.cluster[i] for i in (1, 2, 3)]
 
-    def test_snapshots_off_the_loop_install_and_restore(self):
-        c = self.cluster
-        ld = c.leader(nodes=self.three())
+    def register(self):
+        ld = self.cluster.leader(nodes=self.three())
         for k in range(8):
             b = clusterh.Broker(name="broker-s%d" % k, addr="127.0.0.1:%d" % (47000 + k),
                                 topics=["TopicS%d_%d" % (k, j) for j in range(40)])
@@ -62,11 +72,25 @@ class AsyncSnapshots(unittest.TestCase):
             for b in self.brokers:
                 b.counter += 1
                 write_until_acked(b, ld)
-        c.wait_converged(nodes=self.three())
-        taken = OFF_LOOP.findall(ld.log_text())
+        self.cluster.wait_converged(nodes=self.three())
+        taken = TAKEN.findall(ld.log_text())
         self.assertGreaterEqual(len(taken), 3, ld.log_tail())
-        self.assertNotIn("encoding on the loop", ld.log_text())
         self.assertNotIn("was not taken", ld.log_text())
+        return ld
+
+    def test_small_state_is_snapshotted_on_the_loop(self):
+        self.start()
+        ld = self.register()
+        for nd in self.three():
+            self.assertEqual(metric(nd, "raftns_fsm_forks_total"), 0, nd.log_tail())
+        self.assertIn("fsm: snapshot encoded on the loop", ld.log_text())
+
+    def test_snapshots_off_the_loop_install_and_restore(self):
+        self.start(fork_state_bytes=1)  # every snapshot in a forked child
+        c = self.cluster
+        ld = self.register()
+        self.assertGreaterEqual(metric(ld, "raftns_fsm_forks_total"), 3, ld.log_tail())
+        self.assertNotIn("encoding on the loop", ld.log_text())
 
         n4 = c[4]
         n4.start(wait=False)
