@@ -23,7 +23,7 @@
 #define SEGMENT_SIZE (8u << 20)
 /* ns_node_config.fork_state_bytes' default (BENCHMARKS.md, "Periodic work of
  * a small state"). */
-#define NODE_FORK_STATE_BYTES (4u << 20)
+#define NODE_FORK_STATE_BYTES (16u << 20)
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
 /* Bound on waiting for in-flight entries when stopping. */
