@@ -53,6 +53,7 @@ static void minimal_file_and_defaults(void **state)
     assert_string_equal(c.secret, "");
     assert_int_equal(c.election_timeout_ms, 0);
     assert_int_equal(c.snapshot_threshold, 0);
+    assert_int_equal(c.fork_state_bytes, 0);
     assert_null(c.nodes[0].http_addr);
     assert_int_equal(c.namesrv.n, 2);
     ns_cluster_config_close(&c);
@@ -175,6 +176,7 @@ static void full_file_values(void **state)
     struct ns_cluster_config c;
     parse_ok("{\"secret\":\"abc\",\"electionTimeoutMs\":600000,"
              "\"heartbeatMs\":1,\"snapshotThreshold\":1073741824,"
+             "\"forkStateBytes\":1,"
              "\"comment\":[1,{\"x\":null}],\"_note\":1,"
              "\"nodes\":[{\"id\":9007199254740991,\"raft\":\"10.0.0.1:1\","
              "\"client\":\"10.0.0.1:65535\",\"http\":\"10.0.0.1:3\","
@@ -190,6 +192,7 @@ static void full_file_values(void **state)
     assert_int_equal(c.election_timeout_ms, 600000);
     assert_int_equal(c.heartbeat_ms, 1);
     assert_int_equal(c.snapshot_threshold, 1u << 30);
+    assert_int_equal(c.fork_state_bytes, 1);
     assert_int_equal(c.n_nodes, 3);
     /* file order is kept */
     assert_true(c.nodes[0].id == 9007199254740991ull);
@@ -380,6 +383,9 @@ static void top_level_rules(void **state)
     assert_rejected("{\"snapshotThreshold\":1073741825,\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
                     "\"snapshotThreshold\" must be an integer 1..1073741824");
+    assert_rejected("{\"forkStateBytes\":-1,\"nodes\":[" N1
+                    "\"bootstrap\":true}]}",
+                    "\"forkStateBytes\" must be an integer 1..1073741824");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],\"namesrv\":[]}",
                     "\"namesrv\" must be an object");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],"
