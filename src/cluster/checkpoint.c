@@ -11,6 +11,7 @@
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
+#include "raftns/route.h"
 
 void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
                         unsigned every_ms, uint64_t corrupt_at)
@@ -49,6 +50,7 @@ bool ns_checkpoint_on_apply(void *arg, uint64_t index, const uint8_t *cmd,
     if (res->type == NS_CMD_CHECKPOINT) {
         c->n_pending = 0;
         c->first_pending_ms = 0;
+        c->last_applied_ms = ns_integrity_now(ig);
     } else if (res->type != NS_CMD_VERDICT) {
         /* Verdicts do not count: each would otherwise call for the next
          * checkpoint, and that for the next verdict, for ever. */
@@ -82,10 +84,14 @@ static bool is_due(const struct ns_integrity *ig)
     if (c->n_pending == 0 || c->first_pending_ms == 0) {
         return false; /* nothing changed since: no log entry (heartbeats) */
     }
-    if (c->n_pending >= c->every_entries) {
+    uint64_t now = ns_integrity_now(ig);
+    uint64_t gap_ms =
+        ns_route_state_bytes(ig->state->route) / NS_CHECKPOINT_GAP_BYTES_PER_MS;
+    if (c->n_pending >= c->every_entries &&
+        now - c->last_applied_ms >= gap_ms) {
         return true;
     }
-    return ns_integrity_now(ig) + 1 - c->first_pending_ms >= c->every_ms;
+    return now + 1 - c->first_pending_ms >= c->every_ms;
 }
 
 void ns_checkpoint_tick(struct ns_integrity *ig)

@@ -25,6 +25,12 @@ struct ns_cluster;
 
 #define NS_CHECKPOINT_ENTRIES 1000 /* default: checkpoint every N commands */
 #define NS_CHECKPOINT_MS 30000     /* ... or after T ms with any command */
+/* A checkpoint due by its command count waits, after the last one, 1 ms per
+ * this many bytes of route tables (ns_route_state_bytes). A digest costs about
+ * 2 ns per such byte here (BENCHMARKS.md, "Periodic work of a small state"),
+ * so digests take at most about 1/50 of the loop however fast writes come; a
+ * small state is not held back (10 brokers x 100 topics: 25 ms). */
+#define NS_CHECKPOINT_GAP_BYTES_PER_MS 10000u
 
 /* The leader's CHECKPOINT proposals (checkpoint.c); the digests themselves
  * are the node's (raftns/diverge.h). */
@@ -34,6 +40,7 @@ struct ns_checkpoint {
     uint64_t n_pending;        /* commands since the last checkpoint, not
                                   counting CHECKPOINT and VERDICT entries */
     uint64_t first_pending_ms; /* uv_now of the first of them, or 0 */
+    uint64_t last_applied_ms;  /* uv_now when the last CHECKPOINT applied */
     bool in_flight;
     bool wanted;         /* a recovering node waits for one (verdict.c) */
     uint64_t corrupt_at; /* test hook; 0 = off */
