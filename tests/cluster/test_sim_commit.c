@@ -18,8 +18,8 @@
 #define NET_MS 5
 #define CLIENTS 4
 #define WRITES_PER_CLIENT 40
-#define EVERY_MS 2 /* one write every EVERY_MS, round robin over the clients   \
-                    */
+/* one write every EVERY_MS, round robin over the clients */
+#define EVERY_MS 2
 
 static unsigned answered(struct sim_client *const *c)
 {
