@@ -10,14 +10,12 @@
  * within the leader's term once its barrier applied. raft's own handling of
  * the same answer then applies up to it. The argument is in
  * docs/raft-0.15.md §16. */
-#include <string.h>
-
 #include "node_int.h"
 
 #define MAX_VOTERS 16
 
-/* The index at least need of the values of match hold (match is sorted in
- * place, descending). */
+/* The need-th highest of the n indexes in match, i.e. the highest index that
+ * at least need of them reach (sorts match in place, descending). */
 static raft_index quorum_index(raft_index *match, unsigned n, unsigned need)
 {
     for (unsigned i = 1; i < n; i++) {
@@ -68,7 +66,7 @@ static void catch_up(struct ns_node *n, const struct raft_message *m)
 #endif
     struct raft *r = n->raft;
     const struct raft_append_entries_result *res = &m->append_entries_result;
-    if (m->type != RAFT_IO_APPEND_ENTRIES_RESULT || n->raft_closed ||
+    if (m->type != RAFT_IO_APPEND_ENTRIES_RESULT ||
         raft_state(r) != RAFT_LEADER || n->leader_term != r->current_term ||
         res->term != r->current_term || res->rejected != 0) {
         return;

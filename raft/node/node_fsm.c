@@ -130,9 +130,9 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
 
 /* Whether encoding or hashing s is worth a fork. A fork write-protects the
  * whole heap: every page the loop writes afterwards costs a fault (a copy
- * while the child lives), and raft frees its whole log just after a snapshot,
- * so for a small state the fork costs the loop more than the encoding it
- * saves (BENCHMARKS.md, "Periodic work of a small state"). */
+ * while the child lives), and the loop rewrites the heap fast under writes (a
+ * buffer per entry, freed after the next snapshot), so for a small state the
+ * fork costs more than the encoding it saves (docs/raft-0.15.md §5). */
 static bool worth_a_fork(const struct ns_node *n, const struct ns_state *s)
 {
     return ns_route_state_bytes(s->route) >= n->fork_state_bytes;
