@@ -45,3 +45,8 @@ void ns_state_close(struct ns_state *s)
     ns_ctl_table_close(&s->ctl);
     memset(s, 0, sizeof *s);
 }
+
+size_t ns_state_bytes(const struct ns_state *s)
+{
+    return ns_route_state_bytes(s->route) + ns_kv_state_bytes(s->kv);
+}

@@ -39,6 +39,10 @@ struct ns_state {
 /* 0 or NS_ENOMEM (nothing to close on error). */
 int ns_state_init(struct ns_state *s);
 void ns_state_close(struct ns_state *s);
+/* An estimate of the heap bytes of s's big tables (the route's and the KV
+ * store's; the others are small): what decides whether encoding s is worth
+ * a fork, and how far apart checkpoints are. O(1). */
+size_t ns_state_bytes(const struct ns_state *s);
 /* Frees the strings of one member entry (not the entry). */
 void ns_state_member_close(struct ns_member *m);
 

@@ -30,6 +30,8 @@ int ns_kv_encode_namespace(const struct ns_kv *kv, const char *ns,
 /* Bumped by every put/delete. */
 uint64_t ns_kv_generation(const struct ns_kv *kv);
 size_t ns_kv_n_entries(const struct ns_kv *kv);
+/* An estimate of the heap bytes of the entries' keys and values. */
+size_t ns_kv_state_bytes(const struct ns_kv *kv);
 
 /* Calls cb for every (ns, key, value) in sorted order (value may be NULL). */
 typedef void (*ns_kv_entry_cb)(void *arg, const char *ns, const char *key,

@@ -27,8 +27,8 @@ struct ns_node_config {
      * last one pass this many bytes, and it keeps only the newest entries
      * within a quarter of it (raft/node/node_log.c). */
     uint64_t snapshot_bytes;
-    /* 0 = 16 MiB: route tables of at least this many bytes (estimated:
-     * ns_route_state_bytes) are encoded for snapshots and checkpoint digests
+    /* 0 = 16 MiB: a state of at least this many bytes (estimated:
+     * ns_state_bytes) is encoded for snapshots and checkpoint digests
      * in a forked child, smaller ones on the loop (raft/node/node_fsm.c); 1 =
      * always forked. */
     uint64_t fork_state_bytes;

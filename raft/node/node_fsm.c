@@ -18,7 +18,6 @@
 #include "raftns/alloc.h"
 #include "raftns/buf.h"
 #include "raftns/err.h"
-#include "raftns/route.h"
 #include "raftns/log.h"
 
 #include "node_int.h"
@@ -135,7 +134,7 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
  * fork costs more than the encoding it saves (docs/raft-0.15.md §5). */
 static bool worth_a_fork(const struct ns_node *n, const struct ns_state *s)
 {
-    return ns_route_state_bytes(s->route) >= n->fork_state_bytes;
+    return ns_state_bytes(s) >= n->fork_state_bytes;
 }
 
 /* The snapshotter hooks (include/raftns/fsm_adapter.h). A small state, or a
@@ -164,10 +163,9 @@ static int snap_freeze(void *arg, const struct ns_state *s)
         rv = n->snapbuf.err;
     }
     NS_LOG(NS_LOG_INFO,
-           "fsm: snapshot encoded on the loop: %zu bytes in %.1f ms (route "
-           "tables of about %zu bytes)",
-           n->snapbuf.len, (double)(uv_hrtime() - t0) / 1e6,
-           ns_route_state_bytes(s->route));
+           "fsm: snapshot encoded on the loop: %zu bytes in %.1f ms (tables "
+           "of about %zu bytes)",
+           n->snapbuf.len, (double)(uv_hrtime() - t0) / 1e6, ns_state_bytes(s));
     if (rv != 0) {
         ns_buf_close(&n->snapbuf);
         ns_buf_init(&n->snapbuf);

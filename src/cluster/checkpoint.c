@@ -11,7 +11,6 @@
 #include "raftns/err.h"
 #include "raftns/kv.h"
 #include "raftns/log.h"
-#include "raftns/route.h"
 
 void ns_checkpoint_init(struct ns_checkpoint *c, unsigned every_entries,
                         unsigned every_ms, uint64_t corrupt_at)
@@ -86,7 +85,7 @@ static bool is_due(const struct ns_integrity *ig)
     }
     uint64_t now = ns_integrity_now(ig);
     uint64_t gap_ms =
-        ns_route_state_bytes(ig->state->route) / NS_CHECKPOINT_GAP_BYTES_PER_MS;
+        ns_state_bytes(ig->state) / NS_CHECKPOINT_GAP_BYTES_PER_MS;
     if (c->n_pending >= c->every_entries &&
         now - c->last_applied_ms >= gap_ms) {
         return true;

@@ -26,7 +26,7 @@ struct ns_cluster;
 #define NS_CHECKPOINT_ENTRIES 1000 /* default: checkpoint every N commands */
 #define NS_CHECKPOINT_MS 30000     /* ... or after T ms with any command */
 /* A checkpoint due by its command count waits, after the last one, 1 ms per
- * this many bytes of route tables (ns_route_state_bytes). A digest costs about
+ * this many bytes of state (ns_state_bytes). A digest costs about
  * 2 ns per such byte here (BENCHMARKS.md, "Periodic work of a small state"),
  * so digests take at most about 1/50 of the loop however fast writes come; a
  * small state is not held back (10 brokers x 100 topics: 25 ms). */

@@ -28,8 +28,15 @@ struct ns_kv {
     struct kv_ns *nss;
     size_t n, cap;
     size_t n_entries;
+    size_t bytes; /* ns_kv_state_bytes */
     uint64_t generation;
 };
+
+/* The heap bytes of one entry's strings, with an allocator header each. */
+static size_t entry_bytes(const char *key, const char *value)
+{
+    return strlen(key) + (value != NULL ? strlen(value) : 0) + 32;
+}
 
 struct ns_kv *ns_kv_create(void)
 {
@@ -128,6 +135,8 @@ int ns_kv_put(struct ns_kv *kv, const char *ns, const char *key,
     bool found;
     size_t i = search_key(n, key, &found);
     if (found) {
+        kv->bytes += entry_bytes(key, vcopy);
+        kv->bytes -= entry_bytes(key, n->entries[i].value);
         ns_free(n->entries[i].value);
         n->entries[i].value = vcopy;
         kv->generation++;
@@ -147,6 +156,7 @@ int ns_kv_put(struct ns_kv *kv, const char *ns, const char *key,
     n->entries[i].value = vcopy;
     n->n++;
     kv->n_entries++;
+    kv->bytes += entry_bytes(kcopy, vcopy);
     kv->generation++;
     return 0;
 
@@ -168,6 +178,7 @@ int ns_kv_delete(struct ns_kv *kv, const char *ns, const char *key)
     if (!found) {
         return 0;
     }
+    kv->bytes -= entry_bytes(n->entries[i].key, n->entries[i].value);
     ns_free(n->entries[i].key);
     ns_free(n->entries[i].value);
     memmove(&n->entries[i], &n->entries[i + 1],
@@ -224,6 +235,11 @@ uint64_t ns_kv_generation(const struct ns_kv *kv)
 size_t ns_kv_n_entries(const struct ns_kv *kv)
 {
     return kv->n_entries;
+}
+
+size_t ns_kv_state_bytes(const struct ns_kv *kv)
+{
+    return kv->bytes;
 }
 
 void ns_kv_foreach(const struct ns_kv *kv, ns_kv_entry_cb cb, void *arg)
@@ -287,6 +303,7 @@ static int decode_entries(struct ns_kv *kv, struct kv_ns *n, struct ns_rd *in)
         n->entries[n->n].value = value;
         n->n++;
         kv->n_entries++;
+        kv->bytes += entry_bytes(key, value);
     }
     return 0;
 }

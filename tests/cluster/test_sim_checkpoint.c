@@ -1,7 +1,7 @@
 /* How often the leader checkpoints the state digest (docs/divergence.md),
  * over the simulated cluster (sim.h) with a CHECKPOINT due every 4 commands:
  * a small state is checkpointed at that count, a big one no sooner than 1 ms
- * per NS_CHECKPOINT_GAP_BYTES_PER_MS bytes of route tables after the last, so
+ * per NS_CHECKPOINT_GAP_BYTES_PER_MS bytes of state after the last, so
  * that its digests cannot take the loop over when writes come fast. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,8 +89,8 @@ static void test_big_state_spaces_its_checkpoints(void **state)
     sim_expect_code(c, op, NS_CODE_SUCCESS);
     free(body);
     assert_int_equal(ns_route_n_topics(s->nodes[l].state.route), BIG_TOPICS);
-    uint64_t gap_ms = ns_route_state_bytes(s->nodes[l].state.route) /
-                      NS_CHECKPOINT_GAP_BYTES_PER_MS;
+    uint64_t gap_ms =
+        ns_state_bytes(&s->nodes[l].state) / NS_CHECKPOINT_GAP_BYTES_PER_MS;
     uint64_t took = 0;
     unsigned n = checkpoints_during_writes(s, l, &took);
     /* by count alone this would be WRITES / 4 */

@@ -147,6 +147,36 @@ static void test_state_golden(void **state)
     ns_kv_destroy(kv);
 }
 
+/* ns_kv_state_bytes follows every put, overwrite, delete and decode: the
+ * keys' and values' bytes, 32 more per entry. */
+static void test_state_bytes(void **state)
+{
+    (void)state;
+    struct ns_kv *kv = ns_kv_create();
+    assert_int_equal(ns_kv_state_bytes(kv), 0);
+    assert_int_equal(ns_kv_put(kv, "n", "key", "value"), 0);
+    assert_int_equal(ns_kv_state_bytes(kv), 3 + 5 + 32);
+    assert_int_equal(ns_kv_put(kv, "n", "key", "a-longer-value"), 0);
+    assert_int_equal(ns_kv_state_bytes(kv), 3 + 14 + 32);
+    assert_int_equal(ns_kv_put(kv, "m", "k2", NULL), 0);
+    assert_int_equal(ns_kv_state_bytes(kv), 3 + 14 + 32 + 2 + 32);
+    struct ns_buf b;
+    ns_buf_init(&b);
+    assert_int_equal(ns_kv_encode_state(kv, &b), 0);
+    struct ns_kv *copy = ns_kv_create();
+    struct ns_rd rd;
+    ns_rd_init(&rd, b.data, b.len);
+    assert_int_equal(ns_kv_decode_state(copy, &rd), 0);
+    assert_int_equal(ns_kv_state_bytes(copy), ns_kv_state_bytes(kv));
+    assert_int_equal(ns_kv_delete(kv, "n", "key"), 0);
+    assert_int_equal(ns_kv_delete(kv, "m", "k2"), 0);
+    assert_int_equal(ns_kv_delete(kv, "m", "k2"), 0); /* gone already */
+    assert_int_equal(ns_kv_state_bytes(kv), 0);
+    ns_buf_close(&b);
+    ns_kv_destroy(copy);
+    ns_kv_destroy(kv);
+}
+
 static void test_state_decode_errors(void **state)
 {
     (void)state;
@@ -213,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_null_value),
         cmocka_unit_test(test_sorted),
         cmocka_unit_test(test_state_golden),
+        cmocka_unit_test(test_state_bytes),
         cmocka_unit_test(test_state_decode_errors),
         cmocka_unit_test(test_alloc_failure),
     };
