@@ -121,6 +121,14 @@ class ClusterNode(harness.Node):
         except urllib.error.HTTPError as e:
             return e.code, e.read()
 
+    def metric(self, name):
+        """The value of the unlabelled sample name in /metrics, as an int."""
+        code, body = self.http_get("/metrics")
+        for line in body.decode().splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+        raise AssertionError("no %s in /metrics of node %d (HTTP %d)" % (name, self.id, code))
+
     def conn(self, timeout=None):
         return ns.Conn(self.addr, timeout=timeout or T(5.0), tls=self.tls)
 

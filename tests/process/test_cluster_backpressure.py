@@ -12,14 +12,6 @@ import nsclient as ns  # noqa: E402
 from harness import T, observed, wait_until  # noqa: E402
 
 
-def metric(nd, name):
-    code, body = nd.http_get("/metrics")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(line.split()[1])
-    raise AssertionError("no %s in /metrics of node %d" % (name, nd.id))
-
-
 class Backpressure(clusterh.ClusterTestCase):
     def test_paused_follower_catches_up(self):
         c = self.cluster
@@ -32,7 +24,7 @@ class Backpressure(clusterh.ClusterTestCase):
                                                   "value": value}, timeout=T(20.0))
             self.assertEqual(r.code, 0, r)
         def paused():
-            n = metric(leader, "raftns_peer_backpressure_total")
+            n = leader.metric("raftns_peer_backpressure_total")
             return observed(n > 0, "raftns_peer_backpressure_total %d" % n)
         wait_until(paused, T(20.0), "the leader's relay to the paused follower to pause")
         slow.resume()
@@ -40,7 +32,7 @@ class Backpressure(clusterh.ClusterTestCase):
         r = slow.request(ns.GET_KV_CONFIG, {"namespace": "bp", "key": "k39"})
         self.assertEqual((r.code, len((r.ext or {}).get("value", ""))), (0, len(value)))
         for nd in c.all():
-            self.assertEqual(metric(nd, "raftns_peer_violations_total"), 0)
+            self.assertEqual(nd.metric("raftns_peer_violations_total"), 0)
 
 
 if __name__ == "__main__":

@@ -30,14 +30,6 @@ def ctl(nodes, *args):
     return subprocess.run(a + list(args), capture_output=True, timeout=T(60.0), text=True)
 
 
-def metric(nd, name):
-    code, body = nd.http_get("/metrics")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(float(line.split()[1]))
-    raise AssertionError("no %s in /metrics of node %d" % (name, nd.id))
-
-
 class AsyncSnapshots(unittest.TestCase):
     def start(self, fork_state_bytes=None):
         del harness.TEST_NODES[:]
@@ -82,14 +74,14 @@ class AsyncSnapshots(unittest.TestCase):
         self.start()
         ld = self.register()
         for nd in self.three():
-            self.assertEqual(metric(nd, "raftns_fsm_forks_total"), 0, nd.log_tail())
+            self.assertEqual(nd.metric("raftns_fsm_forks_total"), 0, nd.log_tail())
         self.assertIn("fsm: snapshot encoded on the loop", ld.log_text())
 
     def test_snapshots_off_the_loop_install_and_restore(self):
         self.start(fork_state_bytes=1)  # every snapshot in a forked child
         c = self.cluster
         ld = self.register()
-        self.assertGreaterEqual(metric(ld, "raftns_fsm_forks_total"), 3, ld.log_tail())
+        self.assertGreaterEqual(ld.metric("raftns_fsm_forks_total"), 3, ld.log_tail())
         self.assertNotIn("encoding on the loop", ld.log_text())
 
         n4 = c[4]
