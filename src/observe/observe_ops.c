@@ -139,7 +139,7 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   ns_node_commits_caught_up(o->node));
     ns_buf_printf(out,
                   "# HELP raftns_fsm_forks_total Children forked to encode a "
-                  "snapshot or a checkpoint digest (route tables of "
+                  "snapshot or a checkpoint digest (a state of "
                   "forkStateBytes or more).\n"
                   "# TYPE raftns_fsm_forks_total counter\n"
                   "raftns_fsm_forks_total %" PRIu64 "\n",
