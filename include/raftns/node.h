@@ -190,6 +190,11 @@ uint64_t ns_node_aio_deferred(void);
 /* Times this node, as leader, moved raft's commit index to an index a majority
  * held that raft 0.15 had not counted yet (raft/node/node_commit.c). */
 uint64_t ns_node_commits_caught_up(const struct ns_node *n);
+/* Batches of proposals this node handed to raft as leader, and the entries
+ * in them (raft/node/node_propose.c): one raft_apply, one disk write and one
+ * AppendEntries per follower per batch. */
+void ns_node_batch_stats(const struct ns_node *n, uint64_t *batches,
+                         uint64_t *entries);
 /* Snapshot and checkpoint-digest encoders this node forked (node_fsm.c). */
 uint64_t ns_node_forks(const struct ns_node *n);
 /* The highest index a majority of the voters of r (a leader) hold, the leader

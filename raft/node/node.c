@@ -412,7 +412,9 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     n->check.data = n;
     uv_timer_init(loop, &n->timer);
     n->timer.data = n;
-    n->n_open_handles = 2;
+    uv_idle_init(loop, &n->kick);
+    n->kick.data = n;
+    n->n_open_handles = 3;
     *out = n;
     return 0;
 
@@ -425,7 +427,9 @@ err_after_io:
         n->check.data = n;
         uv_timer_init(loop, &n->timer);
         n->timer.data = n;
-        n->n_open_handles = 2;
+        uv_idle_init(loop, &n->kick);
+        n->kick.data = n;
+        n->n_open_handles = 3;
         return rv;
     }
     raft_uv_close(&n->io);
@@ -559,6 +563,7 @@ static void raft_closed_cb(struct raft *r)
     NS_LOG(NS_LOG_INFO, "node: raft closed");
     uv_close((uv_handle_t *)&n->check, handle_closed_cb);
     uv_close((uv_handle_t *)&n->timer, handle_closed_cb);
+    uv_close((uv_handle_t *)&n->kick, handle_closed_cb);
 }
 
 static void close_raft(struct ns_node *n)
@@ -606,6 +611,7 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     n->stop_cb = cb;
     n->stop_arg = arg;
     ns_wait_list_run(&n->proposals); /* each fails with NS_ESHUTDOWN */
+    node_fail_turn(n, NS_ESHUTDOWN);
     node_run_waiters(n, true, NS_ESHUTDOWN);
     if (n->driven) {
         /* The raft is its owner's to close; entries in flight call back
@@ -617,6 +623,7 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
     }
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);
+    uv_idle_stop(&n->kick);
     if (n->started && n->inflight != NULL) {
         n->drain_deadline = node_now(n) + STOP_DRAIN_MS;
         uv_timer_start(&n->timer, drain_cb, STOP_DRAIN_POLL_MS,

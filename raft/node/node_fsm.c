@@ -22,18 +22,6 @@
 
 #include "node_int.h"
 
-/* The in-flight proposal whose entry sits at index, or NULL (a follower, an
- * entry proposed by an earlier leader, a barrier). */
-static struct proposal *find_inflight(struct ns_node *n, uint64_t index)
-{
-    for (struct proposal *p = n->inflight; p != NULL; p = p->in_next) {
-        if (p->req.index == index) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
 #ifdef RAFTNS_BREAK_CRASH_ONCE
 /* TEST-ONLY MUTANT: node 2 dies by itself at its first entry from 300 on, once
  * per data dir. */
@@ -85,8 +73,7 @@ static void break_apply_twice(struct ns_node *n, uint64_t index,
 
 static struct ns_fsm_adapter_result *find_result(void *arg, uint64_t index)
 {
-    struct proposal *owner = find_inflight(arg, index);
-    return owner != NULL ? &owner->out : NULL;
+    return node_find_result(arg, index);
 }
 
 /* After an entry applied cleanly: the test mutants, then the checkpoint

@@ -31,24 +31,49 @@
 #define STOP_DRAIN_POLL_MS 5
 
 struct proposal {
-    struct raft_apply req; /* must stay alive until the raft callback */
     struct ns_node *node;
     struct raft_buffer
-        buf; /* raft_malloc'd; raft owns it once raft_apply returned 0 */
+        buf; /* raft_malloc'd; raft owns it once its batch went to raft */
     ns_node_apply_cb cb;
     ns_node_index_cb index_cb; /* instead of cb when set */
     void *arg;
     uint64_t deadline; /* uv_now while queued */
     /* in the node's proposal wait list while queued (raftns/waits.h) */
     struct ns_wait wait;
-    struct proposal *in_next, *in_prev; /* in-flight list */
+    struct proposal *turn_next; /* in the node's turn queue */
+    uint64_t index;             /* its entry's, once in a batch */
     /* The FSM result of this proposal's entry, filled by the FSM adapter
-     * when the entry at req.index is applied while the proposal is in flight
-     * (node_fsm.c finds it), and read by apply_cb. It lives in the proposal,
-     * so no result outlives it or is read after being freed, whenever raft
-     * calls back. */
+     * when its entry is applied while the batch is in flight (node_fsm.c
+     * finds it), and read when the batch calls back. It lives in the
+     * proposal, so no result outlives it or is read after being freed,
+     * whenever raft calls back. */
     struct ns_fsm_adapter_result out;
 };
+
+/* The proposals of one loop turn, handed to raft in one raft_apply: one disk
+ * write, and one AppendEntries per follower, for all of them. raft 0.15
+ * calls a request back once, when the entry at req.index applies
+ * (getRequest in its src/replication.c), so req.index is moved from the
+ * first entry to the last: the callback comes once every entry of the batch
+ * applied, or with an error for all (docs/raft-0.15.md §17). */
+struct node_batch {
+    struct raft_apply req; /* must stay alive until the raft callback */
+    struct ns_node *node;
+    raft_term term; /* the leader term it was proposed in */
+    uint64_t first; /* index of its first entry */
+    unsigned n;
+    /* Its entries left the log (a failed leader write): req.index is 0 so
+     * that raft never matches it to a later entry, and its proposals were
+     * answered; raft still calls it back when this node steps down. */
+    bool orphaned;
+    struct node_batch *next, *prev; /* the node's in-flight list */
+    struct proposal *p[];           /* by index; NULL once answered */
+};
+
+/* Bounds of one batch: entries, and bytes of commands (one batch is one
+ * AppendEntries message to each follower). */
+#define NODE_BATCH_MAX 64
+#define NODE_BATCH_BYTES (4u << 20)
 
 struct barrier_req {
     struct raft_barrier req;
@@ -166,7 +191,12 @@ struct ns_node {
     bool stopping;
     /* proposals waiting for a leader whose barrier applied, oldest first */
     struct ns_wait_list proposals;
-    struct proposal *inflight; /* handed to raft, callback not yet run */
+    /* proposed during this loop turn, oldest first: handed to raft as one
+     * batch at the end of the turn (node_propose.c) */
+    struct proposal *turn_head, *turn_tail;
+    uv_idle_t kick; /* keeps the loop from blocking while a turn is queued */
+    struct node_batch *inflight; /* handed to raft, callback not yet run */
+    uint64_t batches, batched_entries; /* handed to raft so far */
     uint64_t drain_deadline;   /* stop: when to close despite in-flight */
     struct waiter *waiters;
     struct change *change; /* in progress, or NULL */
@@ -255,8 +285,16 @@ void node_fsm_init(struct ns_node *n);
 void node_fsm_snapshot_off_loop(struct ns_node *n);
 /* Frees what an abandoned snapshot left (ns_node_destroy). */
 void node_fsm_close(struct ns_node *n);
-/* Submits queued proposals when a leader can take them (node.c). */
+/* Hands the proposals of this turn, and those queued for a leader, to raft
+ * when a leader can take them; answers what a failed leader write lost
+ * (node_propose.c; every loop turn). */
 void node_flush_queue(struct ns_node *n);
+/* The result slot of the in-flight proposal whose entry is at index, or NULL
+ * (a follower, an entry of an earlier leader, a barrier). */
+struct ns_fsm_adapter_result *node_find_result(struct ns_node *n,
+                                               uint64_t index);
+/* The proposals queued for this turn fail with status (the node stops). */
+void node_fail_turn(struct ns_node *n, int status);
 /* Calls the waiters whose index is applied (all: every waiter, with status)
  * (node_read.c). */
 void node_run_waiters(struct ns_node *n, bool all, int status);

@@ -144,6 +144,19 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "# TYPE raftns_fsm_forks_total counter\n"
                   "raftns_fsm_forks_total %" PRIu64 "\n",
                   ns_node_forks(o->node));
+    uint64_t batches, batched;
+    ns_node_batch_stats(o->node, &batches, &batched);
+    ns_buf_printf(out,
+                  "# HELP raftns_raft_batches_total Batches of writes this "
+                  "node handed to raft as leader (one disk write and one "
+                  "AppendEntries per follower each).\n"
+                  "# TYPE raftns_raft_batches_total counter\n"
+                  "raftns_raft_batches_total %" PRIu64 "\n"
+                  "# HELP raftns_raft_batched_entries_total Entries in "
+                  "those batches.\n"
+                  "# TYPE raftns_raft_batched_entries_total counter\n"
+                  "raftns_raft_batched_entries_total %" PRIu64 "\n",
+                  batches, batched);
     ns_node_quorum(o->node, &q);
     ns_buf_printf(out,
                   "# HELP raftns_raft_apply_lag_entries Committed entries "

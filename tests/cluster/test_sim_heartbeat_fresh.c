@@ -190,6 +190,7 @@ static void test_leader_ack_during_expiry_keeps_broker(void **state)
     assert_true(deadline != UINT64_MAX);
     assert_true(sim_run_until(s, hbf_time_reaches, &deadline, 2 * 10000));
     ns_liveness_scan(&s->nodes[l].server->live);
+    ns_node_tick(s->nodes[l].node); /* the turn's end hands it to raft */
     /* proposed, not applied: the broker is still in every route */
     struct raft *r = raft_fixture_get(&s->f, l);
     assert_true(raft_last_index(r) > raft_last_applied(r));
