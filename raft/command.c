@@ -435,6 +435,43 @@ static int decode_mapping(struct ns_rd *r, struct ns_mapping_info *m)
     return r->err;
 }
 
+/* The n topics of a registration, their names in one block
+ * (ns_register.topic_names): every node decodes each entry it applies, and an
+ * allocation per name cost about as much as the rest of the decode. A first
+ * pass over the names sizes the block. */
+static int decode_topics(struct ns_rd *r, struct ns_register *g, size_t n)
+{
+    struct ns_rd sizing = *r;
+    size_t bytes = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = ns_rd_u32(&sizing);
+        if (sizing.err || len == UINT32_MAX ||
+            ns_rd_bytes(&sizing, (size_t)len + 16) == NULL) {
+            return NS_EPROTO;
+        }
+        bytes += (size_t)len + 1;
+    }
+    if ((g->topics = alloc_array(n, sizeof *g->topics)) == NULL ||
+        (g->topic_names = ns_malloc(bytes)) == NULL) {
+        return NS_ENOMEM;
+    }
+    char *names = g->topic_names;
+    for (; g->n_topics < n; g->n_topics++) {
+        struct ns_topic_config *t = &g->topics[g->n_topics];
+        uint32_t len = ns_rd_u32(r);
+        const uint8_t *p = ns_rd_bytes(r, len);
+        memcpy(names, p, len);
+        names[len] = '\0';
+        t->name = names;
+        names += (size_t)len + 1;
+        t->read_queues = rd_i32(r);
+        t->write_queues = rd_i32(r);
+        t->perm = rd_i32(r);
+        t->sys_flag = rd_i32(r);
+    }
+    return 0;
+}
+
 static int decode_register(struct ns_rd *r, struct ns_register *g)
 {
     int rv = rd_req_str(r, &g->cluster);
@@ -466,18 +503,8 @@ static int decode_register(struct ns_rd *r, struct ns_register *g)
     if ((rv = rd_count(r, 20, &n)) != 0) {
         return rv;
     }
-    if ((g->topics = alloc_array(n, sizeof *g->topics)) == NULL) {
-        return NS_ENOMEM;
-    }
-    for (; g->n_topics < n; g->n_topics++) {
-        struct ns_topic_config *t = &g->topics[g->n_topics];
-        if ((rv = rd_req_str(r, &t->name)) != 0) {
-            return rv;
-        }
-        t->read_queues = rd_i32(r);
-        t->write_queues = rd_i32(r);
-        t->perm = rd_i32(r);
-        t->sys_flag = rd_i32(r);
+    if ((rv = decode_topics(r, g, n)) != 0) {
+        return rv;
     }
     if ((rv = rd_count(r, 29, &n)) != 0) {
         return rv;

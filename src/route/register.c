@@ -20,9 +20,10 @@ void ns_register_close(struct ns_register *r)
     ns_free(r->broker_addr);
     ns_free(r->ha_addr);
     ns_free(r->zone);
-    for (size_t i = 0; i < r->n_topics; i++) {
+    for (size_t i = 0; r->topic_names == NULL && i < r->n_topics; i++) {
         ns_free(r->topics[i].name);
     }
+    ns_free(r->topic_names);
     ns_free(r->topics);
     for (size_t i = 0; i < r->n_mappings; i++) {
         ns_free(r->mappings[i].topic);
