@@ -1,6 +1,6 @@
 /* The raft node: raft_uv wiring, the leader barrier (docs/raft-0.15.md §1),
- * readiness, and a queue of proposals waiting for a leader (the FSM callbacks
- * are in node_fsm.c). It does not know the client protocol and never changes
+ * readiness, the role watcher and the life cycle (proposals are in
+ * node_propose.c, the FSM callbacks in node_fsm.c). It does not know the client protocol and never changes
  * the state except through ns_fsm_apply_bytes. */
 #include "raftns/node.h"
 
@@ -67,7 +67,8 @@ static bool ready_now(struct ns_node *n, int role)
 }
 
 /* What the check handle runs after every loop turn: the role watcher, the
- * leader barrier, readiness, queued proposals and waiters. */
+ * leader barrier, readiness, the turn's proposals (handed to raft as one
+ * batch) and waiters. */
 static void check(struct ns_node *n)
 {
     bool changed = false;
