@@ -1,7 +1,7 @@
 /* The raft node: raft_uv wiring, the leader barrier (docs/raft-0.15.md §1),
  * readiness, the role watcher and the life cycle (proposals are in
- * node_propose.c, the FSM callbacks in node_fsm.c). It does not know the client protocol and never changes
- * the state except through ns_fsm_apply_bytes. */
+ * node_propose.c, the FSM callbacks in node_fsm.c). It does not know the client
+ * protocol and never changes the state except through ns_fsm_apply_bytes. */
 #include "raftns/node.h"
 
 #include <assert.h>

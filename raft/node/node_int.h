@@ -197,7 +197,7 @@ struct ns_node {
     uv_idle_t kick; /* keeps the loop from blocking while a turn is queued */
     struct node_batch *inflight; /* handed to raft, callback not yet run */
     uint64_t batches, batched_entries; /* handed to raft so far */
-    uint64_t drain_deadline;   /* stop: when to close despite in-flight */
+    uint64_t drain_deadline; /* stop: when to close despite in-flight */
     struct waiter *waiters;
     struct change *change; /* in progress, or NULL */
     uint64_t ready_index;

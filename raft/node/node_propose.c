@@ -99,8 +99,8 @@ struct ns_fsm_adapter_result *node_find_result(struct ns_node *n,
         if (!b->orphaned && index >= b->first && index - b->first < b->n) {
             struct proposal *p = b->p[index - b->first];
             /* the same index and term: the same entry (log matching) */
-            bool ours = p != NULL &&
-                        node_raft_term_of(&n->raft->log, index) == b->term;
+            bool ours =
+                p != NULL && node_raft_term_of(&n->raft->log, index) == b->term;
             return ours ? &p->out : NULL;
         }
     }

@@ -41,8 +41,8 @@ static int32_t send_member(struct sim_client *c, unsigned k, unsigned id)
     return op;
 }
 
-/* Requests raft 0.15 holds for this leader (its leader_state.requests, a
- * queue of the kind of its src/queue.h: two pointers, next first). */
+/* Requests raft 0.15 holds for this leader: leader_state.requests, a libraft
+ * queue (two pointers per link, the next one first). */
 static unsigned raft_requests(struct raft *r)
 {
     void **head = (void **)&r->leader_state.requests;
