@@ -187,6 +187,7 @@ class Brokers:
             self.timeout_ms.setdefault(b, default_to)
         self.windows = fault_windows(events, cfg)
         self.starts = node_starts(events)
+        self._last_drops = {}
 
     def heard(self, b):
         """b's ok register/heartbeat ops the leader surely heard of: all of them, except for a
@@ -198,17 +199,32 @@ class Brokers:
         return [r for r in oks if not in_windows(r.start, self.windows)]
 
     def drop_excuses(self, b, start, end):
-        """True when a pinned broker's one connection dropped (a register/heartbeat that ended
-        in a transport error: the client closes that connection, and a broker whose every
-        connection closed may be expired at once) within one timeout before [start, end]."""
-        if b not in self.pinned:
-            return False
+        """True when, within one timeout before [start, end], every connection b had registered
+        over was dropped: the client closes a connection on which an op ended in a transport
+        error (client.call), and the leader expires a broker at once when every connection that
+        registered it closed (docs/design.md §5, fast path). A pinned broker has one such
+        connection; a broker-set broker one per node it registered over since."""
         to = self.timeout_ns(b)
-        for r in self.regs.get(b, []):
-            if r.type != "ok" and not str(r.error or "").startswith("code") and \
-                    r.start < end and r.start + to > start:
-                return True
-        return False
+        return any(r.start < end and r.end + to > start for r in self.last_drops(b))
+
+    def last_drops(self, b):
+        """b's ops whose transport error left none of its registering connections open, in the
+        order the broker's one process ran them."""
+        if b not in self._last_drops:
+            ops = sorted(self.regs.get(b, []) + self.unregs.get(b, []), key=lambda r: r.start)
+            registered, drops = set(), []
+            for r in ops:
+                if r.error == "connect failed":
+                    continue  # nothing was sent: no connection
+                carried = r.f in REG_FS or r.node in registered
+                if r.f in REG_FS:
+                    registered.add(r.node)
+                if r.type != "ok" and not str(r.error or "").startswith("code"):
+                    registered.discard(r.node)
+                    if carried and not registered:
+                        drops.append(r)
+            self._last_drops[b] = drops
+        return self._last_drops[b]
 
     def timeout_ns(self, b):
         return self.timeout_ms.get(b, 120000) * MS
@@ -339,7 +355,8 @@ def find_lost(ops, bs):
     - every consistent or final read (any workload) must contain a broker with an ok
       register/heartbeat completed before it began, unless its removal (unregister of any
       outcome, stop) was invoked before the read completed or its timeout may have run out since
-      the latest invoke of an op the leader surely heard (Brokers.heard);
+      the latest invoke of an op the leader surely heard (Brokers.heard), or every connection
+      it registered over dropped within one timeout before the read (Brokers.drop_excuses);
     - every plain read on node N must contain a broker that N acknowledged before the read
       began, under the same exceptions (read-your-writes: a node answers a write only after
       applying it; a node that is not ready forwards the read to the leader, whose state has it);

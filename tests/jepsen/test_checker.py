@@ -464,6 +464,30 @@ class MutantChecksTest(unittest.TestCase):
         h.read(10.5, [], workload="broker-set")
         self.assertKind(h.check("broker-set"), "lost")
 
+    def dropped(self, via=("n3",)):
+        """b1 registered over the nodes in via, then its heartbeat over n3 times out at 16 s
+        (the client closes that connection); a consistent read at 17 s misses b1."""
+        h = H()
+        for i, node in enumerate(via):
+            h.op(i, i + 0.05, "heartbeat", {"broker": "b1", "timeout_ms": 30000}, node=node,
+                 workload="broker-set")
+        h.op(10, 16, "heartbeat", {"broker": "b1", "timeout_ms": 30000}, node="n3",
+             workload="broker-set", type_="info", error="timeout: timed out")
+        return h.read(5, ["b1"], workload="broker-set").read(17, [], workload="broker-set")
+
+    def test_dropping_every_registering_connection_excuses_a_missing_broker(self):
+        # the fast path: its only registering connection closed, the leader may expire it
+        self.assertIs(self.dropped().check("broker-set")["valid"], True)
+        # its connection to n1 still open: it must still be there
+        self.assertKind(self.dropped(via=("n1", "n3")).check("broker-set"), "lost")
+        # registered over n1 and then over a new connection to n1 after a drop: n1 is open
+        h = self.dropped()
+        h.op(1, 2, "heartbeat", {"broker": "b1", "timeout_ms": 30000}, node="n1",
+             workload="broker-set", type_="info", error="transport: connection reset")
+        h.op(3, 3.05, "heartbeat", {"broker": "b1", "timeout_ms": 30000}, node="n1",
+             workload="broker-set")
+        self.assertKind(h.check("broker-set"), "lost")
+
     # -- read-your-writes on the acknowledging node (ack-before-apply, stale-reads)
     def test_plain_read_on_acking_node_must_show_the_write(self):
         h = H().op(0, 0.1, "register", {"broker": "b1", "timeout_ms": 10000}, node="n2",
