@@ -31,15 +31,18 @@ declare -A catcher=(
     [stale-link]=test_sim_heartbeat_fresh
     [commit-own-stored]=test_sim_commit
     [batch-first-entry]=test_sim_batch
+    # the route alone (a unit test)
+    [memo-stale]=test_route_memo
 )
 declare -A kind=([no-reqid]=RAFTNS_BREAK [forward-local]=RAFTNS_BREAK
     [forward-once]=RAFTNS_BREAK [no-dedup]=RAFTNS_BREAK [ack-before-apply]=RAFTNS_BREAK
     [read-no-wait]=RAFTNS_BREAK [no-grace]=RAFTNS_BREAK [stale-link]=RAFTNS_BREAK
-    [commit-own-stored]=RAFTNS_BREAK [batch-first-entry]=RAFTNS_BREAK)
+    [commit-own-stored]=RAFTNS_BREAK [batch-first-entry]=RAFTNS_BREAK
+    [memo-stale]=RAFTNS_BREAK)
 mutants=("$@")
 ((${#mutants[@]})) || mutants=(private-unsigned raft-unchecked acl-open no-reqid forward-local
     forward-once no-dedup ack-before-apply read-no-wait no-grace stale-link commit-own-stored
-    batch-first-entry)
+    batch-first-entry memo-stale)
 survivors=()
 for m in "${mutants[@]}"; do
     dir=$top/build-mutant-$m

@@ -96,8 +96,9 @@ static void free_topic(struct ns_route *r, struct topic *t)
     ns_free(t);
 }
 
-static void free_group(struct group *g)
+static void free_group(struct ns_route *r, struct group *g)
 {
+    route_memo_free(r, g->memo);
     for (size_t i = 0; i < g->n_addrs; i++) {
         ns_free(g->addrs[i].addr);
     }
@@ -171,7 +172,7 @@ void ns_route_destroy(struct ns_route *r)
     }
     route_cache_close(r);
     for (size_t i = 0; i < r->groups.n; i++) {
-        free_group(r->groups.items[i]);
+        free_group(r, r->groups.items[i]);
     }
     for (size_t i = 0; i < r->clusters.n; i++) {
         free_named_set(r->clusters.items[i]);
@@ -324,7 +325,7 @@ struct group *route_create_group(struct ns_route *r, const char *name,
     return g;
 
 err_after_group:
-    free_group(g);
+    free_group(r, g);
 err:
     return NULL;
 }
@@ -337,7 +338,7 @@ void route_remove_group(struct ns_route *r, const char *name)
     if (!found) {
         return;
     }
-    free_group(svec_remove_at(&r->groups, pos));
+    free_group(r, svec_remove_at(&r->groups, pos));
     route_touch_group(r, name);
 }
 
@@ -510,6 +511,7 @@ static int put_qd_at(struct ns_route *r, size_t pos, bool found,
     if (found) {
         cur = t->qds.items[pos];
         if (!equal_qd(cur, qd)) {
+            route_memo_forget(r, qd->broker_name);
             cur->read_queues = qd->read_queues;
             cur->write_queues = qd->write_queues;
             cur->perm = qd->perm;
@@ -535,6 +537,7 @@ static int put_qd_at(struct ns_route *r, size_t pos, bool found,
         goto err_after_copy;
     }
     r->n_qds++;
+    route_memo_forget(r, qd->broker_name);
     route_touch_topic(r, t);
     if (changed != NULL) {
         *changed = true;
@@ -574,6 +577,7 @@ void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname)
     struct ns_queue_data *qd;
 
     if (found) {
+        route_memo_forget(r, bname);
         qd = svec_remove_at(&t->qds, pos);
         r->n_qds--;
         ns_free(qd);
@@ -588,6 +592,9 @@ void route_set_perm(struct ns_route *r, struct topic *t,
                     struct ns_queue_data *qd, int32_t perm)
 {
     if (qd->perm != perm) {
+#ifndef RAFTNS_BREAK_MEMO_STALE
+        route_memo_forget(r, qd->broker_name);
+#endif /* else TEST-ONLY MUTANT: a wiped perm leaves the memo in place */
         qd->perm = perm;
         route_touch_topic(r, t);
     }

@@ -65,6 +65,7 @@ struct group {
     bool acting_master;
     struct addr_entry *addrs; /* owned, sorted by id ascending */
     size_t n_addrs;
+    struct route_memo *memo; /* owned or NULL (route_memo.c) */
 };
 
 /* A named set of strings: a clusterAddrTable entry (cluster -> broker names,
@@ -169,6 +170,7 @@ struct ns_route {
     struct route_stats *stats; /* owned; mutable even through a const route */
     uint64_t epoch;            /* ns_route_epoch: moved by every mutation */
     size_t n_qds;              /* queue data entries of all topics */
+    size_t memo_bytes;         /* of every group's memo */
 };
 
 /* Called first by every function that mutates or decodes the route
@@ -245,6 +247,30 @@ void route_touch_all(struct ns_route *r);
  * every blob and the table (the route is being destroyed, no entry is left). */
 void route_cache_drop_topic(struct ns_route *r, struct topic *t);
 void route_cache_close(struct ns_route *r);
+
+/* route_memo.c: a group's queue-data memo. A group's memo is left out (not
+ * recorded) beyond ROUTE_MEMO_MAX_TOPICS topics, or when every memo together
+ * would pass ROUTE_MEMO_BUDGET bytes. */
+#define ROUTE_MEMO_MAX_TOPICS 4096
+#define ROUTE_MEMO_BUDGET ((size_t)16 << 20)
+struct route_memo;
+void route_memo_free(struct ns_route *r, struct route_memo *m);
+/* Forgets bname's memo: called on every change of a queue data of bname. */
+void route_memo_forget(struct ns_route *r, const char *bname);
+/* Detaches g's memo (the caller owns it: route_memo_put_back or _free). While
+ * it is detached, changes of g's queue data do not forget it: the caller
+ * knows which topics it changed. */
+struct route_memo *route_memo_take(struct group *g);
+void route_memo_put_back(struct ns_route *r, struct group *g,
+                         struct route_memo *m);
+/* True when m (may be NULL) shows topic with exactly qd's numbers. The topics
+ * must be asked in ascending order, *cursor starting at 0. */
+bool route_memo_holds(const struct route_memo *m, size_t *cursor,
+                      const char *topic, const struct ns_queue_data *qd);
+/* Replaces g's memo by req's topics, each perm ANDed with perm_mask: what a
+ * full registration left in the table. */
+void route_memo_record(struct ns_route *r, struct group *g,
+                       const struct ns_register *req, int32_t perm_mask);
 
 void route_free_mapping(struct ns_mapping_info *m);
 int route_copy_mapping(const struct ns_mapping_info *src,

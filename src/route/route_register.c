@@ -85,14 +85,21 @@ static bool topic_changed(const struct ns_route *r, bool dv_changed,
     return t == NULL || svec_find(&t->qds, bname, svec_cmp_named) == NULL;
 }
 
-/* Steps 10b and 10c. */
+/* Steps 10b and 10c. A full pass (changed DataVersion or a first
+ * registration) writes every topic, except those g's memo shows unchanged
+ * (route_memo.c), and leaves a memo of what it wrote; any other pass writes
+ * only topics without queue data for this broker, which no memo names. */
 static int update_routes(struct ns_route *r, const struct ns_register *req,
-                         const struct group *g, bool register_first,
-                         bool prime_slave)
+                         struct group *g, bool register_first, bool prime_slave)
 {
     const struct live *l = route_find_live(r, req->cluster, req->broker_addr);
     bool dv_changed = l == NULL || !ns_data_version_equal(&l->dv, &req->dv);
-    int rv;
+    bool full = dv_changed || register_first;
+    int32_t perm_mask =
+        prime_slave && g->acting_master ? ~(int32_t)NS_PERM_WRITE : ~0;
+    struct route_memo *memo = route_memo_take(g);
+    size_t cursor = 0;
+    int rv = 0;
     /* The topics come sorted by name (ns_register_decode_body), as the topic
      * table is: each search starts where the previous one ended. */
     size_t hint = 0;
@@ -103,28 +110,33 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
             .broker_name = req->broker_name,
             .read_queues = tc->read_queues,
             .write_queues = tc->write_queues,
-            .perm = tc->perm,
+            .perm = tc->perm & perm_mask,
             .sys_flag = tc->sys_flag,
         };
-        if (!register_first &&
+        if (!full &&
             !topic_changed(r, dv_changed, tc->name, req->broker_name, &hint)) {
             continue;
         }
-        if (prime_slave && g->acting_master) {
-            qd.perm &= ~NS_PERM_WRITE;
+        if (route_memo_holds(memo, &cursor, tc->name, &qd)) {
+            continue;
         }
         rv = route_put_qd_near(r, tc->name, &qd, NULL, &hint);
         if (rv != 0) {
+            route_memo_free(r, memo);
             return rv;
         }
     }
-    if (dv_changed || register_first) {
+    if (full) {
+        route_memo_free(r, memo);
+        route_memo_record(r, g, req, perm_mask);
         for (size_t i = 0; i < req->n_mappings; i++) {
             rv = route_merge_mapping(r, &req->mappings[i]);
             if (rv != 0) {
                 return rv;
             }
         }
+    } else {
+        route_memo_put_back(r, g, memo);
     }
     return 0;
 }
