@@ -21,7 +21,7 @@ EXTERNAL = {
     "cJSON.h", "zlib.h", "openssl/ssl.h", "ssl.h",
     # libraft 0.15's own source, cited with its tag (docs/raft-0.15.md)
     "src/replication.c", "src/recv_append_entries_result.c", "src/progress.c",
-    "src/progress.h", "last_applied", "last_log_index",
+    "src/progress.h", "src/recv.c", "last_applied", "last_log_index",
 }
 
 def list_files():

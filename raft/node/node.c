@@ -101,6 +101,7 @@ static void check(struct ns_node *n)
     ns_fsm_adapter_poll(&n->fsm); /* a digest computed off the loop */
     node_flush_queue(n);
     node_notice_flush(n);
+    node_install_flush(n);
     if (n->waiters != NULL) {
         node_run_waiters(n, false, 0);
     }
@@ -561,6 +562,7 @@ static void raft_closed_cb(struct raft *r)
     n->tombstone.close_cb = late_close_cb;
     n->io.data = &n->tombstone;
     n->raft_closed = true;
+    node_install_drop(n);
     NS_LOG(NS_LOG_INFO, "node: raft closed");
     uv_close((uv_handle_t *)&n->check, handle_closed_cb);
     uv_close((uv_handle_t *)&n->timer, handle_closed_cb);

@@ -218,8 +218,12 @@ struct ns_node {
     int (*raft_io_start)(struct raft_io *io, unsigned msecs,
                          raft_io_tick_cb tick, raft_io_recv_cb recv);
     uint64_t commits_caught_up; /* commit index moves raft 0.15 missed */
-    uint64_t fork_state_bytes;  /* ns_node_config.fork_state_bytes, resolved */
-    uint64_t forks;             /* snapshot and digest encoders forked */
+    /* an InstallSnapshot raft would drop now (node_install_hold.c) */
+    struct raft_message install_msg;
+    bool install_held;
+    uint64_t installs_held;
+    uint64_t fork_state_bytes; /* ns_node_config.fork_state_bytes, resolved */
+    uint64_t forks;            /* snapshot and digest encoders forked */
 };
 
 /* The node's clock (milliseconds). */
@@ -302,6 +306,12 @@ void node_run_waiters(struct ns_node *n, bool all, int status);
 void node_issue_leader_barrier(struct ns_node *n);
 /* Sends the commit notices that are due (node_notice.c; every loop turn). */
 void node_notice_flush(struct ns_node *n);
+/* node_install_hold.c: true when m (an InstallSnapshot raft would drop now)
+ * was taken, to be handed to raft by node_install_flush once it can take it;
+ * node_install_drop frees a held one (at close). */
+bool node_install_hold(struct ns_node *n, const struct raft_message *m);
+void node_install_flush(struct ns_node *n);
+void node_install_drop(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);
 

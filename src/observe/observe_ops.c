@@ -138,6 +138,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_raft_commits_caught_up_total %" PRIu64 "\n",
                   ns_node_commits_caught_up(o->node));
     ns_buf_printf(out,
+                  "# HELP raftns_raft_installs_held_total InstallSnapshot "
+                  "messages held while this node took or stored a snapshot "
+                  "of its own, which raft 0.15 would have dropped.\n"
+                  "# TYPE raftns_raft_installs_held_total counter\n"
+                  "raftns_raft_installs_held_total %" PRIu64 "\n",
+                  ns_node_installs_held(o->node));
+    ns_buf_printf(out,
                   "# HELP raftns_fsm_forks_total Children forked to encode a "
                   "snapshot or a checkpoint digest (a state of "
                   "forkStateBytes or more).\n"

@@ -388,7 +388,20 @@ static void late_node_gets_snapshot(const enum tls_id tls[N])
                  c->acked + c->failed, ns_strerror(c->first_failure));
     }
     assert_int_equal(ns_node_start(c->node[2]), 0);
-    assert_true(run_until(c, applied_and_same_digest));
+    if (!run_until(c, applied_and_same_digest)) {
+        for (int i = 0; i < N; i++) {
+            uint64_t d = 0;
+            ns_snapshot_digest(&c->state[i], &d);
+            print_message("node %d: term %llu commit %llu applied %llu leader "
+                          "%llu digest %016llx\n",
+                          i + 1, (unsigned long long)ns_node_term(c->node[i]),
+                          (unsigned long long)ns_node_commit_index(c->node[i]),
+                          (unsigned long long)ns_node_last_applied(c->node[i]),
+                          (unsigned long long)ns_node_leader_id(c->node[i]),
+                          (unsigned long long)d);
+        }
+        fail_msg("node 3 did not catch up with the same state");
+    }
     for (int i = 0; i < N; i++) {
         struct ns_node_peer_stats st;
         ns_node_peer_stats(c->node[i], &st);
