@@ -54,7 +54,7 @@ static void usage(FILE *out)
         "  --log-level LEVEL      debug|info|warn|error (default info)\n"
         "  --election-timeout-ms N (default 1000)\n"
         "  --heartbeat-ms N       (default 50)\n"
-        "  --snapshot-threshold N entries between snapshots (default 4096)\n"
+        "  --snapshot-threshold N entries between snapshots (default 16384)\n"
         "  --snapshot-bytes N     ... or once the entries since the last\n"
         "                         pass N bytes; a snapshot keeps the newest\n"
         "                         entries within N/4 (default 64 MiB)\n"

@@ -262,7 +262,7 @@ static bool find_member(void *arg, uint64_t id, char *addr, size_t cap)
 
 /* raft's entry counts (docs/raft-0.15.md §5) and the byte bound over them
  * (node_log.c). */
-#define DEFAULT_SNAPSHOT_THRESHOLD 4096u
+#define DEFAULT_SNAPSHOT_THRESHOLD 16384u
 #define DEFAULT_SNAPSHOT_TRAILING 1024u
 #define DEFAULT_SNAPSHOT_BYTES (64u * 1024u * 1024u)
 
