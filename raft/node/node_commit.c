@@ -102,7 +102,7 @@ static void commit_recv(struct raft_io *io, struct raft_message *m)
     struct raft *r = io->data;
     struct ns_node *n = r->data;
     if (!n->raft_closed && r == n->raft) {
-        if (node_install_hold(n, m)) {
+        if (node_append_guard(n, m) || node_install_hold(n, m)) {
             return;
         }
         catch_up(n, m);

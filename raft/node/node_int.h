@@ -222,6 +222,7 @@ struct ns_node {
     struct raft_message install_msg;
     bool install_held;
     uint64_t installs_held;
+    uint64_t appends_dropped;  /* node_append_guard.c */
     uint64_t fork_state_bytes; /* ns_node_config.fork_state_bytes, resolved */
     uint64_t forks;            /* snapshot and digest encoders forked */
 };
@@ -310,6 +311,9 @@ void node_notice_flush(struct ns_node *n);
  * was taken, to be handed to raft by node_install_flush once it can take it;
  * node_install_drop frees a held one (at close). */
 bool node_install_hold(struct ns_node *n, const struct raft_message *m);
+/* node_append_guard.c: true when m (an AppendEntries from index 1 that raft
+ * 0.15 would fail on, turning unavailable) was dropped and freed. */
+bool node_append_guard(struct ns_node *n, struct raft_message *m);
 void node_install_flush(struct ns_node *n);
 void node_install_drop(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */

@@ -145,6 +145,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_raft_installs_held_total %" PRIu64 "\n",
                   ns_node_installs_held(o->node));
     ns_buf_printf(out,
+                  "# HELP raftns_raft_appends_dropped_total AppendEntries "
+                  "from index 1 dropped because this node's log no longer "
+                  "holds index 1 (raft 0.15 would turn unavailable).\n"
+                  "# TYPE raftns_raft_appends_dropped_total counter\n"
+                  "raftns_raft_appends_dropped_total %" PRIu64 "\n",
+                  ns_node_appends_dropped(o->node));
+    ns_buf_printf(out,
                   "# HELP raftns_fsm_forks_total Children forked to encode a "
                   "snapshot or a checkpoint digest (a state of "
                   "forkStateBytes or more).\n"
