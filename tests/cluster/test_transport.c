@@ -402,6 +402,12 @@ static void late_node_gets_snapshot(const enum tls_id tls[N])
         }
         fail_msg("node 3 did not catch up with the same state");
     }
+    /* raft 0.15's two traps on this path (docs/raft-0.15.md §18, §19): how
+     * often the node stepped around them, for the log */
+    print_message("node 3: %llu InstallSnapshot held, %llu AppendEntries "
+                  "from index 1 dropped\n",
+                  (unsigned long long)ns_node_installs_held(c->node[2]),
+                  (unsigned long long)ns_node_appends_dropped(c->node[2]));
     for (int i = 0; i < N; i++) {
         struct ns_node_peer_stats st;
         ns_node_peer_stats(c->node[i], &st);
