@@ -40,6 +40,10 @@ void route_memo_free(struct ns_route *r, struct route_memo *m)
 
 void route_memo_forget(struct ns_route *r, const char *bname)
 {
+    if (r->memo_bytes == 0) {
+        return; /* no memo anywhere (a state being decoded, or at scale): no
+                   group lookup per queue data */
+    }
     struct group *g = route_find_group(r, bname);
     if (g != NULL && g->memo != NULL) {
         route_memo_free(r, g->memo);
