@@ -39,6 +39,12 @@ int ns_cluster_create(uv_loop_t *loop, const struct ns_server_config *cfg,
         ns_free(cl);
         return NS_ENOMEM;
     }
+    if (RAND_bytes(cl->nonce_prefix, sizeof cl->nonce_prefix) != 1) {
+        NS_LOG(NS_LOG_ERROR, "cluster: no random bytes for a nonce prefix");
+        ns_free(cl->secret);
+        ns_free(cl);
+        return NS_EIO;
+    }
     ns_wait_list_init(&cl->waiting);
     ns_replay_init(&cl->replay, 0, NS_SIGN_WINDOW_MS);
     ns_cluster_submit_init(cl);
@@ -131,12 +137,13 @@ const char *ns_cluster_check_signed(struct ns_cluster *cl,
     return why;
 }
 
-int ns_cluster_sign(const struct ns_cluster *cl, struct ns_cmd *req)
+int ns_cluster_sign(struct ns_cluster *cl, struct ns_cmd *req)
 {
     uint8_t nonce[NS_SIGN_NONCE_LEN];
-    if (RAND_bytes(nonce, sizeof nonce) != 1) {
-        NS_LOG(NS_LOG_ERROR, "cluster: no random bytes for a nonce");
-        return NS_EIO;
+    memcpy(nonce, cl->nonce_prefix, sizeof cl->nonce_prefix);
+    uint64_t count = cl->nonces_used++;
+    for (size_t i = sizeof cl->nonce_prefix; i < sizeof nonce; i++) {
+        nonce[i] = (uint8_t)(count >> (8 * (sizeof nonce - 1 - i)));
     }
     const char *secret = cl->secret;
     return ns_sign_request(req, secret, strlen(secret), ns_clock_wall_ms(),

@@ -69,7 +69,7 @@ const char *ns_cluster_check_signed(struct ns_cluster *cl,
                                     const char *peer);
 /* Signs req with the cluster secret, a fresh nonce and the wall clock; call it
  * after the last change to req. 0, NS_ENOMEM or NS_EIO. */
-int ns_cluster_sign(const struct ns_cluster *cl, struct ns_cmd *req);
+int ns_cluster_sign(struct ns_cluster *cl, struct ns_cmd *req);
 
 /* --- cluster.c, cluster_submit.c: the write path and the cluster state --- */
 

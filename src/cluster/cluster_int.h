@@ -42,6 +42,10 @@ struct ns_cluster {
     bool read_index_inflight;
     bool members_recorded;
     struct ns_replay replay; /* nonces of signed private requests */
+    /* A signed request's nonce: this prefix, random per process, then how
+     * many were signed before; unique without a random draw each. */
+    uint8_t nonce_prefix[NS_SIGN_NONCE_LEN / 2];
+    uint64_t nonces_used;
     /* Test hook RAFTNS_TEST_READY_DELAY_MS (docs/readiness.md): the leader's
      * read index is only handed to the node this long after it arrived, so a
      * test can hold a restarted follower "not ready" while it knows a leader.

@@ -25,7 +25,9 @@ void ns_replay_close(struct ns_replay *r)
 
 static size_t slot_of(const uint8_t nonce[NS_SIGN_NONCE_LEN], size_t n_slots)
 {
-    uint64_t h = 1469598103934665603ull; /* nonces are random: FNV is plenty */
+    /* A nonce is 16 fresh bytes (raftnsctl), or a per-process prefix and a
+     * counter (a node): each byte reaches the low bits, so FNV-1a is plenty. */
+    uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < NS_SIGN_NONCE_LEN; i++) {
         h = (h ^ nonce[i]) * 1099511628211ull;
     }

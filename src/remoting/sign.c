@@ -5,6 +5,7 @@
 #include "raftns/sign.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,26 @@ static int mac_bytes(EVP_MAC_CTX *ctx, const void *p, size_t len)
     return len == 0 || EVP_MAC_update(ctx, p, len);
 }
 
+/* OpenSSL 3 looks the algorithm up in its provider tables, under locks, on
+ * every fetch: one fetch serves the process. A lost race frees its copy. */
+static EVP_MAC *hmac_algorithm(void)
+{
+    static _Atomic(EVP_MAC *) cached;
+    EVP_MAC *mac = atomic_load(&cached);
+    if (mac != NULL) {
+        return mac;
+    }
+    EVP_MAC *fresh = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (fresh == NULL) {
+        return NULL;
+    }
+    if (!atomic_compare_exchange_strong(&cached, &mac, fresh)) {
+        EVP_MAC_free(fresh);
+        return mac;
+    }
+    return fresh;
+}
+
 /* The MAC of: label, code, then for each ext but NS_EXT_SIG and the ACL
  * Signature in key order its key and value, then the body; every piece
  * prefixed by its u32 length. */
@@ -68,7 +89,7 @@ static int compute_mac(const struct ns_cmd *c, const void *secret,
         qsort(sorted, n, sizeof *sorted, compare_keys);
     }
     rv = NS_EIO;
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC *mac = hmac_algorithm();
     EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
     char digest[] = "SHA256";
     OSSL_PARAM params[] = {
@@ -93,7 +114,6 @@ static int compute_mac(const struct ns_cmd *c, const void *secret,
     }
 out:
     EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(mac);
     ns_free(sorted);
     return rv;
 }
