@@ -219,6 +219,14 @@ int route_put_qd_near(struct ns_route *r, const char *topic,
 /* Removes bname's queue data from t, and t itself when left empty (t is then
  * freed). */
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);
+/* The same, but t stays in the table when left empty and is added to
+ * emptied; the caller ends with route_drop_topics(r, emptied), before anything
+ * else reads the table. */
+void route_remove_qd_later(struct ns_route *r, struct topic *t,
+                           const char *bname, struct svec *emptied);
+/* Frees the topics in emptied that are still empty and in the table, and
+ * closes emptied. */
+void route_drop_topics(struct ns_route *r, struct svec *emptied);
 /* Sets the perm of an existing queue data, invalidating the topic's cache when
  * it changes. */
 void route_set_perm(struct ns_route *r, struct topic *t,

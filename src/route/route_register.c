@@ -53,7 +53,8 @@ static int delete_missing(struct ns_route *r, const struct ns_register *req)
         return NS_ENOMEM;
     }
     b = route_find_bidx(r, req->broker_name);
-    /* Backwards, because removing a topic only shifts the entries after it. The
+    struct svec emptied = {0};
+    /* Backwards, because removing a name only shifts the entries after it. The
      * set may be freed when it empties, so it is looked up again on every turn.
      */
     for (size_t i = b != NULL ? b->items.n : 0; i > 0; i--) {
@@ -65,9 +66,10 @@ static int delete_missing(struct ns_route *r, const struct ns_register *req)
         topic = b->items.items[i - 1];
         struct topic *t = route_find_topic(r, topic);
         if (t != NULL && !has_name(names, req->n_topics, topic)) {
-            route_remove_qd(r, t, req->broker_name);
+            route_remove_qd_later(r, t, req->broker_name, &emptied);
         }
     }
+    route_drop_topics(r, &emptied);
     ns_free(names);
     return 0;
 }

@@ -9,8 +9,9 @@
 #include "raftns/err.h"
 #include "route_internal.h"
 
-/* Removes every queue data of bname (and topics left empty). */
-static void clean_removed(struct ns_route *r, const char *bname)
+/* Removes every queue data of bname; topics left empty join emptied. */
+static void clean_removed(struct ns_route *r, const char *bname,
+                          struct svec *emptied)
 {
     struct named_set *b;
 
@@ -22,7 +23,7 @@ static void clean_removed(struct ns_route *r, const char *bname)
             svec_remove_at(&b->items, b->items.n - 1);
             continue;
         }
-        route_remove_qd(r, t, bname);
+        route_remove_qd_later(r, t, bname, emptied);
     }
 }
 
@@ -107,9 +108,11 @@ static int unregister_batch(struct ns_route *r,
             goto out;
         }
     }
+    struct svec emptied = {0};
     for (size_t i = 0; i < removed.n; i++) {
-        clean_removed(r, removed.items[i]);
+        clean_removed(r, removed.items[i], &emptied);
     }
+    route_drop_topics(r, &emptied);
     for (size_t i = 0; i < reduced.n; i++) {
         wipe_reduced(r, reduced.items[i]);
     }
