@@ -238,15 +238,18 @@ static int adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     }
     enum ns_diverge_event ev = NS_DIVERGE_EV_NONE;
     uint64_t t_dg = uv_hrtime();
-    rv = digest_off_loop(a, index, cmd, len)
-             ? 0
-             : ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    bool forked = digest_off_loop(a, index, cmd, len);
+    rv =
+        forked ? 0 : ns_diverge_on_apply(a->dv, a->state, index, cmd, len, &ev);
+    if (forked || ev == NS_DIVERGE_EV_MARK) {
+        a->digest_loop_ns = uv_hrtime() - t_dg;
+    }
     if (ev == NS_DIVERGE_EV_MARK) {
         /* On the loop, O(state) (docs/divergence.md): at scale the biggest
          * stall left (BENCHMARKS.md, fair scheduling). */
         NS_LOG(NS_LOG_DEBUG,
                "diverge: digest at index %" PRIu64 " took %.1f ms", index,
-               (double)(uv_hrtime() - t_dg) / 1e6);
+               (double)a->digest_loop_ns / 1e6);
     }
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "diverge: entry %" PRIu64 ": %s", index,

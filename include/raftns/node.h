@@ -299,6 +299,8 @@ bool ns_node_is_ready(
 bool ns_node_is_diverged(const struct ns_node *n);
 /* This node's digests, verdicts and recovery (borrowed, read-only). */
 const struct ns_diverge *ns_node_diverge(const struct ns_node *n);
+/* How long this node's last checkpoint digest held its loop (ns; 0 = none). */
+uint64_t ns_node_digest_loop_ns(const struct ns_node *n);
 /* Replaces the state with p/len (ns_snapshot_encode bytes of a healthy node,
  * borrowed) taken at that node's applied index at; entries up to at are then
  * skipped (ns_diverge_install). 0, NS_EAGAIN (this node applied past at: fetch

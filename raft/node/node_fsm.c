@@ -114,6 +114,11 @@ const struct ns_diverge *ns_node_diverge(const struct ns_node *n)
     return &n->dv;
 }
 
+uint64_t ns_node_digest_loop_ns(const struct ns_node *n)
+{
+    return n->fsm.digest_loop_ns;
+}
+
 /* Whether encoding or hashing s is worth a fork. A fork write-protects the
  * whole heap: every page the loop writes afterwards costs a fault (a copy
  * while the child lives), and the loop rewrites the heap fast under writes (a

@@ -74,6 +74,14 @@ static void proposed_cb(void *arg, int status, uint64_t index,
     }
 }
 
+uint64_t ns_checkpoint_gap_ms(uint64_t state_bytes, uint64_t digest_loop_ns)
+{
+    uint64_t by_size = state_bytes / NS_CHECKPOINT_GAP_BYTES_PER_MS;
+    uint64_t by_cost =
+        digest_loop_ns / 1000u * NS_CHECKPOINT_GAP_PER_DIGEST / 1000u;
+    return by_size > by_cost ? by_size : by_cost;
+}
+
 static bool is_due(const struct ns_integrity *ig)
 {
     const struct ns_checkpoint *c = &ig->ckpt;
@@ -84,8 +92,11 @@ static bool is_due(const struct ns_integrity *ig)
         return false; /* nothing changed since: no log entry (heartbeats) */
     }
     uint64_t now = ns_integrity_now(ig);
-    uint64_t gap_ms =
-        ns_state_bytes(ig->state) / NS_CHECKPOINT_GAP_BYTES_PER_MS;
+    /* A simulated clock's milliseconds are not the loop's: there only the
+     * state's size spaces checkpoints. */
+    uint64_t gap_ms = ns_checkpoint_gap_ms(
+        ns_state_bytes(ig->state),
+        ig->clock == NULL ? ns_node_digest_loop_ns(ig->node) : 0);
     if (c->n_pending >= c->every_entries &&
         now - c->last_applied_ms >= gap_ms) {
         return true;

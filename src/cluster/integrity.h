@@ -27,10 +27,20 @@ struct ns_cluster;
 #define NS_CHECKPOINT_MS 30000     /* ... or after T ms with any command */
 /* A checkpoint due by its command count waits, after the last one, 1 ms per
  * this many bytes of state (ns_state_bytes). A digest costs about
- * 2 ns per such byte here (BENCHMARKS.md, "Periodic work of a small state"),
- * so digests take at most about 1/50 of the loop however fast writes come; a
- * small state is not held back (10 brokers x 100 topics: 25 ms). */
+ * 2 ns per such byte on an idle core (BENCHMARKS.md, "Periodic work of a small
+ * state"), so digests take at most about 1/50 of the loop however fast writes
+ * come; a small state is not held back (10 brokers x 100 topics: 25 ms). */
 #define NS_CHECKPOINT_GAP_BYTES_PER_MS 10000u
+/* ... and at least this many times as long as the leader's last digest held
+ * its loop: on busy, shared cores a digest takes several times the estimate
+ * above, and every node computes it at the same index, so each one delays
+ * every write in flight (BENCHMARKS.md, "Checkpoint digests spaced by what
+ * they cost"). 100: at most 1/100 of the loop. */
+#define NS_CHECKPOINT_GAP_PER_DIGEST 100u
+
+/* The least time (ms) between checkpoints due by their count, for a state of
+ * state_bytes whose last digest held the loop digest_loop_ns (0 = unknown). */
+uint64_t ns_checkpoint_gap_ms(uint64_t state_bytes, uint64_t digest_loop_ns);
 
 /* The leader's CHECKPOINT proposals (checkpoint.c); the digests themselves
  * are the node's (raftns/diverge.h). */

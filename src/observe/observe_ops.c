@@ -152,6 +152,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_raft_appends_dropped_total %" PRIu64 "\n",
                   ns_node_appends_dropped(o->node));
     ns_buf_printf(out,
+                  "# HELP raftns_checkpoint_digest_loop_seconds How long "
+                  "the last checkpoint digest (or the fork computing it) "
+                  "held the event loop.\n"
+                  "# TYPE raftns_checkpoint_digest_loop_seconds gauge\n"
+                  "raftns_checkpoint_digest_loop_seconds %.6f\n",
+                  (double)ns_node_digest_loop_ns(o->node) / 1e9);
+    ns_buf_printf(out,
                   "# HELP raftns_fsm_forks_total Children forked to encode a "
                   "snapshot or a checkpoint digest (a state of "
                   "forkStateBytes or more).\n"

@@ -104,9 +104,24 @@ static void test_big_state_spaces_its_checkpoints(void **state)
     assert_true(n >= 1); /* spaced, not stopped */
 }
 
+/* A digest that held the loop longer than the state's size predicts (busy,
+ * shared cores) spaces checkpoints by what it cost: at most 1/100 of the
+ * loop. */
+static void test_gap_follows_the_digest_cost(void **state)
+{
+    (void)state;
+    const uint64_t bytes = 3000000; /* 300 ms by size */
+    assert_int_equal(ns_checkpoint_gap_ms(bytes, 0), 300);
+    assert_int_equal(ns_checkpoint_gap_ms(bytes, 2000000), 300); /* 200 ms */
+    assert_int_equal(ns_checkpoint_gap_ms(bytes, 15000000), 1500);
+    assert_int_equal(ns_checkpoint_gap_ms(0, 1500000), 150);
+    assert_int_equal(ns_checkpoint_gap_ms(0, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gap_follows_the_digest_cost),
         cmocka_unit_test_setup_teardown(test_small_state_checkpoints_by_count,
                                         setup3_ckpt, sim_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_big_state_spaces_its_checkpoints,
