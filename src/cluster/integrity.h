@@ -34,8 +34,8 @@ struct ns_cluster;
 /* ... and at least this many times as long as the leader's last digest held
  * its loop: on busy, shared cores a digest takes several times the estimate
  * above, and every node computes it at the same index, so each one delays
- * every write in flight (BENCHMARKS.md, "Checkpoint digests spaced by what
- * they cost"). 100: at most 1/100 of the loop. */
+ * every write in flight (BENCHMARKS.md, "Where a follower's p99 goes").
+ * 100: at most 1/100 of the loop. */
 #define NS_CHECKPOINT_GAP_PER_DIGEST 100u
 
 /* The least time (ms) between checkpoints due by their count, for a state of
