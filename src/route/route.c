@@ -3,7 +3,6 @@
  * and the route cache consistent. The §5 operations themselves live in
  * route_register.c, route_unregister.c and route_admin.c; reply bodies in
  * route_encode.c. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -85,7 +84,7 @@ err:
 }
 
 /* The queue data's broker names borrow the reverse index: not freed here. */
-static void free_topic(struct ns_route *r, struct topic *t)
+void route_free_topic(struct ns_route *r, struct topic *t)
 {
     for (size_t i = 0; i < t->qds.n; i++) {
         ns_free(t->qds.items[i]);
@@ -169,7 +168,7 @@ void ns_route_destroy(struct ns_route *r)
         return;
     }
     for (size_t i = 0; i < r->topics.n; i++) {
-        free_topic(r, r->topics.items[i]);
+        route_free_topic(r, r->topics.items[i]);
     }
     route_cache_close(r);
     for (size_t i = 0; i < r->groups.n; i++) {
@@ -476,7 +475,7 @@ static struct topic *create_topic(struct ns_route *r, size_t pos,
     return t;
 }
 
-static void drop_topic_if_empty(struct ns_route *r, struct topic *t)
+void route_drop_topic_if_empty(struct ns_route *r, struct topic *t)
 {
     bool found;
     size_t pos;
@@ -488,7 +487,7 @@ static void drop_topic_if_empty(struct ns_route *r, struct topic *t)
     if (found) {
         svec_remove_at(&r->topics, pos);
     }
-    free_topic(r, t);
+    route_free_topic(r, t);
 }
 
 /* route_put_qd with the topic's slot in the topic table already searched. */
@@ -548,7 +547,7 @@ static int put_qd_at(struct ns_route *r, size_t pos, bool found,
 err_after_copy:
     ns_free(copy);
 err_after_topic:
-    drop_topic_if_empty(r, t);
+    route_drop_topic_if_empty(r, t);
 err:
     return rv;
 }
@@ -591,7 +590,7 @@ static void remove_qd(struct ns_route *r, struct topic *t, const char *bname)
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname)
 {
     remove_qd(r, t, bname);
-    drop_topic_if_empty(r, t);
+    route_drop_topic_if_empty(r, t);
 }
 
 void route_remove_qd_later(struct ns_route *r, struct topic *t,
@@ -599,57 +598,8 @@ void route_remove_qd_later(struct ns_route *r, struct topic *t,
 {
     remove_qd(r, t, bname);
     if (t->qds.n == 0 && svec_insert(emptied, emptied->n, t) != 0) {
-        drop_topic_if_empty(r, t); /* out of memory: the slow way */
+        route_drop_topic_if_empty(r, t); /* out of memory: the slow way */
     }
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a;
-    size_t y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Removing n topics one by one would move the rest of the table n times:
- * their slots are found, then the table is closed up in one sweep. */
-void route_drop_topics(struct ns_route *r, struct svec *emptied)
-{
-    size_t *slots = ns_malloc((emptied->n + 1) * sizeof(*slots));
-    if (slots == NULL) {
-        for (size_t i = 0; i < emptied->n; i++) {
-            drop_topic_if_empty(r, emptied->items[i]);
-        }
-        svec_close(emptied);
-        return;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < emptied->n; i++) {
-        const struct topic *t = emptied->items[i];
-        bool found;
-        size_t pos = svec_search(&r->topics, t->name, svec_cmp_named, &found);
-        if (found && r->topics.items[pos] == t && t->qds.n == 0) {
-            slots[n++] = pos;
-        }
-    }
-    qsort(slots, n, sizeof(*slots), cmp_size);
-    size_t distinct = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (distinct == 0 || slots[k] != slots[distinct - 1]) {
-            slots[distinct++] = slots[k];
-        }
-    }
-    void **items = r->topics.items;
-    size_t kept = distinct > 0 ? slots[0] : r->topics.n;
-    for (size_t k = 0; k < distinct; k++) {
-        free_topic(r, items[slots[k]]);
-        size_t from = slots[k] + 1;
-        size_t to = k + 1 < distinct ? slots[k + 1] : r->topics.n;
-        memmove(&items[kept], &items[from], (to - from) * sizeof(*items));
-        kept += to - from;
-    }
-    r->topics.n = kept;
-    ns_free(slots);
-    svec_close(emptied);
 }
 
 void route_set_perm(struct ns_route *r, struct topic *t,

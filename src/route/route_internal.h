@@ -225,8 +225,12 @@ void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);
 void route_remove_qd_later(struct ns_route *r, struct topic *t,
                            const char *bname, struct svec *emptied);
 /* Frees the topics in emptied that are still empty and in the table, and
- * closes emptied. */
+ * closes emptied (src/route/route_drop.c). */
 void route_drop_topics(struct ns_route *r, struct svec *emptied);
+/* Removes t from the table and frees it when it holds no queue data. */
+void route_drop_topic_if_empty(struct ns_route *r, struct topic *t);
+/* Frees t and its queue data; taking it out of the table is the caller's. */
+void route_free_topic(struct ns_route *r, struct topic *t);
 /* Sets the perm of an existing queue data, invalidating the topic's cache when
  * it changes. */
 void route_set_perm(struct ns_route *r, struct topic *t,
