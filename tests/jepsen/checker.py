@@ -493,21 +493,47 @@ def expiry_deadline(bs, b, last_heard, events, cfg):
     timeout = bs.timeout_ns(b)
     scan = cfg.get("scan_interval_ms", 5000) * MS
     slack = slack_ns(cfg)
-    deadline = last_heard + timeout + scan + slack
-    # Only an observed leader change moves the deadline: the new leader grants every broker a
-    # full timeout from its takeover (docs/design.md §5), and the harness observes a takeover
-    # after it happened, so "observed + timeout" is a bound. A fault that changes no leader
-    # moves nothing. Each leader change inside the window grants anew (that is the design, not
-    # slack), so leader changes extend one after another; nothing else does.
-    for t in leader_changes(events):
-        if last_heard <= t <= deadline:
-            deadline = max(deadline, t + timeout + scan + slack)
-    return deadline
+    grant = timeout + scan + slack
+    deadline = last_heard + grant
+    # Only a leader change moves the deadline: the new leader grants every broker a full
+    # timeout from its takeover (docs/design.md §5), and the harness observes a takeover after
+    # it happened, so "observed + grant" is a bound. Each leader change inside the window grants
+    # anew (that is the design, not slack). A deadline that falls while the cluster has no
+    # leader (its leader killed or paused, no successor observed yet) cannot be met by anyone:
+    # it moves to the successor's takeover. Nothing else moves it.
+    changes = leader_changes(events)
+    while True:
+        moved = deadline
+        for t in changes:
+            if last_heard <= t <= moved:
+                moved = max(moved, t + grant)
+        successor = successor_of_lost_leader(events, moved)
+        if successor is not None:
+            moved = max(moved, successor + grant)
+        if moved == deadline:
+            return deadline
+        deadline = moved
 
 
 def leader_changes(events):
     return sorted(ev["time"] for ev in events
                   if ev.get("process") == "harness" and ev.get("f") == "leader")
+
+
+def successor_of_lost_leader(events, t):
+    """When the last leader observed before t was killed or paused after that observation and
+    no other leader was observed by t: the time the next leader is observed (or None)."""
+    leader, lost = None, False
+    for ev in sorted(events, key=lambda e: e["time"]):
+        node = (ev.get("value") or {}).get("node") if isinstance(ev.get("value"), dict) else None
+        if ev.get("process") == "harness" and ev.get("f") == "leader":
+            if ev["time"] > t:
+                return ev["time"] if lost else None
+            leader, lost = node, False
+        elif ev["time"] <= t and ev.get("process") == "nemesis" and \
+                ev.get("f") in ("kill", "pause") and leader is not None and node == leader:
+            lost = True
+    return None
 
 
 def chain_start(times, end, limit):

@@ -558,6 +558,28 @@ class MutantChecksTest(unittest.TestCase):
         self.assertKind(self.stopped(38, [(20, "harness", "leader")]).check("liveness"),
                         "not-gone")
 
+    def leaderless(self, read_at, victim="n1", successor_at=30):
+        """b1 last heard 5.05 s (deadline 22.05 s); n1 observed leader at 1 s; `victim` killed
+        at 15 s and restarted at 28 s; n2 observed leader at `successor_at`."""
+        h = self.stopped(read_at)
+        h.info(1, "harness", "leader", {"node": "n1"})
+        h.info(15, "nemesis", "kill", {"node": victim})
+        h.info(28, "nemesis", "restart", {"node": victim})
+        h.info(successor_at, "harness", "leader", {"node": "n2"})
+        return h.check("liveness")
+
+    def test_deadline_in_a_leaderless_window_moves_to_the_successor(self):
+        # the leader died before the deadline: nobody could expire b1 until n2 took over at
+        # 30 s, which grants a full timeout: 30 + 17 = 47 s
+        r = self.leaderless(40)
+        self.assertIs(r["valid"], True, r)
+        self.assertKind(self.leaderless(48), "not-gone")
+        # a follower's death leaves the leader able to expire: nothing moves
+        self.assertKind(self.leaderless(23, victim="n3"), "not-gone")
+        # a successor observed before the deadline is an ordinary leader change: 20 + 17 = 37 s
+        self.assertIs(self.leaderless(36, successor_at=20)["valid"], True)
+        self.assertKind(self.leaderless(38, successor_at=20), "not-gone")
+
     def test_slack_scales_with_the_harness_scale(self):
         h = self.stopped(23)
         h.raw[0][1]["value"]["scale"] = 3  # slack 6 s: deadline 26.05 s
