@@ -158,18 +158,23 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     return 0;
 }
 
+uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
 int ns_snapshot_digest(const struct ns_state *s, uint64_t *out)
 {
     struct ns_buf b;
     ns_buf_init(&b);
     int rv = ns_snapshot_encode(s, &b);
     if (rv == 0) {
-        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
-        for (size_t i = 0; i < b.len; i++) {
-            h ^= b.data[i];
-            h *= 0x100000001b3ull;
-        }
-        *out = h;
+        *out = ns_snapshot_digest_bytes(b.data, b.len);
     }
     ns_buf_close(&b);
     return rv;

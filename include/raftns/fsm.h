@@ -72,6 +72,8 @@ int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
 /* A 64-bit digest of the encoded state (FNV-1a over ns_snapshot_encode's
  * payload). */
 int ns_snapshot_digest(const struct ns_state *s, uint64_t *out);
+/* The same digest of an encoding already made. */
+uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len);
 
 /* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
  * "RNSS", u16 version), golden-byte tests guard it. Version 1 is written while

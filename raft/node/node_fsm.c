@@ -135,8 +135,7 @@ static bool worth_a_fork(const struct ns_node *n, const struct ns_state *s)
 static int snap_freeze(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;
-    ns_buf_close(&n->snapbuf);
-    ns_buf_init(&n->snapbuf);
+    ns_buf_reset(&n->snapbuf); /* pages already faulted in: see snap_release */
     int rv = 0;
     if (worth_a_fork(n, s)) {
         rv = ns_snapshot_fork_freeze(&n->snapfork, s);
@@ -181,28 +180,45 @@ static int snap_collect(void *arg, uint8_t **data, size_t *len)
     return 0;
 }
 
+/* The buffer of a state encoded on the loop is kept for the next snapshot:
+ * a fresh one costs a page fault per 4 KiB, which on a busy virtual machine
+ * held the loop several times longer than the encoding itself (BENCHMARKS.md,
+ * "Checkpoint digests hashed off the loop"). A state big enough to fork keeps
+ * none. */
 static void snap_release(void *arg)
 {
     struct ns_node *n = arg;
     ns_snapshot_fork_abandon(&n->snapfork);
-    ns_buf_close(&n->snapbuf);
-    ns_buf_init(&n->snapbuf);
+    if (n->snapbuf.cap > n->fork_state_bytes) {
+        ns_buf_close(&n->snapbuf);
+        ns_buf_init(&n->snapbuf);
+    }
+    ns_buf_reset(&n->snapbuf);
 }
 
+/* A state worth a fork is digested in one; a smaller one is encoded here and
+ * hashed by the digest thread. */
 static int digest_start(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;
-    if (!worth_a_fork(n, s)) {
+    n->digest_in_fork = worth_a_fork(n, s);
+    if (n->digest_in_fork) {
+        int rv = ns_snapshot_fork_digest(&n->digestfork, s);
+        n->forks += rv == 0 ? 1 : 0;
+        return rv;
+    }
+    if (n->digester == NULL) {
         return NS_EAGAIN;
     }
-    int rv = ns_snapshot_fork_digest(&n->digestfork, s);
-    n->forks += rv == 0 ? 1 : 0;
-    return rv;
+    return ns_digest_thread_start(n->digester, s);
 }
 
 static int digest_finish(void *arg, bool wait, uint64_t *digest)
 {
     struct ns_node *n = arg;
+    if (!n->digest_in_fork) {
+        return ns_digest_thread_collect(n->digester, wait, digest);
+    }
     if (!wait && !ns_snapshot_fork_is_done(&n->digestfork)) {
         return NS_EAGAIN;
     }
@@ -213,10 +229,21 @@ static void digest_abandon(void *arg)
 {
     struct ns_node *n = arg;
     ns_snapshot_fork_abandon(&n->digestfork);
+    if (n->digester != NULL) {
+        ns_digest_thread_abandon(n->digester);
+    }
 }
 
 void node_fsm_snapshot_off_loop(struct ns_node *n)
 {
+    int rv = ns_digest_thread_create(n->fork_state_bytes, &n->digester);
+    if (rv != 0) {
+        n->digester = NULL;
+        NS_LOG(NS_LOG_WARN,
+               "fsm: no digest thread (%s); checkpoint digests of states "
+               "below %" PRIu64 " bytes are hashed on the loop",
+               ns_strerror(rv), n->fork_state_bytes);
+    }
     const struct ns_fsm_adapter_digester dg = {
         .start = digest_start,
         .finish = digest_finish,
@@ -236,7 +263,10 @@ void node_fsm_snapshot_off_loop(struct ns_node *n)
 void node_fsm_close(struct ns_node *n)
 {
     ns_fsm_adapter_drop_digest(&n->fsm);
+    ns_digest_thread_destroy(n->digester);
+    n->digester = NULL;
     snap_release(n);
+    ns_buf_close(&n->snapbuf);
 }
 
 void node_fsm_init(struct ns_node *n)

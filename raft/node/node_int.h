@@ -13,6 +13,7 @@
 #include "raftns/clock.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm_adapter.h"
+#include "raftns/digest_thread.h"
 #include "raftns/snapshot_fork.h"
 #include "raftns/node.h"
 #include "raftns/waits.h"
@@ -165,6 +166,10 @@ struct ns_node {
      * that collect hands over */
     struct ns_snapshot_fork snapfork;
     struct ns_snapshot_fork digestfork; /* the checkpoint digest under way */
+    /* hashes the digests of states too small to fork; NULL when digests stay
+     * on the loop (a driven node, or no thread) */
+    struct ns_digest_thread *digester;
+    bool digest_in_fork; /* the digest under way is digestfork's */
     struct ns_buf snapbuf;
     struct raft_transfer transfer;
     struct ns_state *state; /* borrowed */
