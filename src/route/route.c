@@ -490,24 +490,18 @@ void route_drop_topic_if_empty(struct ns_route *r, struct topic *t)
     route_free_topic(r, t);
 }
 
-/* route_put_qd with the topic's slot in the topic table already searched. */
-static int put_qd_at(struct ns_route *r, size_t pos, bool found,
-                     const char *topic, const struct ns_queue_data *qd,
-                     bool *changed)
+int route_put_qd_in(struct ns_route *r, struct topic *t,
+                    const struct ns_queue_data *qd, bool *changed)
 {
-    struct topic *t;
     struct ns_queue_data *cur;
     struct ns_queue_data *copy = NULL;
     int rv = NS_ENOMEM;
+    bool found;
 
     if (changed != NULL) {
         *changed = false;
     }
-    t = found ? r->topics.items[pos] : create_topic(r, pos, topic);
-    if (t == NULL) {
-        goto err;
-    }
-    pos = svec_search(&t->qds, qd->broker_name, svec_cmp_named, &found);
+    size_t pos = svec_search(&t->qds, qd->broker_name, svec_cmp_named, &found);
     if (found) {
         cur = t->qds.items[pos];
         if (!equal_qd(cur, qd)) {
@@ -548,8 +542,23 @@ err_after_copy:
     ns_free(copy);
 err_after_topic:
     route_drop_topic_if_empty(r, t);
-err:
     return rv;
+}
+
+/* route_put_qd with the topic's slot in the topic table already searched. */
+static int put_qd_at(struct ns_route *r, size_t pos, bool found,
+                     const char *topic, const struct ns_queue_data *qd,
+                     bool *changed)
+{
+    struct topic *t =
+        found ? r->topics.items[pos] : create_topic(r, pos, topic);
+    if (t == NULL) {
+        if (changed != NULL) {
+            *changed = false;
+        }
+        return NS_ENOMEM;
+    }
+    return route_put_qd_in(r, t, qd, changed);
 }
 
 int route_put_qd(struct ns_route *r, const char *topic,
@@ -557,16 +566,6 @@ int route_put_qd(struct ns_route *r, const char *topic,
 {
     bool found;
     size_t pos = svec_search(&r->topics, topic, svec_cmp_named, &found);
-    return put_qd_at(r, pos, found, topic, qd, changed);
-}
-
-int route_put_qd_near(struct ns_route *r, const char *topic,
-                      const struct ns_queue_data *qd, bool *changed,
-                      size_t *hint)
-{
-    bool found;
-    size_t pos =
-        svec_search_near(&r->topics, topic, svec_cmp_named, hint, &found);
     return put_qd_at(r, pos, found, topic, qd, changed);
 }
 

@@ -36,6 +36,9 @@ void *svec_find(const struct svec *v, const void *key, svec_cmp_fn cmp);
 /* Inserts item (taken on success) at pos. 0 or NS_ENOMEM. */
 int svec_insert(struct svec *v, size_t pos, void *item);
 /* Removes and returns the item at pos (the caller owns it again). */
+/* Merges add[0..k) (named items sorted by name, none in v) into v in one
+ * pass. 0, or NS_ENOMEM (v unchanged). */
+int svec_merge_named(struct svec *v, void *const *add, size_t k);
 void *svec_remove_at(struct svec *v, size_t pos);
 /* Frees the array (not the items). */
 void svec_close(struct svec *v);
@@ -210,12 +213,21 @@ void route_remove_cluster_name(struct ns_route *r, const char *cluster,
  * *changed (may be NULL) tells whether anything changed. 0 or NS_ENOMEM. */
 int route_put_qd(struct ns_route *r, const char *topic,
                  const struct ns_queue_data *qd, bool *changed);
-/* As route_put_qd, the topic searched from *hint (svec_search_near), which is
- * left at the topic's index: for the topics of a registration in ascending
- * order. */
-int route_put_qd_near(struct ns_route *r, const char *topic,
-                      const struct ns_queue_data *qd, bool *changed,
-                      size_t *hint);
+/* Puts qd into t, a topic in the table, as route_put_qd does; t leaves the
+ * table when the put fails and t is left empty. */
+int route_put_qd_in(struct ns_route *r, struct topic *t,
+                    const struct ns_queue_data *qd, bool *changed);
+struct route_new_topic {
+    const char *name; /* borrowed */
+    struct ns_queue_data qd;
+    size_t seq; /* order of arrival, for sorting */
+};
+/* Creates the k topics add[0..k) (sorted by name, distinct, none in the
+ * table) with their queue data, in one merge of the topic table
+ * (src/route/route_merge.c). 0 or NS_ENOMEM (then none of them is in the
+ * table). */
+int route_put_qds_new(struct ns_route *r, const struct route_new_topic *add,
+                      size_t k);
 /* Removes bname's queue data from t, and t itself when left empty (t is then
  * freed). */
 void route_remove_qd(struct ns_route *r, struct topic *t, const char *bname);

@@ -87,6 +87,58 @@ static bool topic_changed(const struct ns_route *r, bool dv_changed,
     return t == NULL || svec_find(&t->qds, bname, svec_cmp_named) == NULL;
 }
 
+/* The topics of a registration not yet in the table, with their queue data:
+ * created together after the pass (route_put_qds_new). */
+struct new_topics {
+    struct route_new_topic *items;
+    size_t n;
+};
+
+static int defer_new_topic(struct new_topics *nt, size_t max, const char *name,
+                           const struct ns_queue_data *qd)
+{
+    if (nt->items == NULL) {
+        nt->items = ns_malloc(max * sizeof(*nt->items));
+        if (nt->items == NULL) {
+            return NS_ENOMEM;
+        }
+    }
+    nt->items[nt->n] = (struct route_new_topic){name, *qd, nt->n};
+    nt->n++;
+    return 0;
+}
+
+static int cmp_new_topic(const void *a, const void *b)
+{
+    const struct route_new_topic *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Sorted by name, each name once with its last queue data (as putting them
+ * one after the other would leave it). Decoded requests come sorted and
+ * distinct; built ones need not. */
+static void new_topics_settle(struct new_topics *nt)
+{
+    bool sorted = true;
+    for (size_t i = 1; i < nt->n && sorted; i++) {
+        sorted = strcmp(nt->items[i - 1].name, nt->items[i].name) < 0;
+    }
+    if (sorted) {
+        return;
+    }
+    qsort(nt->items, nt->n, sizeof(*nt->items), cmp_new_topic);
+    size_t w = 0;
+    for (size_t i = 0; i < nt->n; i++) {
+        if (i + 1 < nt->n &&
+            strcmp(nt->items[i].name, nt->items[i + 1].name) == 0) {
+            continue;
+        }
+        nt->items[w++] = nt->items[i];
+    }
+    nt->n = w;
+}
+
 /* Steps 10b and 10c. A full pass (changed DataVersion or a first
  * registration) writes every topic, except those g's memo shows unchanged
  * (route_memo.c), and leaves a memo of what it wrote; any other pass writes
@@ -103,8 +155,10 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
     size_t cursor = 0;
     int rv = 0;
     /* The topics come sorted by name (ns_register_decode_body), as the topic
-     * table is: each search starts where the previous one ended. */
+     * table is: each search starts where the previous one ended, and the
+     * table does not change until the new topics are merged in. */
     size_t hint = 0;
+    struct new_topics fresh = {0};
 
     for (size_t i = 0; i < req->n_topics; i++) {
         const struct ns_topic_config *tc = &req->topics[i];
@@ -122,11 +176,23 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
         if (route_memo_holds(memo, &cursor, tc->name, &qd)) {
             continue;
         }
-        rv = route_put_qd_near(r, tc->name, &qd, NULL, &hint);
+        bool found;
+        size_t pos = svec_search_near(&r->topics, tc->name, svec_cmp_named,
+                                      &hint, &found);
+        rv = found ? route_put_qd_in(r, r->topics.items[pos], &qd, NULL)
+                   : defer_new_topic(&fresh, req->n_topics, tc->name, &qd);
         if (rv != 0) {
-            route_memo_free(r, memo);
-            return rv;
+            break;
         }
+    }
+    if (rv == 0) {
+        new_topics_settle(&fresh);
+        rv = route_put_qds_new(r, fresh.items, fresh.n);
+    }
+    ns_free(fresh.items);
+    if (rv != 0) {
+        route_memo_free(r, memo);
+        return rv;
     }
     if (full) {
         route_memo_free(r, memo);

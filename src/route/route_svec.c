@@ -1,6 +1,7 @@
 /* The sorted vector of item pointers used for every route table (binary search,
  * ordered iteration). It owns only its array; item ownership belongs to the
  * table using it. */
+#include <stdint.h>
 #include <string.h>
 
 #include "raftns/alloc.h"
@@ -61,6 +62,35 @@ int svec_insert(struct svec *v, size_t pos, void *item)
             (v->n - pos) * sizeof(*v->items));
     v->items[pos] = item;
     v->n++;
+    return 0;
+}
+
+int svec_merge_named(struct svec *v, void *const *add, size_t k)
+{
+    if (k > SIZE_MAX / sizeof(*v->items) - v->n) {
+        return NS_ENOMEM;
+    }
+    if (v->n + k > v->cap) {
+        size_t cap = v->cap * 2 > v->n + k ? v->cap * 2 : v->n + k;
+        void **items = ns_realloc(v->items, cap * sizeof(*items));
+        if (items == NULL) {
+            return NS_ENOMEM;
+        }
+        v->items = items;
+        v->cap = cap;
+    }
+    /* From the back, so each item moves once and the items before the first
+     * new one's place do not move at all. */
+    size_t i = v->n, j = k, w = v->n + k;
+    while (j > 0) {
+        if (i > 0 &&
+            svec_cmp_named(v->items[i - 1], *(char *const *)add[j - 1]) > 0) {
+            v->items[--w] = v->items[--i];
+        } else {
+            v->items[--w] = add[--j];
+        }
+    }
+    v->n += k;
     return 0;
 }
 
