@@ -79,16 +79,19 @@ int svec_merge_named(struct svec *v, void *const *add, size_t k)
         v->items = items;
         v->cap = cap;
     }
-    /* From the back, so each item moves once and the items before the first
-     * new one's place do not move at all. */
-    size_t i = v->n, j = k, w = v->n + k;
-    while (j > 0) {
-        if (i > 0 &&
-            svec_cmp_named(v->items[i - 1], *(char *const *)add[j - 1]) > 0) {
-            v->items[--w] = v->items[--i];
-        } else {
-            v->items[--w] = add[--j];
-        }
+    /* From the back: each new item's place is searched among the items not
+     * moved yet, and the block after it moves once, so a merge costs
+     * O(k log n) comparisons and moves each item at most once. */
+    size_t i = v->n, w = v->n + k;
+    for (size_t j = k; j > 0; j--) {
+        struct svec_probe p = {svec_cmp_named, *(char *const *)add[j - 1]};
+        bool found;
+        size_t pos = ns_sorted_search_by(v->items, i, sizeof *v->items,
+                                         cmp_item, &p, &found);
+        w -= i - pos;
+        memmove(&v->items[w], &v->items[pos], (i - pos) * sizeof(*v->items));
+        v->items[--w] = add[j - 1];
+        i = pos;
     }
     v->n += k;
     return 0;
