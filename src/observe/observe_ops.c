@@ -153,8 +153,8 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   ns_node_appends_dropped(o->node));
     ns_buf_printf(out,
                   "# HELP raftns_checkpoint_digest_loop_seconds How long "
-                  "the last checkpoint digest (or the fork computing it) "
-                  "held the event loop.\n"
+                  "the last checkpoint digest (its encoding, or the fork "
+                  "computing it) held the event loop.\n"
                   "# TYPE raftns_checkpoint_digest_loop_seconds gauge\n"
                   "raftns_checkpoint_digest_loop_seconds %.6f\n",
                   (double)ns_node_digest_loop_ns(o->node) / 1e9);
