@@ -54,6 +54,12 @@ struct tcp_peer {
     struct call *calls;
     int32_t next_opaque;
     uv_timer_t timer;
+    /* Frames queued in one loop turn go out in one write, after the turn's
+     * I/O callbacks (flush_check); flush_kick keeps the loop from blocking
+     * in poll while frames queued outside them wait. */
+    uv_check_t flush_check;
+    uv_idle_t flush_kick;
+    int open_handles;
     bool closing;
     struct ns_tls_ctx *const *tls_ctx; /* borrowed slot, may be NULL */
     ns_peer_close_cb close_cb;
@@ -73,6 +79,11 @@ int ns_peer_create(uv_loop_t *loop, struct ns_peer **out)
     ns_buf_init(&p->out);
     uv_timer_init(loop, &p->timer);
     p->timer.data = p;
+    uv_check_init(loop, &p->flush_check);
+    p->flush_check.data = p;
+    uv_idle_init(loop, &p->flush_kick);
+    p->flush_kick.data = p;
+    p->open_handles = 3;
     p->base.ops = &tcp_ops;
     *out = &p->base;
     return 0;
@@ -417,6 +428,19 @@ static void tick_cb(uv_timer_t *t)
     }
 }
 
+static void flush_check_cb(uv_check_t *h)
+{
+    struct tcp_peer *p = h->data;
+    uv_check_stop(&p->flush_check);
+    uv_idle_stop(&p->flush_kick);
+    flush_out(p);
+}
+
+static void flush_kick_cb(uv_idle_t *h)
+{
+    (void)h; /* only keeps poll from blocking until flush_check runs */
+}
+
 static int send_frame(struct tcp_peer *p, struct ns_cmd *req)
 {
     int rv = ensure_conn(p);
@@ -430,7 +454,10 @@ static int send_frame(struct tcp_peer *p, struct ns_cmd *req)
         p->out.err = 0;
         return NS_ENOMEM;
     }
-    flush_out(p);
+    if (!uv_is_active((uv_handle_t *)&p->flush_check)) {
+        uv_check_start(&p->flush_check, flush_check_cb);
+        uv_idle_start(&p->flush_kick, flush_kick_cb);
+    }
     return 0;
 }
 
@@ -479,9 +506,12 @@ static int tcp_oneway(struct tcp_peer *p, struct ns_cmd *req)
     return send_frame(p, req);
 }
 
-static void timer_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
     struct tcp_peer *p = h->data;
+    if (--p->open_handles > 0) {
+        return;
+    }
     if (p->close_cb != NULL) {
         p->close_cb(p->close_arg);
     }
@@ -500,7 +530,9 @@ static void tcp_close(struct tcp_peer *p, ns_peer_close_cb cb, void *arg)
     ns_buf_close(&p->out);
     ns_free(p->addr);
     p->addr = NULL;
-    uv_close((uv_handle_t *)&p->timer, timer_closed);
+    uv_close((uv_handle_t *)&p->timer, handle_closed);
+    uv_close((uv_handle_t *)&p->flush_check, handle_closed);
+    uv_close((uv_handle_t *)&p->flush_kick, handle_closed);
 }
 
 /* --- struct ns_peer over TCP, and the calls every implementation answers ---
