@@ -45,6 +45,10 @@ int route_put_qds_new(struct ns_route *r, const struct route_new_topic *add,
     for (; i < k && rv == 0; i++) {
         rv = route_put_qd_in(r, fresh[i], &add[i].qd, NULL);
     }
+    if (rv == 0) {
+        ns_free(fresh);
+        return 0;
+    }
     /* A failed put dropped its own topic; the ones after it are empty. */
     struct svec emptied = {0};
     for (; i < k; i++) {

@@ -91,17 +91,29 @@ static bool topic_changed(const struct ns_route *r, bool dv_changed,
  * created together after the pass (route_put_qds_new). */
 struct new_topics {
     struct route_new_topic *items;
-    size_t n;
+    size_t n, cap;
+    struct route_new_topic first[4]; /* most registrations bring a few */
 };
 
-static int defer_new_topic(struct new_topics *nt, size_t max, const char *name,
+static int defer_new_topic(struct new_topics *nt, const char *name,
                            const struct ns_queue_data *qd)
 {
     if (nt->items == NULL) {
-        nt->items = ns_malloc(max * sizeof(*nt->items));
-        if (nt->items == NULL) {
+        nt->items = nt->first;
+        nt->cap = sizeof nt->first / sizeof nt->first[0];
+    }
+    if (nt->n == nt->cap) {
+        struct route_new_topic *more =
+            ns_malloc(2 * nt->cap * sizeof(*nt->items));
+        if (more == NULL) {
             return NS_ENOMEM;
         }
+        memcpy(more, nt->items, nt->n * sizeof(*nt->items));
+        if (nt->items != nt->first) {
+            ns_free(nt->items);
+        }
+        nt->items = more;
+        nt->cap *= 2;
     }
     nt->items[nt->n] = (struct route_new_topic){name, *qd, nt->n};
     nt->n++;
@@ -180,7 +192,7 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
         size_t pos = svec_search_near(&r->topics, tc->name, svec_cmp_named,
                                       &hint, &found);
         rv = found ? route_put_qd_in(r, r->topics.items[pos], &qd, NULL)
-                   : defer_new_topic(&fresh, req->n_topics, tc->name, &qd);
+                   : defer_new_topic(&fresh, tc->name, &qd);
         if (rv != 0) {
             break;
         }
@@ -189,7 +201,9 @@ static int update_routes(struct ns_route *r, const struct ns_register *req,
         new_topics_settle(&fresh);
         rv = route_put_qds_new(r, fresh.items, fresh.n);
     }
-    ns_free(fresh.items);
+    if (fresh.items != fresh.first) {
+        ns_free(fresh.items);
+    }
     if (rv != 0) {
         route_memo_free(r, memo);
         return rv;
