@@ -36,6 +36,10 @@ int ns_digest_thread_collect(struct ns_digest_thread *t, bool wait,
 /* Forgets the digest in flight (the thread finishes hashing it and drops the
  * result). No-op when none is. */
 void ns_digest_thread_abandon(struct ns_digest_thread *t);
+/* Frees the kept buffer (waiting for a hash in progress): for a node whose
+ * state grew big enough to be digested in a fork, so it does not hold the
+ * last encoding for good. */
+void ns_digest_thread_release(struct ns_digest_thread *t);
 /* Stops and joins the thread (waiting for a hash in progress). NULL: no-op. */
 void ns_digest_thread_destroy(struct ns_digest_thread *t);
 

@@ -158,6 +158,15 @@ void ns_digest_thread_abandon(struct ns_digest_thread *t)
     pthread_mutex_unlock(&t->lock);
 }
 
+void ns_digest_thread_release(struct ns_digest_thread *t)
+{
+    pthread_mutex_lock(&t->lock);
+    wait_not_queued(t);
+    pthread_mutex_unlock(&t->lock);
+    ns_buf_close(&t->buf);
+    ns_buf_init(&t->buf);
+}
+
 void ns_digest_thread_destroy(struct ns_digest_thread *t)
 {
     if (t == NULL) {

@@ -138,6 +138,8 @@ static int snap_freeze(void *arg, const struct ns_state *s)
     ns_buf_reset(&n->snapbuf); /* pages already faulted in: see snap_release */
     int rv = 0;
     if (worth_a_fork(n, s)) {
+        ns_buf_close(&n->snapbuf); /* the loop's encodings are over */
+        ns_buf_init(&n->snapbuf);
         rv = ns_snapshot_fork_freeze(&n->snapfork, s);
         if (rv == 0) {
             n->forks++;
@@ -182,9 +184,9 @@ static int snap_collect(void *arg, uint8_t **data, size_t *len)
 
 /* The buffer of a state encoded on the loop is kept for the next snapshot:
  * a fresh one costs a page fault per 4 KiB, which on a busy virtual machine
- * held the loop several times longer than the encoding itself (BENCHMARKS.md,
+ * can hold the loop longer than the encoding itself (BENCHMARKS.md,
  * "Checkpoint digests hashed off the loop"). A state big enough to fork keeps
- * none. */
+ * none (snap_freeze, digest_start). */
 static void snap_release(void *arg)
 {
     struct ns_node *n = arg;
@@ -203,6 +205,9 @@ static int digest_start(void *arg, const struct ns_state *s)
     struct ns_node *n = arg;
     n->digest_in_fork = worth_a_fork(n, s);
     if (n->digest_in_fork) {
+        if (n->digester != NULL) {
+            ns_digest_thread_release(n->digester);
+        }
         int rv = ns_snapshot_fork_digest(&n->digestfork, s);
         n->forks += rv == 0 ? 1 : 0;
         return rv;
