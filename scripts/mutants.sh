@@ -31,6 +31,7 @@ declare -A catcher=(
     [stale-link]=test_sim_heartbeat_fresh
     [commit-own-stored]=test_sim_commit
     [batch-first-entry]=test_sim_batch
+    [lead-after-disk-failure]=test_sim_disk_fault
     # the route alone (a unit test)
     [memo-stale]=test_route_memo
 )
@@ -38,11 +39,11 @@ declare -A kind=([no-reqid]=RAFTNS_BREAK [forward-local]=RAFTNS_BREAK
     [forward-once]=RAFTNS_BREAK [no-dedup]=RAFTNS_BREAK [ack-before-apply]=RAFTNS_BREAK
     [read-no-wait]=RAFTNS_BREAK [no-grace]=RAFTNS_BREAK [stale-link]=RAFTNS_BREAK
     [commit-own-stored]=RAFTNS_BREAK [batch-first-entry]=RAFTNS_BREAK
-    [memo-stale]=RAFTNS_BREAK)
+    [memo-stale]=RAFTNS_BREAK [lead-after-disk-failure]=RAFTNS_BREAK)
 mutants=("$@")
 ((${#mutants[@]})) || mutants=(private-unsigned raft-unchecked acl-open no-reqid forward-local
     forward-once no-dedup ack-before-apply read-no-wait no-grace stale-link commit-own-stored
-    batch-first-entry memo-stale)
+    batch-first-entry memo-stale lead-after-disk-failure)
 survivors=()
 for m in "${mutants[@]}"; do
     dir=$top/build-mutant-$m

@@ -196,6 +196,10 @@ uint64_t ns_node_installs_held(const struct ns_node *n);
 /* AppendEntries from index 1 dropped because this node's log no longer holds
  * index 1, on which raft 0.15 turns unavailable (docs/raft-0.15.md §19). */
 uint64_t ns_node_appends_dropped(const struct ns_node *n);
+/* Terms this node stopped leading because its own disk write failed, which
+ * raft 0.15 would have gone on leading over the lost entries' indexes
+ * (raft/node/node_fence.c). */
+uint64_t ns_node_fences(const struct ns_node *n);
 /* Batches of proposals this node handed to raft as leader, and the entries
  * in them (raft/node/node_propose.c): one raft_apply, one disk write and one
  * AppendEntries per follower per batch. */

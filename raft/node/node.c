@@ -330,6 +330,7 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
     r->fsm = &n->fsm.fsm;
     n->raft_inited = true;
     node_commit_wrap(n);
+    node_fence_wrap(n);
     configure_raft(n, cfg);
     *out = n;
     return 0;
@@ -404,6 +405,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     }
     n->raft_inited = true;
     node_commit_wrap(n);
+    node_fence_wrap(n);
     configure_raft(n, cfg);
     rv = bootstrap(n, cfg);
     if (rv != 0) {

@@ -223,6 +223,12 @@ struct ns_node {
     int (*raft_io_start)(struct raft_io *io, unsigned msecs,
                          raft_io_tick_cb tick, raft_io_recv_cb recv);
     uint64_t commits_caught_up; /* commit index moves raft 0.15 missed */
+    /* the term this node stopped leading after its own disk write failed, and
+     * raft's io send behind node_fence.c's */
+    raft_term fenced_term;
+    uint64_t fences;
+    int (*raft_io_send)(struct raft_io *io, struct raft_io_send *req,
+                        const struct raft_message *message, raft_io_send_cb cb);
     /* an InstallSnapshot raft would drop now (node_install_hold.c) */
     struct raft_message install_msg;
     bool install_held;
@@ -320,6 +326,11 @@ bool node_install_hold(struct ns_node *n, const struct raft_message *m);
  * 0.15 would fail on, turning unavailable) was dropped and freed. */
 bool node_append_guard(struct ns_node *n, struct raft_message *m);
 void node_install_flush(struct ns_node *n);
+/* node_fence.c: a leader whose disk write failed (why, for the log) stops
+ * leading its term; node_fence_wrap puts the send filter in front of raft's
+ * io, once, after raft_init. */
+void node_fence(struct ns_node *n, const char *why);
+void node_fence_wrap(struct ns_node *n);
 void node_install_drop(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */
 int node_map_raft_status(int status);

@@ -82,7 +82,16 @@ static void batch_cb(struct raft_apply *req, int status, void *result)
 {
     (void)result; /* the results are in the proposals (the FSM adapter) */
     struct node_batch *b = req->data;
-    unlink_batch(b->node, b);
+    struct ns_node *n = b->node;
+    unlink_batch(n, b);
+    /* Only a failed write: a leader losing its term calls its batches back
+     * (RAFT_LEADERSHIPLOST) while its state still says leader. */
+    bool disk_failed = status == RAFT_IOERR || status == RAFT_NOSPACE ||
+                       status == RAFT_CORRUPT;
+    if (disk_failed && raft_state(n->raft) == RAFT_LEADER &&
+        b->term == n->raft->current_term) {
+        node_fence(n, "a disk write of this leader failed");
+    }
     int failed = node_map_raft_status(status);
     for (unsigned i = 0; i < b->n; i++) {
         if (b->p[i] != NULL) {
@@ -126,6 +135,8 @@ static void orphan_lost_batches(struct ns_node *n)
         }
         b->orphaned = true;
         b->req.index = 0;
+        node_fence(n, "entries of this leader left its log (a failed disk "
+                      "write)");
         for (unsigned i = 0; i < b->n; i++) {
             if (b->p[i] != NULL) {
                 answer(b->p[i], NS_EIO);

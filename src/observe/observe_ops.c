@@ -152,6 +152,12 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_raft_appends_dropped_total %" PRIu64 "\n",
                   ns_node_appends_dropped(o->node));
     ns_buf_printf(out,
+                  "# HELP raftns_raft_leader_fences_total Terms this node "
+                  "stopped leading because its own disk write failed.\n"
+                  "# TYPE raftns_raft_leader_fences_total counter\n"
+                  "raftns_raft_leader_fences_total %" PRIu64 "\n",
+                  ns_node_fences(o->node));
+    ns_buf_printf(out,
                   "# HELP raftns_checkpoint_digest_loop_seconds How long "
                   "the last checkpoint digest (its encoding, or the fork "
                   "computing it) held the event loop.\n"

@@ -1,11 +1,14 @@
-/* A leader whose disk write fails, over the simulated cluster (sim.h, with
- * raft_fixture's injected I/O failure, which fails the write when it is
- * submitted: raft_apply returns the error). Every write of the failed batch
- * is answered exactly once, writes after it succeed and get their own
- * answers, and every node ends with the same state and the same writes
- * applied. A write that fails later, in its callback, takes another path
- * (raft/node/node_propose.c, orphan_lost_batches) that this fixture cannot
- * reach; docs/raft-0.15.md §20 says what happens there. */
+/* A leader whose disk write fails, over the simulated cluster (sim.h).
+ * First raft_fixture's injected I/O failure, which fails the write when it is
+ * submitted (raft_apply returns the error); then a write that fails later, in
+ * its callback, as a disk does: the leader's append is wrapped so that one
+ * write persists nothing and reports RAFT_IOERR a step after it was
+ * submitted. libraft 0.15 then truncates the leader's log and leads on in
+ * the same term (docs/raft-0.15.md §20); raftns fences that leader
+ * (raft/node/node_fence.c). Either way every write is answered exactly once,
+ * the writes after it succeed, and every node ends with the same state and
+ * the same writes applied. Mutant lead-after-disk-failure (scripts/mutants.sh)
+ * fails the second test: followers and leader diverge, or libraft crashes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +114,100 @@ static void test_failed_leader_write_answers_its_batch(void **state)
     }
 }
 
+static int (*fixture_append)(struct raft_io *io, struct raft_io_append *req,
+                             const struct raft_entry entries[], unsigned n,
+                             raft_io_append_cb cb);
+static bool fail_next_append;
+static unsigned appends_failed;
+static struct raft_io_append *failed_req;
+static raft_io_append_cb failed_cb;
+
+static int wrapped_append(struct raft_io *io, struct raft_io_append *req,
+                          const struct raft_entry entries[], unsigned n,
+                          raft_io_append_cb cb)
+{
+    if (!fail_next_append) {
+        return fixture_append(io, req, entries, n, cb);
+    }
+    fail_next_append = false;
+    failed_req = req;
+    failed_cb = cb;
+    return 0;
+}
+
+static bool run_failing(struct sim *s, bool (*pred)(struct sim *, void *),
+                        void *arg, uint64_t max_ms)
+{
+    uint64_t end = sim_now(s) + max_ms;
+    while (!pred(s, arg) && sim_now(s) < end) {
+        sim_step(s);
+        if (failed_req != NULL) {
+            struct raft_io_append *req = failed_req;
+            failed_req = NULL;
+            appends_failed++;
+            failed_cb(req, RAFT_IOERR);
+            sim_after(s);
+        }
+    }
+    return pred(s, arg);
+}
+
+static void test_leader_write_failing_later_keeps_nodes_equal(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    sim_expect_code(c, sim_send_kv_put(c, "k", "before"), NS_CODE_SUCCESS);
+    struct raft_io *io = raft_fixture_get(&s->f, l)->io;
+    fixture_append = io->append;
+    io->append = wrapped_append;
+    appends_failed = 0;
+    fail_next_append = true;
+    int32_t ops[N_BATCH];
+    for (unsigned i = 0; i < N_BATCH; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "lost%u", i);
+        ops[i] = sim_send_kv_put(c, "k", v);
+    }
+    struct batch_wait w = {c, ops, N_BATCH};
+    assert_true(run_failing(s, all_replied, &w, 30000));
+    assert_int_equal(appends_failed, 1);
+    unsigned l2 = sim_settle(s);
+    struct sim_client *c2 = l2 == l ? c : sim_client(s, l2);
+    int32_t after[N_BATCH];
+    for (unsigned i = 0; i < N_BATCH; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "after%u", i);
+        after[i] = sim_send_kv_put(c2, "k", v);
+    }
+    struct batch_wait w2 = {c2, after, N_BATCH};
+    assert_true(sim_run_until(s, all_replied, &w2, 30000));
+    sim_run_for(s, 3000);
+    sim_settle(s);
+    io->append = fixture_append;
+    unsigned lost_ok = 0, after_ok = 0;
+    for (unsigned i = 0; i < N_BATCH; i++) {
+        assert_int_equal(count_replies(c, ops[i]), 1);
+        assert_int_equal(count_replies(c2, after[i]), 1);
+        lost_ok += reply_code(c, ops[i]) == NS_CODE_SUCCESS;
+        after_ok += reply_code(c2, after[i]) == NS_CODE_SUCCESS;
+    }
+    /* The batch's writes are answered with an error (their entries may
+     * still be committed by the next leader, which that error allows), the
+     * later ones succeed, under another leader: the old one was fenced. */
+    assert_int_equal(lost_ok, 0);
+    assert_int_equal(after_ok, N_BATCH);
+    assert_true(l2 != l);
+    assert_int_equal(ns_node_fences(s->nodes[l].node), 1);
+    const char *v0 = sim_kv(s, 0, "k");
+    assert_non_null(v0);
+    for (unsigned i = 0; i < s->n; i++) {
+        sim_assert_kv(s, i, "k", v0);
+        assert_int_equal(sim_n_applied(s, i, NS_CMD_KV_PUT, true),
+                         sim_n_applied(s, 0, NS_CMD_KV_PUT, true));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +217,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_failed_leader_write_answers_its_batch, sim_fixture_setup5,
             sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_leader_write_failing_later_keeps_nodes_equal,
+            sim_fixture_setup3, sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_leader_write_failing_later_keeps_nodes_equal,
+            sim_fixture_setup5, sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
