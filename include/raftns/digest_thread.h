@@ -3,8 +3,9 @@
  * (include/raftns/snapshot_fork.h). The loop still encodes the state (it
  * changes as soon as the loop applies the next entry) but into a buffer kept
  * between digests, so the encoding touches no fresh pages; the thread runs
- * the byte-serial hash over it, the larger share of the cost
- * (BENCHMARKS.md, "Checkpoint digests hashed off the loop"). The digest is
+ * the byte-serial hash over it. With topics scattered over a server's heap
+ * the encoding, which stays, costs several times the hash (BENCHMARKS.md,
+ * "Checkpoint digests hashed off the loop"). The digest is
  * ns_snapshot_digest's, bit for bit: nodes that hash on the loop, in a fork or
  * here agree. One digest at a time. */
 #ifndef RAFTNS_DIGEST_THREAD_H

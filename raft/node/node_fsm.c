@@ -182,11 +182,10 @@ static int snap_collect(void *arg, uint8_t **data, size_t *len)
     return 0;
 }
 
-/* The buffer of a state encoded on the loop is kept for the next snapshot:
- * a fresh one costs a page fault per 4 KiB, which on a busy virtual machine
- * can hold the loop longer than the encoding itself (BENCHMARKS.md,
- * "Checkpoint digests hashed off the loop"). A state big enough to fork keeps
- * none (snap_freeze, digest_start). */
+/* The buffer of a state encoded on the loop is kept for the next snapshot: a
+ * fresh one costs the loop a page fault per 4 KiB it fills, and faults are
+ * dear on this project's virtual machines (docs/raft-0.15.md §5). A state big
+ * enough to fork keeps none (snap_freeze, digest_start). */
 static void snap_release(void *arg)
 {
     struct ns_node *n = arg;
