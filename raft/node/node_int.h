@@ -330,6 +330,14 @@ void node_install_flush(struct ns_node *n);
  * leading its term; node_fence_wrap puts the send filter in front of raft's
  * io, once, after raft_init. */
 void node_fence(struct ns_node *n, const char *why);
+/* Whether a request's status says its disk write failed (as opposed to a
+ * leader losing its term, RAFT_LEADERSHIPLOST, while its state still says
+ * leader). */
+static inline bool node_disk_failed(int status)
+{
+    return status == RAFT_IOERR || status == RAFT_NOSPACE ||
+           status == RAFT_CORRUPT;
+}
 void node_fence_wrap(struct ns_node *n);
 void node_install_drop(struct ns_node *n);
 /* Translates a raft status code into an NS_E* code (node.c). */

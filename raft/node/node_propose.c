@@ -84,11 +84,7 @@ static void batch_cb(struct raft_apply *req, int status, void *result)
     struct node_batch *b = req->data;
     struct ns_node *n = b->node;
     unlink_batch(n, b);
-    /* Only a failed write: a leader losing its term calls its batches back
-     * (RAFT_LEADERSHIPLOST) while its state still says leader. */
-    bool disk_failed = status == RAFT_IOERR || status == RAFT_NOSPACE ||
-                       status == RAFT_CORRUPT;
-    if (disk_failed && raft_state(n->raft) == RAFT_LEADER &&
+    if (node_disk_failed(status) && raft_state(n->raft) == RAFT_LEADER &&
         b->term == n->raft->current_term) {
         node_fence(n, "a disk write of this leader failed");
     }

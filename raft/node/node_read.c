@@ -86,6 +86,10 @@ static void barrier_cb(struct raft_barrier *req, int status)
     } else if (status != 0) {
         NS_LOG(NS_LOG_WARN, "node: leader barrier failed: %s",
                raft_strerror(status));
+        /* Its term would stay without a leader that takes writes. */
+        if (node_disk_failed(status) && b->term == n->raft->current_term) {
+            node_fence(n, "the leader barrier's disk write failed");
+        }
     }
     ns_free(b);
 }

@@ -7,8 +7,10 @@
  * the same term (docs/raft-0.15.md §20); raftns fences that leader
  * (raft/node/node_fence.c). Either way every write is answered exactly once,
  * the writes after it succeed, and every node ends with the same state and
- * the same writes applied. Mutant lead-after-disk-failure (scripts/mutants.sh)
- * fails the second test: followers and leader diverge, or libraft crashes. */
+ * the same writes applied. Last, a new leader whose barrier write fails
+ * leaves its term to another. Mutant lead-after-disk-failure
+ * (scripts/mutants.sh) fails the last two: followers and leader diverge,
+ * libraft crashes, or no leader ever takes writes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,7 +128,9 @@ static int wrapped_append(struct raft_io *io, struct raft_io_append *req,
                           const struct raft_entry entries[], unsigned n,
                           raft_io_append_cb cb)
 {
-    if (!fail_next_append) {
+    /* io->data is the raft: only a leader's own write fails */
+    if (!fail_next_append ||
+        raft_state((struct raft *)io->data) != RAFT_LEADER) {
         return fixture_append(io, req, entries, n, cb);
     }
     fail_next_append = false;
@@ -208,6 +212,46 @@ static void test_leader_write_failing_later_keeps_nodes_equal(void **state)
     }
 }
 
+static bool one_failed(struct sim *s, void *arg)
+{
+    (void)s;
+    (void)arg;
+    return appends_failed > 0;
+}
+
+/* A new leader's first write is its barrier: when that write fails, the
+ * leader cannot take writes in its term, so it must leave it to another. */
+static void test_new_leader_barrier_write_failing(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    struct sim_client *c = sim_client(s, l);
+    sim_expect_code(c, sim_send_kv_put(c, "k", "before"), NS_CODE_SUCCESS);
+    for (unsigned i = 0; i < s->n; i++) {
+        struct raft_io *io = raft_fixture_get(&s->f, i)->io;
+        fixture_append = io->append;
+        io->append = wrapped_append;
+    }
+    appends_failed = 0;
+    fail_next_append = true;
+    sim_kill(s, l);
+    assert_true(run_failing(s, one_failed, NULL, 30000));
+    unsigned l2 = sim_settle(s);
+    assert_true(l2 != l);
+    struct sim_client *c2 = sim_client(s, l2);
+    sim_expect_code(c2, sim_send_kv_put(c2, "k", "after"), NS_CODE_SUCCESS);
+    sim_settle(s);
+    unsigned fenced = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        raft_fixture_get(&s->f, i)->io->append = fixture_append;
+        if (i != l) {
+            sim_assert_kv(s, i, "k", "after");
+            fenced += (unsigned)ns_node_fences(s->nodes[i].node);
+        }
+    }
+    assert_int_equal(fenced, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +267,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_leader_write_failing_later_keeps_nodes_equal,
             sim_fixture_setup5, sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_new_leader_barrier_write_failing,
+                                        sim_fixture_setup3,
+                                        sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_new_leader_barrier_write_failing,
+                                        sim_fixture_setup5,
+                                        sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
