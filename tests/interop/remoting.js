@@ -77,15 +77,30 @@ function timeoutAfter(ms) {
   return new Promise(resolve => setTimeout(resolve, ms));
 }
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
+// A TCP port on 127.0.0.1 below the kernel's ephemeral range (32768 and up by default), as
+// tests/cluster/free_port.h picks them: an ephemeral one can be taken by another test's
+// outgoing connection before the node binds it ("address already in use", seen in CI).
+// Random in [20000, 32000), checked free by listening, none handed out twice here.
+const givenPorts = new Set();
+
+function tryListen(port) {
+  return new Promise(resolve => {
     const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = srv.address().port;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
+}
+
+async function freePort() {
+  for (let attempt = 0; attempt < 20000; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    if (givenPorts.has(port)) continue;
+    if (await tryListen(port)) {
+      givenPorts.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port in [20000, 32000)');
 }
 
 // Polls fn() until it returns a truthy value other than a Seen; timeoutMs is already scaled

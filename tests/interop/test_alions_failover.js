@@ -27,7 +27,9 @@ try {
 const RAFTNS_BIN = process.env.RAFTNS_BIN ||
   path.join(__dirname, '..', '..', 'build', 'raftns');
 // Every deadline is T(ms): scaled by RAFTNS_TEST_SCALE (remoting.js, docs/testing.md).
-const { T, describeBound, seen, waitFor, crc32, timeoutAfter } = require('./remoting');
+const {
+  T, describeBound, seen, waitFor, crc32, timeoutAfter, freePort,
+} = require('./remoting');
 
 const ELECTION_MS = 1000;
 const CODE = { REGISTER_BROKER: 103, GET_ROUTEINFO_BY_TOPIC: 105, GET_BROKER_CLUSTER_INFO: 106 };
@@ -35,22 +37,11 @@ const FLAG_RESPONSE = 1;
 
 // ---------------------------------------------------------------- helpers
 
-// Distinct free ports: all listeners stay open until every port is known.
 async function freePorts(n) {
-  const servers = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const srv = net.createServer();
-      await new Promise((resolve, reject) => {
-        srv.once('error', reject);
-        srv.listen(0, '127.0.0.1', resolve);
-      });
-      servers.push(srv);
-    }
-    return servers.map(s => s.address().port);
-  } finally {
-    await Promise.all(servers.map(s => new Promise(resolve => s.close(resolve))));
-  }
+  // distinct, below the ephemeral range (remoting.js freePort)
+  const ports = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
+  return ports;
 }
 
 function encodeFrame(header, body) {

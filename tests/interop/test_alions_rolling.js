@@ -17,7 +17,9 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const { timeoutAfter, waitFor, RawConn, requestOnce, registration } = require('./remoting');
+const {
+  timeoutAfter, waitFor, RawConn, requestOnce, registration, freePort,
+} = require('./remoting');
 
 let MQClientAPI, Producer, Message;
 try {
@@ -42,20 +44,10 @@ const TOPICS = [ 'TopicR1', 'TopicR2' ];
 const N_LOOKUP_CLIENTS = 3;
 
 async function freePorts(n) {
-  const servers = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const srv = net.createServer();
-      await new Promise((resolve, reject) => {
-        srv.once('error', reject);
-        srv.listen(0, '127.0.0.1', resolve);
-      });
-      servers.push(srv);
-    }
-    return servers.map(s => s.address().port);
-  } finally {
-    await Promise.all(servers.map(s => new Promise(resolve => s.close(resolve))));
-  }
+  // distinct, below the ephemeral range (remoting.js freePort)
+  const ports = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
+  return ports;
 }
 
 function httpGet(port, urlPath) {

@@ -6,6 +6,7 @@ the protocol beyond the readiness probe (nsclient.py does)."""
 
 import atexit
 import os
+import random
 import shutil
 import signal
 import socket
@@ -41,17 +42,35 @@ def expired(what, timeout, last):
         what, scale.describe(timeout), last)
 
 
+_GIVEN_PORTS = set()
+
+
 def free_ports(n):
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
+    """n TCP ports on 127.0.0.1 below the kernel's ephemeral range (32768 and up by default),
+    as tests/cluster/free_port.h picks them: an ephemeral one can be taken by another test's
+    outgoing connection between this choice and the node's bind ("address already in use",
+    seen in CI). Random in [20000, 32000), each checked free by binding, none handed out twice
+    by this process."""
+    rng = random.SystemRandom()
+    ports = []
+    for _ in range(20000):
+        if len(ports) == n:
+            break
+        port = rng.randrange(20000, 32000)
+        if port in _GIVEN_PORTS or port in ports:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+        except OSError:
+            continue
+        finally:
             s.close()
+        ports.append(port)
+    if len(ports) < n:
+        raise RuntimeError("no %d free ports in [20000, 32000)" % n)
+    _GIVEN_PORTS.update(ports)
     return ports
 
 
