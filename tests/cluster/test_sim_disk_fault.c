@@ -42,6 +42,17 @@ static int32_t reply_code(struct sim_client *c, int32_t opaque)
     return code;
 }
 
+/* Sends N_BATCH writes of "k" (values prefix0..prefix4) in one turn. */
+static void send_batch(struct sim_client *c, const char *prefix,
+                       int32_t ops[N_BATCH])
+{
+    for (unsigned i = 0; i < N_BATCH; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "%s%u", prefix, i);
+        ops[i] = sim_send_kv_put(c, "k", v);
+    }
+}
+
 struct batch_wait {
     struct sim_client *c;
     const int32_t *ops;
@@ -71,11 +82,7 @@ static void test_failed_leader_write_answers_its_batch(void **state)
      * in one turn. */
     raft_fixture_io_fault(&s->f, l, 0, 1);
     int32_t ops[N_BATCH];
-    for (unsigned i = 0; i < N_BATCH; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "lost%u", i);
-        ops[i] = sim_send_kv_put(c, "k", v);
-    }
+    send_batch(c, "lost", ops);
     struct batch_wait w = {c, ops, N_BATCH};
     assert_true(sim_run_until(s, all_replied, &w, 30000));
 
@@ -85,11 +92,7 @@ static void test_failed_leader_write_answers_its_batch(void **state)
 
     struct sim_client *c2 = l2 == l ? c : sim_client(s, l2);
     int32_t after[N_BATCH];
-    for (unsigned i = 0; i < N_BATCH; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "after%u", i);
-        after[i] = sim_send_kv_put(c2, "k", v);
-    }
+    send_batch(c2, "after", after);
     struct batch_wait w2 = {c2, after, N_BATCH};
     assert_true(sim_run_until(s, all_replied, &w2, 30000));
     for (unsigned i = 0; i < N_BATCH; i++) {
@@ -168,22 +171,14 @@ static void test_leader_write_failing_later_keeps_nodes_equal(void **state)
     appends_failed = 0;
     fail_next_append = true;
     int32_t ops[N_BATCH];
-    for (unsigned i = 0; i < N_BATCH; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "lost%u", i);
-        ops[i] = sim_send_kv_put(c, "k", v);
-    }
+    send_batch(c, "lost", ops);
     struct batch_wait w = {c, ops, N_BATCH};
     assert_true(run_failing(s, all_replied, &w, 30000));
     assert_int_equal(appends_failed, 1);
     unsigned l2 = sim_settle(s);
     struct sim_client *c2 = l2 == l ? c : sim_client(s, l2);
     int32_t after[N_BATCH];
-    for (unsigned i = 0; i < N_BATCH; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "after%u", i);
-        after[i] = sim_send_kv_put(c2, "k", v);
-    }
+    send_batch(c2, "after", after);
     struct batch_wait w2 = {c2, after, N_BATCH};
     assert_true(sim_run_until(s, all_replied, &w2, 30000));
     sim_run_for(s, 3000);
