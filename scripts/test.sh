@@ -127,6 +127,19 @@ types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz
     echo "   compiled in $((SECONDS - t0))s"
 }
 
+valgrind_units() { # valgrind over the unit tier; a failure names the program
+    echo "== valgrind over the unit tier (background)"
+    local t0=$SECONDS
+    renice -n 19 -p "$BASHPID" >/dev/null # and so every program it starts
+    # One program per core (each is CPU-bound under valgrind).
+    for t in $(cd "$top/build" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
+        if [ -x "$top/build/$t" ]; then echo "$top/build/$t"; fi # check_room_links: a script
+    done | xargs -P "$jobs" -I{} sh -c 'valgrind -q --error-exitcode=9 --leak-check=full \
+        --errors-for-leak-kinds=definite "$1" >/dev/null || { echo "valgrind: $1 failed"; exit 255; }' \
+        sh {}
+    echo "   valgrind done in $((SECONDS - t0))s"
+}
+
 phase build
 echo "== build build (-DCMAKE_BUILD_TYPE=RelWithDebInfo)"
 configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -145,16 +158,6 @@ fi
 
 phase tests-build
 run_tests build -L "$labels"
-if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
-    phase valgrind
-    echo "== valgrind over the unit tier"
-    # One program per core (each is CPU-bound under valgrind); a failure names the program.
-    for t in $(cd build && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
-        if [ -x "build/$t" ]; then echo "build/$t"; fi # check_room_links: a script
-    done | xargs -P "$jobs" -I{} sh -c 'valgrind -q --error-exitcode=9 --leak-check=full \
-        --errors-for-leak-kinds=definite "$1" >/dev/null || { echo "valgrind: $1 failed"; exit 255; }' \
-        sh {}
-fi
 phase wait-asan-build
 bg_wait build-asan "$asan_pid" "$top/build-types/bg-asan.out"
 phase tests-asan
@@ -179,6 +182,25 @@ if [ "$labels" = . ] || [[ security =~ $labels ]]; then
     scripts/mutants.sh
 fi
 
+# Valgrind over the unit tier and the fuzzers run in the background at the lowest priority
+# while the fault-suite mutants below wait on their schedules: the nodes keep the CPU they ask
+# for, and a fuzzer's run is fixed in wall time, so it only makes fewer attempts. Each fuzzer
+# is CPU-bound, so one per core.
+valgrind_pid=
+if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
+    valgrind_units >"$top/build-types/valgrind.out" 2>&1 &
+    valgrind_pid=$!
+    bg_pids+=("$valgrind_pid")
+fi
+fuzz_pid=
+if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+    echo "== fuzz (libFuzzer, short runs, background)"
+    (cd "$top/build-fuzz" && nice -n 19 ctest --output-on-failure -j"$jobs" -L fuzz) \
+        >"$top/build-types/fuzz.out" 2>&1 &
+    fuzz_pid=$!
+    bg_pids+=("$fuzz_pid")
+fi
+
 # ---- fault-suite mutants (tests/jepsen, JEPSEN.md) -------------------------------------------
 # A fast subset of scripts/jepsen.sh --mutants: each deliberately broken build must be judged
 # INVALID on its short fixed schedule (about 80 s each). The clean short run is
@@ -194,12 +216,13 @@ if [ "$labels" = . ] || [[ process =~ $labels ]]; then
 fi
 # ---- end of fault-suite mutants --------------------------------------------------------------
 
-if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
-    phase fuzz
-    # Built in the background above. Each fuzzer is CPU-bound for its fixed -max_total_time,
-    # so one per core.
-    echo "== fuzz (libFuzzer, short runs)"
-    (cd "$top/build-fuzz" && ctest --output-on-failure -j"$jobs" -L fuzz)
+if [ -n "$valgrind_pid" ]; then
+    phase wait-valgrind
+    bg_wait valgrind "$valgrind_pid" "$top/build-types/valgrind.out"
+fi
+if [ -n "$fuzz_pid" ]; then
+    phase wait-fuzz
+    bg_wait fuzz "$fuzz_pid" "$top/build-types/fuzz.out"
 fi
 phase ""
 echo "== all tests passed"
