@@ -87,13 +87,61 @@ err:
 void route_free_topic(struct ns_route *r, struct topic *t)
 {
     for (size_t i = 0; i < t->qds.n; i++) {
-        ns_free(t->qds.items[i]);
+        route_topic_qd_free(t, t->qds.items[i]);
     }
     r->n_qds -= t->qds.n;
-    svec_close(&t->qds);
+    if (t->qds.items != t->qds_inline) {
+        svec_close(&t->qds);
+    }
     route_cache_drop_topic(r, t);
-    ns_free(t->name);
     ns_free(t);
+}
+
+struct topic *route_topic_new(const char *name)
+{
+    size_t len = strlen(name);
+    struct topic *t = ns_malloc(sizeof(*t) + len + 1);
+    if (t == NULL) {
+        return NULL;
+    }
+    memset(t, 0, sizeof(*t));
+    memcpy(t->name_bytes, name, len + 1);
+    t->name = t->name_bytes;
+    t->qds.items = t->qds_inline;
+    t->qds.cap = 1;
+    return t;
+}
+
+struct ns_queue_data *route_topic_qd_new(struct topic *t)
+{
+    if (t->qd0.broker_name == NULL) {
+        return &t->qd0; /* the caller sets broker_name */
+    }
+    return ns_malloc(sizeof(struct ns_queue_data));
+}
+
+int route_topic_qds_insert(struct topic *t, size_t pos,
+                           struct ns_queue_data *qd)
+{
+    if (t->qds.items == t->qds_inline && t->qds.n == 1) {
+        void **items = ns_malloc(4 * sizeof(*items));
+        if (items == NULL) {
+            return NS_ENOMEM;
+        }
+        items[0] = t->qds_inline[0];
+        t->qds.items = items;
+        t->qds.cap = 4;
+    }
+    return svec_insert(&t->qds, pos, qd);
+}
+
+void route_topic_qd_free(struct topic *t, struct ns_queue_data *qd)
+{
+    if (qd == &t->qd0) {
+        t->qd0.broker_name = NULL;
+    } else {
+        ns_free(qd);
+    }
 }
 
 static void free_group(struct ns_route *r, struct group *g)
@@ -461,14 +509,9 @@ static bool equal_qd(const struct ns_queue_data *a,
 static struct topic *create_topic(struct ns_route *r, size_t pos,
                                   const char *name)
 {
-    struct topic *t = ns_calloc(1, sizeof(*t));
+    struct topic *t = route_topic_new(name);
 
-    if (t == NULL) {
-        return NULL;
-    }
-    t->name = ns_strdup(name);
-    if (t->name == NULL || svec_insert(&r->topics, pos, t) != 0) {
-        ns_free(t->name);
+    if (t == NULL || svec_insert(&r->topics, pos, t) != 0) {
         ns_free(t);
         return NULL;
     }
@@ -517,7 +560,7 @@ int route_put_qd_in(struct ns_route *r, struct topic *t,
         }
         return 0;
     }
-    copy = ns_malloc(sizeof(*copy));
+    copy = route_topic_qd_new(t);
     if (copy == NULL) {
         goto err_after_topic;
     }
@@ -526,7 +569,7 @@ int route_put_qd_in(struct ns_route *r, struct topic *t,
                   (const char **)&copy->broker_name) != 0) {
         goto err_after_copy;
     }
-    if (svec_insert(&t->qds, pos, copy) != 0) {
+    if (route_topic_qds_insert(t, pos, copy) != 0) {
         index_remove(r, qd->broker_name, t->name);
         goto err_after_copy;
     }
@@ -539,7 +582,7 @@ int route_put_qd_in(struct ns_route *r, struct topic *t,
     return 0;
 
 err_after_copy:
-    ns_free(copy);
+    route_topic_qd_free(t, copy);
 err_after_topic:
     route_drop_topic_if_empty(r, t);
     return rv;
@@ -579,7 +622,7 @@ static void remove_qd(struct ns_route *r, struct topic *t, const char *bname)
         route_memo_forget(r, bname);
         qd = svec_remove_at(&t->qds, pos);
         r->n_qds--;
-        ns_free(qd);
+        route_topic_qd_free(t, qd);
         route_touch_topic(r, t);
         /* Last: bname may be the name the index frees here. */
         index_remove(r, bname, t->name);

@@ -117,13 +117,20 @@ struct route_cache {
 };
 
 /* topicQueueTable entry. Never empty: a topic without queue data is removed.
- */
+ * One allocation holds the entry, its first queue data and its name
+ * (route_topic_new): a pass over the table (a snapshot, a digest, a lookup)
+ * waits on memory once per topic instead of once per pointer (BENCHMARKS.md,
+ * "Topics in one block"). */
 struct topic {
-    char *name; /* owned, first member (svec_cmp_named) */
-    /* owned struct ns_queue_data *, by broker_name; each broker_name borrows
-     * the reverse index's name of that broker (no copy per topic) */
+    char *name; /* first member (svec_cmp_named); points at name_bytes */
+    /* struct ns_queue_data *, by broker_name: &qd0 or owned
+     * (route_topic_qd_new); each broker_name borrows the reverse index's name
+     * of that broker (no copy per topic) */
     struct svec qds;
+    void *qds_inline[1];      /* qds.items while it holds at most one */
+    struct ns_queue_data qd0; /* free while its broker_name is NULL */
     struct cached_route cache[ROUTE_CACHE_SHAPES];
+    char name_bytes[];
 };
 
 /* Key of brokerLiveTable and filterServerTable. */
@@ -243,6 +250,15 @@ void route_drop_topics(struct ns_route *r, struct svec *emptied);
 void route_drop_topic_if_empty(struct ns_route *r, struct topic *t);
 /* Frees t and its queue data; taking it out of the table is the caller's. */
 void route_free_topic(struct ns_route *r, struct topic *t);
+/* A topic named name (copied) without queue data, or NULL (out of memory). */
+struct topic *route_topic_new(const char *name);
+/* Room for one more queue data of t (its own slot while free), or NULL. */
+struct ns_queue_data *route_topic_qd_new(struct topic *t);
+/* Lists qd at pos of t->qds. 0 or NS_ENOMEM. */
+int route_topic_qds_insert(struct topic *t, size_t pos,
+                           struct ns_queue_data *qd);
+/* Gives back what route_topic_qd_new gave (t no longer lists it). */
+void route_topic_qd_free(struct topic *t, struct ns_queue_data *qd);
 /* Sets the perm of an existing queue data, invalidating the topic's cache when
  * it changes. */
 void route_set_perm(struct ns_route *r, struct topic *t,

@@ -27,9 +27,8 @@ int route_put_qds_new(struct ns_route *r, const struct route_new_topic *add,
     }
     int rv = 0;
     for (size_t i = 0; i < k && rv == 0; i++) {
-        fresh[i] = ns_calloc(1, sizeof(*fresh[i]));
-        if (fresh[i] == NULL ||
-            (fresh[i]->name = ns_strdup(add[i].name)) == NULL) {
+        fresh[i] = route_topic_new(add[i].name);
+        if (fresh[i] == NULL) {
             rv = NS_ENOMEM;
         }
     }
