@@ -94,6 +94,7 @@ void route_free_topic(struct ns_route *r, struct topic *t)
         svec_close(&t->qds);
     }
     route_cache_drop_topic(r, t);
+    ns_free(t->cache);
     ns_free(t);
 }
 

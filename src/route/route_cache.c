@@ -239,7 +239,7 @@ static void evict(struct route_cache *c, struct route_blob *b)
 
 void route_cache_drop_topic(struct ns_route *r, struct topic *t)
 {
-    for (int i = 0; i < ROUTE_CACHE_SHAPES; i++) {
+    for (int i = 0; t->cache != NULL && i < ROUTE_CACHE_SHAPES; i++) {
         detach(&r->stats->cache, &t->cache[i]);
     }
 }
@@ -311,6 +311,21 @@ static int store(struct ns_route *r, struct cached_route *e, uint64_t hash,
     return 0;
 }
 
+/* q's route encoded now and served outside the cache. */
+static int encode_uncached(struct ns_route *r, const struct ns_route_query *q,
+                           struct ns_rcbuf **body)
+{
+    struct ns_buf buf;
+    ns_buf_init(&buf);
+    int rv = ns_route_encode_topic_route(r, q, &buf);
+    if (rv != 0) {
+        ns_buf_close(&buf);
+        return rv;
+    }
+    r->stats->cache.misses++;
+    return serve_uncached(&r->stats->cache, &buf, body);
+}
+
 int ns_route_cached_topic_route(struct ns_route *r,
                                 const struct ns_route_query *q,
                                 uint64_t context_gen, struct ns_rcbuf **body)
@@ -323,19 +338,18 @@ int ns_route_cached_topic_route(struct ns_route *r,
     uint64_t hash;
     int rv;
 
-    ns_buf_init(&buf);
     if (q->zone_name != NULL) {
-        rv = ns_route_encode_topic_route(r, q, &buf);
-        if (rv != 0) {
-            ns_buf_close(&buf);
-            return rv;
-        }
-        c->misses++;
-        return serve_uncached(c, &buf, body);
+        return encode_uncached(r, q, body);
     }
     t = q->topic != NULL ? route_find_topic(r, q->topic) : NULL;
     if (t == NULL) {
         return NS_ENOTFOUND;
+    }
+    if (t->cache == NULL) {
+        t->cache = ns_calloc(ROUTE_CACHE_SHAPES, sizeof(*t->cache));
+    }
+    if (t->cache == NULL) {
+        return encode_uncached(r, q, body);
     }
     e = &t->cache[shape_of(q)];
     if (e->blob != NULL && e->blob->gen == context_gen) {
@@ -345,6 +359,7 @@ int ns_route_cached_topic_route(struct ns_route *r,
         return 0;
     }
     detach(c, e);
+    ns_buf_init(&buf);
     rv = ns_route_encode_topic_route(r, q, &buf);
     if (rv != 0) {
         ns_buf_close(&buf);

@@ -129,7 +129,9 @@ struct topic {
     struct svec qds;
     void *qds_inline[1];      /* qds.items while it holds at most one */
     struct ns_queue_data qd0; /* free while its broker_name is NULL */
-    struct cached_route cache[ROUTE_CACHE_SHAPES];
+    /* owned array of ROUTE_CACHE_SHAPES, or NULL until the topic is first
+     * read: outside the block, which a pass over the table reads whole */
+    struct cached_route *cache;
     char name_bytes[];
 };
 

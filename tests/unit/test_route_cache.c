@@ -1,6 +1,7 @@
 /* The cache of encoded TopicRouteData replies (route.h
  * ns_route_cached_topic_route): hits do no encoding, and exactly the mutations
  * that touch a topic or a group it uses invalidate. */
+#include "raftns/alloc.h"
 #include "test_route_util.h"
 
 struct fixture {
@@ -81,6 +82,40 @@ static void test_hits_do_not_encode(void **state)
     assert_int_equal(cached_read(route, "TopicA", NS_JSON_STANDARD, 1), 1);
     assert_int_equal(cached_read(route, "TopicA", NS_JSON_STANDARD, 1), 0);
     read_a(route, 1);
+}
+
+/* A topic gets its cache entries at its first read (route_internal.h): out of
+ * memory at any allocation of that read answers the right route or fails
+ * cleanly, and the reads after it are answered right and then cached. */
+static void test_first_read_out_of_memory(void **state)
+{
+    struct ns_route *route = *state;
+    char *want = route_json(route, "TopicC", NS_JSON_STANDARD);
+    struct ns_route_query q = {.topic = "TopicC", .flavour = NS_JSON_STANDARD};
+    long before = ns_alloc_count();
+    assert_int_equal(cached_read(route, "TopicC", NS_JSON_STANDARD, 0), 1);
+    long n_allocs = ns_alloc_count() - before;
+    assert_true(n_allocs > 1); /* the entries, the body, ... */
+    for (long k = 0; k < n_allocs; k++) {
+        void *fresh = NULL;
+        assert_int_equal(setup(&fresh), 0);
+        const uint8_t *body;
+        size_t len;
+        ns_alloc_fail_at(k, 0);
+        int rv = cached_route_body(fresh, &q, 0, &body, &len);
+        ns_alloc_fail_at(-1, 0);
+        assert_true(rv == 0 || rv == NS_ENOMEM);
+        if (rv == 0) {
+            assert_int_equal(len, strlen(want));
+            assert_memory_equal(body, want, len);
+        }
+        assert_int_equal(cached_route_body(fresh, &q, 0, &body, &len), 0);
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(body, want, len);
+        assert_int_equal(cached_read(fresh, "TopicC", NS_JSON_STANDARD, 0), 0);
+        teardown(&fresh);
+    }
+    ns_free(want);
 }
 
 static void test_unrelated_changes_keep_entry(void **state)
@@ -209,6 +244,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hits_do_not_encode, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_first_read_out_of_memory, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unrelated_changes_keep_entry,
                                         setup, teardown),
