@@ -113,6 +113,7 @@ static void finish_digest(struct ns_fsm_adapter *a, bool wait)
     uint64_t digest = 0;
     uint64_t t0 = uv_hrtime();
     int rv = a->digest.finish(a->digest.arg, wait, &digest);
+    a->digest_loop_ns += uv_hrtime() - t0; /* the steps of a capture */
     if (rv == NS_EAGAIN) {
         return;
     }

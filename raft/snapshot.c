@@ -26,20 +26,34 @@
 #define SNAPSHOT_VERSION_REQIDS 3
 #define SNAPSHOT_VERSION 4 /* the newest this code reads */
 
-int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
+static bool with_ctl(const struct ns_state *s)
 {
-    bool with_ctl = s->ctl.n > 0;
-    bool with_reqids = s->reqids.n > 0 || with_ctl;
-    bool with_acl = s->acl.n > 0 || s->acl.seeded || with_reqids;
+    return s->ctl.n > 0;
+}
+
+static bool with_reqids(const struct ns_state *s)
+{
+    return s->reqids.n > 0 || with_ctl(s);
+}
+
+static bool with_acl(const struct ns_state *s)
+{
+    return s->acl.n > 0 || s->acl.seeded || with_reqids(s);
+}
+
+static void encode_version(const struct ns_state *s, struct ns_buf *out)
+{
     ns_buf_put_u32(out, SNAPSHOT_MAGIC);
-    ns_buf_put_u16(out, with_ctl      ? SNAPSHOT_VERSION
-                        : with_reqids ? SNAPSHOT_VERSION_REQIDS
-                        : with_acl    ? SNAPSHOT_VERSION_ACL
-                                      : SNAPSHOT_VERSION_1);
-    int rv = ns_route_encode_state(s->route, out);
-    if (rv == 0) {
-        rv = ns_kv_encode_state(s->kv, out);
-    }
+    ns_buf_put_u16(out, with_ctl(s)      ? SNAPSHOT_VERSION
+                        : with_reqids(s) ? SNAPSHOT_VERSION_REQIDS
+                        : with_acl(s)    ? SNAPSHOT_VERSION_ACL
+                                         : SNAPSHOT_VERSION_1);
+}
+
+/* Everything after the route state. */
+static int encode_after_route(const struct ns_state *s, struct ns_buf *out)
+{
+    int rv = ns_kv_encode_state(s->kv, out);
     if (rv == 0) {
         rv = ns_config_encode_state(s->config, out);
     }
@@ -53,16 +67,37 @@ int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
         ns_buf_put_str(out, s->members[i].client_addr);
         ns_buf_put_str(out, s->members[i].http_addr);
     }
-    if (with_acl) {
+    if (with_acl(s)) {
         ns_acl_encode_state(&s->acl, out);
     }
-    if (with_reqids) {
+    if (with_reqids(s)) {
         ns_reqid_encode_state(&s->reqids, out);
     }
-    if (with_ctl) {
+    if (with_ctl(s)) {
         ns_ctl_encode_state(&s->ctl, out);
     }
     return out->err;
+}
+
+int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
+{
+    encode_version(s, out);
+    int rv = ns_route_encode_state(s->route, out);
+    return rv != 0 ? rv : encode_after_route(s, out);
+}
+
+int ns_snapshot_capture_begin(struct ns_state *s, struct ns_buf *head,
+                              struct ns_buf *tail)
+{
+    encode_version(s, head);
+    int rv = ns_route_capture_begin(s->route, head, tail);
+    if (rv == 0) {
+        rv = encode_after_route(s, tail);
+    }
+    if (rv != 0) {
+        ns_route_capture_end(s->route);
+    }
+    return rv;
 }
 
 static int decode_members(struct ns_state *s, struct ns_rd *in)
@@ -158,14 +193,18 @@ int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len)
     return 0;
 }
 
-uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len)
+uint64_t ns_snapshot_digest_more(uint64_t h, const uint8_t *p, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; i < len; i++) { /* FNV-1a 64 */
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len)
+{
+    return ns_snapshot_digest_more(NS_SNAPSHOT_DIGEST_START, p, len);
 }
 
 int ns_snapshot_digest(const struct ns_state *s, uint64_t *out)

@@ -74,6 +74,10 @@ int ns_fsm_apply_bytes(struct ns_state *s, const uint8_t *p, size_t len,
 int ns_snapshot_digest(const struct ns_state *s, uint64_t *out);
 /* The same digest of an encoding already made. */
 uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len);
+/* The digest of bytes that follow others: h is NS_SNAPSHOT_DIGEST_START or
+ * what the call over the bytes before them returned. */
+#define NS_SNAPSHOT_DIGEST_START 0xcbf29ce484222325ull
+uint64_t ns_snapshot_digest_more(uint64_t h, const uint8_t *p, size_t len);
 
 /* Snapshot format. WARNING: persisted and replicated; versioned (u32 magic
  * "RNSS", u16 version), golden-byte tests guard it. Version 1 is written while
@@ -84,6 +88,12 @@ uint64_t ns_snapshot_digest_bytes(const uint8_t *p, size_t len);
  * request-id table possibly empty, + the controller table) while the
  * controller table has a group; all are read. */
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
+/* The same encoding of s as it is now, in steps (ns_route_capture_begin):
+ * appends to head the bytes before the route's topic table and to tail those
+ * after it; the steps of the route's capture give the table. 0, NS_EBUSY or
+ * NS_ENOMEM (no capture then). */
+int ns_snapshot_capture_begin(struct ns_state *s, struct ns_buf *head,
+                              struct ns_buf *tail);
 /* Replaces s's contents with the snapshot (s must be initialised). 0,
  * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */
 int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len);

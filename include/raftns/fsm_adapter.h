@@ -118,8 +118,9 @@ struct ns_fsm_adapter {
     int snap_error;                         /* collect's result (pool thread) */
     struct ns_fsm_adapter_digester digest;  /* .start NULL: on the loop */
     uint64_t digest_at; /* index of the digest under way, 0 = none */
-    /* How long the last CHECKPOINT's digest (or the start of its fork) held
-     * the loop, ns; 0 = none yet. The leader spaces checkpoints by it. */
+    /* How long the last CHECKPOINT's digest held the loop, ns, over all the
+     * calls it took (the start of its fork, or each step of its capture);
+     * 0 = none yet. The leader spaces checkpoints by it. */
     uint64_t digest_loop_ns;
 };
 

@@ -440,7 +440,6 @@ err_after_io:
 err_after_transport:
     node_transport_free(&n->transport);
 err_after_node:
-    ns_digest_thread_destroy(n->digester);
     if (n->lock_fd >= 0) {
         close(n->lock_fd);
     }

@@ -197,31 +197,98 @@ static void snap_release(void *arg)
     ns_buf_reset(&n->snapbuf);
 }
 
-/* A state worth a fork is digested in one; a smaller one is encoded here and
- * hashed by the digest thread. */
+static void capture_end(struct ns_node *n)
+{
+    if (n->capture.on) {
+        ns_route_capture_end(n->state->route);
+        n->capture.on = false;
+    }
+}
+
+/* A state worth a fork is digested in one; a smaller one is captured
+ * (ns_snapshot_capture_begin) and its topic table encoded and hashed in
+ * steps of the loop's turns (digest_finish), so no turn holds the loop for
+ * the whole encoding (BENCHMARKS.md, "Checkpoint digests in steps"). */
 static int digest_start(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;
+    struct node_capture *c = &n->capture;
     n->digest_in_fork = worth_a_fork(n, s);
     if (n->digest_in_fork) {
-        if (n->digester != NULL) {
-            ns_digest_thread_release(n->digester);
-        }
+        node_capture_release(n);
         int rv = ns_snapshot_fork_digest(&n->digestfork, s);
         n->forks += rv == 0 ? 1 : 0;
         return rv;
     }
-    if (n->digester == NULL) {
+    ns_buf_reset(&c->head);
+    ns_buf_reset(&c->tail);
+    /* s is n->state: the capture records in the route what the changes
+     * after it must save. */
+    int rv = ns_snapshot_capture_begin(n->state, &c->head, &c->tail);
+    if (rv != 0) {
+        return rv;
+    }
+    c->on = true;
+    c->turns = 0;
+    c->applies_at_begin = n->fsm.n_applies;
+    c->hash = ns_snapshot_digest_more(NS_SNAPSHOT_DIGEST_START, c->head.data,
+                                      c->head.len);
+    if (c->check && ns_snapshot_digest(n->state, &c->expect) != 0) {
+        c->expect = 0;
+    }
+    return 0;
+}
+
+/* A capture's digest, done: logged, and against the test hook's. */
+static void capture_done(struct ns_node *n, uint64_t digest)
+{
+    struct node_capture *c = &n->capture;
+    uint64_t applied = n->fsm.n_applies - c->applies_at_begin;
+    NS_LOG(NS_LOG_DEBUG,
+           "fsm: digest captured in %u loop turns while %" PRIu64
+           " entries applied",
+           c->turns, applied);
+    if (c->check) {
+        NS_LOG(digest == c->expect ? NS_LOG_INFO : NS_LOG_ERROR,
+               "fsm: TEST HOOK (RAFTNS_TEST_CHECK_CAPTURES): the digest "
+               "captured in %u loop turns while %" PRIu64
+               " entries applied, %016" PRIx64
+               ", %s the state's at its beginning, %016" PRIx64,
+               c->turns, applied, digest,
+               digest == c->expect ? "matches" : "DIFFERS FROM", c->expect);
+    }
+}
+
+/* One step of the capture (all of the rest when wait): 0 with *digest once
+ * done, NS_EAGAIN before. */
+static int capture_step(struct ns_node *n, bool wait, uint64_t *digest)
+{
+    struct node_capture *c = &n->capture;
+    bool done = false;
+    c->turns++;
+    ns_buf_reset(&c->step);
+    int rv = ns_route_capture_step(n->state->route,
+                                   wait ? SIZE_MAX : NODE_CAPTURE_STEP_TOPICS,
+                                   &c->step, &done);
+    if (rv == 0) {
+        c->hash = ns_snapshot_digest_more(c->hash, c->step.data, c->step.len);
+    }
+    if (rv == 0 && !done) {
         return NS_EAGAIN;
     }
-    return ns_digest_thread_start(n->digester, s);
+    capture_end(n);
+    if (rv == 0) {
+        *digest = ns_snapshot_digest_more(c->hash, c->tail.data, c->tail.len);
+        capture_done(n, *digest);
+    }
+    return rv;
 }
 
 static int digest_finish(void *arg, bool wait, uint64_t *digest)
 {
     struct ns_node *n = arg;
     if (!n->digest_in_fork) {
-        return ns_digest_thread_collect(n->digester, wait, digest);
+        return n->capture.on ? capture_step(n, wait, digest) : NS_EINVAL;
     }
     if (!wait && !ns_snapshot_fork_is_done(&n->digestfork)) {
         return NS_EAGAIN;
@@ -233,21 +300,12 @@ static void digest_abandon(void *arg)
 {
     struct ns_node *n = arg;
     ns_snapshot_fork_abandon(&n->digestfork);
-    if (n->digester != NULL) {
-        ns_digest_thread_abandon(n->digester);
-    }
+    capture_end(n);
 }
 
 void node_fsm_snapshot_off_loop(struct ns_node *n)
 {
-    int rv = ns_digest_thread_create(n->fork_state_bytes, &n->digester);
-    if (rv != 0) {
-        n->digester = NULL;
-        NS_LOG(NS_LOG_WARN,
-               "fsm: no digest thread (%s); checkpoint digests of states "
-               "below %" PRIu64 " bytes are hashed on the loop",
-               ns_strerror(rv), n->fork_state_bytes);
-    }
+    n->capture.check = getenv("RAFTNS_TEST_CHECK_CAPTURES") != NULL;
     const struct ns_fsm_adapter_digester dg = {
         .start = digest_start,
         .finish = digest_finish,
@@ -267,10 +325,21 @@ void node_fsm_snapshot_off_loop(struct ns_node *n)
 void node_fsm_close(struct ns_node *n)
 {
     ns_fsm_adapter_drop_digest(&n->fsm);
-    ns_digest_thread_destroy(n->digester);
-    n->digester = NULL;
+    node_capture_release(n);
     snap_release(n);
     ns_buf_close(&n->snapbuf);
+}
+
+void node_capture_release(struct ns_node *n)
+{
+    struct node_capture *c = &n->capture;
+    capture_end(n);
+    ns_buf_close(&c->head);
+    ns_buf_close(&c->tail);
+    ns_buf_close(&c->step);
+    ns_buf_init(&c->head);
+    ns_buf_init(&c->tail);
+    ns_buf_init(&c->step);
 }
 
 void node_fsm_init(struct ns_node *n)
@@ -282,6 +351,10 @@ void node_fsm_init(struct ns_node *n)
     n->digestfork.fd = -1;
     n->digestfork.zombie = 0;
     ns_buf_init(&n->snapbuf);
+    n->capture.on = false;
+    ns_buf_init(&n->capture.head);
+    ns_buf_init(&n->capture.tail);
+    ns_buf_init(&n->capture.step);
     const struct ns_fsm_adapter_hooks hooks = {
         .find_result = find_result,
         .on_applied = on_applied,

@@ -13,7 +13,6 @@
 #include "raftns/clock.h"
 #include "raftns/diverge.h"
 #include "raftns/fsm_adapter.h"
-#include "raftns/digest_thread.h"
 #include "raftns/snapshot_fork.h"
 #include "raftns/node.h"
 #include "raftns/waits.h"
@@ -25,11 +24,28 @@
 /* ns_node_config.fork_state_bytes' default (BENCHMARKS.md, "Periodic work of
  * a small state"). */
 #define NODE_FORK_STATE_BYTES (16u << 20)
+/* Topics a checkpoint digest's capture encodes per loop turn: about a
+ * millisecond (BENCHMARKS.md, "Checkpoint digests in steps"). */
+#define NODE_CAPTURE_STEP_TOPICS 4096u
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
 /* Bound on waiting for in-flight entries when stopping. */
 #define STOP_DRAIN_MS 1000
 #define STOP_DRAIN_POLL_MS 5
+
+/* A digest taken by a capture of the state (ns_snapshot_capture_begin): the
+ * bytes are hashed as the steps produce them and not kept. */
+struct node_capture {
+    bool on;
+    uint64_t hash; /* of the bytes so far (ns_snapshot_digest_more) */
+    struct ns_buf head, tail, step; /* kept between digests */
+    unsigned turns;                 /* steps taken by the capture under way */
+    uint64_t applies_at_begin;      /* n->fsm.n_applies when it began */
+    /* Test hook RAFTNS_TEST_CHECK_CAPTURES: each capture's digest is also
+     * computed whole at its beginning (expect) and the two compared. */
+    bool check;
+    uint64_t expect;
+};
 
 struct proposal {
     struct ns_node *node;
@@ -166,9 +182,9 @@ struct ns_node {
      * that collect hands over */
     struct ns_snapshot_fork snapfork;
     struct ns_snapshot_fork digestfork; /* the checkpoint digest under way */
-    /* hashes the digests of states too small to fork; NULL when digests stay
-     * on the loop (a driven node, or no thread) */
-    struct ns_digest_thread *digester;
+    /* the checkpoint digest of a state too small to fork, under way in
+     * steps, one per loop turn (node_fsm.c) */
+    struct node_capture capture;
     bool digest_in_fork; /* the digest under way is digestfork's */
     struct ns_buf snapbuf;
     struct raft_transfer transfer;
@@ -295,12 +311,15 @@ void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
  * (the in-flight result, the apply hook, test mutants), bound to n->raft
  * (node_fsm.c). */
 void node_fsm_init(struct ns_node *n);
-/* Snapshots are encoded, and checkpoint digests computed, off the loop from
- * now on (raft FSM version 3; call
- * before raft_init, with n->io able to run async_work). */
+/* Snapshots are encoded off the loop, and checkpoint digests in a fork or in
+ * steps of the loop's turns, from now on (raft FSM version 3; call before
+ * raft_init, with n->io able to run async_work). */
 void node_fsm_snapshot_off_loop(struct ns_node *n);
 /* Frees what an abandoned snapshot left (ns_node_destroy). */
 void node_fsm_close(struct ns_node *n);
+/* Ends a digest's capture under way and frees its kept buffers: for a state
+ * now digested in a fork, and when closing. */
+void node_capture_release(struct ns_node *n);
 /* Hands the proposals of this turn, and those queued for a leader, to raft
  * when a leader can take them; answers what a failed leader write lost
  * (node_propose.c; every loop turn). */

@@ -98,7 +98,7 @@ void route_free_topic(struct ns_route *r, struct topic *t)
     ns_free(t);
 }
 
-struct topic *route_topic_new(const char *name)
+struct topic *route_topic_new(const struct ns_route *r, const char *name)
 {
     size_t len = strlen(name);
     struct topic *t = ns_malloc(sizeof(*t) + len + 1);
@@ -110,6 +110,7 @@ struct topic *route_topic_new(const char *name)
     t->name = t->name_bytes;
     t->qds.items = t->qds_inline;
     t->qds.cap = 1;
+    t->born = r->capture_seq;
     return t;
 }
 
@@ -216,6 +217,7 @@ void ns_route_destroy(struct ns_route *r)
     if (r == NULL) {
         return;
     }
+    ns_route_capture_end(r);
     for (size_t i = 0; i < r->topics.n; i++) {
         route_free_topic(r, r->topics.items[i]);
     }
@@ -510,7 +512,7 @@ static bool equal_qd(const struct ns_queue_data *a,
 static struct topic *create_topic(struct ns_route *r, size_t pos,
                                   const char *name)
 {
-    struct topic *t = route_topic_new(name);
+    struct topic *t = route_topic_new(r, name);
 
     if (t == NULL || svec_insert(&r->topics, pos, t) != 0) {
         ns_free(t);
@@ -549,6 +551,7 @@ int route_put_qd_in(struct ns_route *r, struct topic *t,
     if (found) {
         cur = t->qds.items[pos];
         if (!equal_qd(cur, qd)) {
+            route_capture_save(r, t);
             route_memo_forget(r, qd->broker_name);
             cur->read_queues = qd->read_queues;
             cur->write_queues = qd->write_queues;
@@ -570,6 +573,7 @@ int route_put_qd_in(struct ns_route *r, struct topic *t,
                   (const char **)&copy->broker_name) != 0) {
         goto err_after_copy;
     }
+    route_capture_save(r, t);
     if (route_topic_qds_insert(t, pos, copy) != 0) {
         index_remove(r, qd->broker_name, t->name);
         goto err_after_copy;
@@ -620,6 +624,7 @@ static void remove_qd(struct ns_route *r, struct topic *t, const char *bname)
     struct ns_queue_data *qd;
 
     if (found) {
+        route_capture_save(r, t);
         route_memo_forget(r, bname);
         qd = svec_remove_at(&t->qds, pos);
         r->n_qds--;
@@ -649,6 +654,7 @@ void route_set_perm(struct ns_route *r, struct topic *t,
                     struct ns_queue_data *qd, int32_t perm)
 {
     if (qd->perm != perm) {
+        route_capture_save(r, t);
 #ifndef RAFTNS_BREAK_MEMO_STALE
         route_memo_forget(r, qd->broker_name);
 #endif /* else TEST-ONLY MUTANT: a wiped perm leaves the memo in place */

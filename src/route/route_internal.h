@@ -129,6 +129,9 @@ struct topic {
     struct svec qds;
     void *qds_inline[1];      /* qds.items while it holds at most one */
     struct ns_queue_data qd0; /* free while its broker_name is NULL */
+    /* route_capture.c: the capture under way when the topic was created, and
+     * the one that saved its entry before a change */
+    uint32_t born, saved;
     /* owned array of ROUTE_CACHE_SHAPES, or NULL until the topic is first
      * read: outside the block, which a pass over the table reads whole */
     struct cached_route *cache;
@@ -181,8 +184,10 @@ struct ns_route {
     struct svec bidx;          /* struct named_set *, by broker name */
     struct route_stats *stats; /* owned; mutable even through a const route */
     uint64_t epoch;            /* ns_route_epoch: moved by every mutation */
-    size_t n_qds;              /* queue data entries of all topics */
-    size_t memo_bytes;         /* of every group's memo */
+    struct route_capture *capture; /* owned, or NULL (route_capture.c) */
+    uint32_t capture_seq;          /* id of the last capture begun */
+    size_t n_qds;                  /* queue data entries of all topics */
+    size_t memo_bytes;             /* of every group's memo */
 };
 
 /* Called first by every function that mutates or decodes the route
@@ -253,7 +258,7 @@ void route_drop_topic_if_empty(struct ns_route *r, struct topic *t);
 /* Frees t and its queue data; taking it out of the table is the caller's. */
 void route_free_topic(struct ns_route *r, struct topic *t);
 /* A topic named name (copied) without queue data, or NULL (out of memory). */
-struct topic *route_topic_new(const char *name);
+struct topic *route_topic_new(const struct ns_route *r, const char *name);
 /* Room for one more queue data of t (its own slot while free), or NULL. */
 struct ns_queue_data *route_topic_qd_new(struct topic *t);
 /* Lists qd at pos of t->qds. 0 or NS_ENOMEM. */
@@ -284,6 +289,18 @@ int route_merge_mapping(struct ns_route *r, const struct ns_mapping_info *info);
 void route_touch_topic(struct ns_route *r, struct topic *t);
 void route_touch_group(struct ns_route *r, const char *bname);
 void route_touch_all(struct ns_route *r);
+
+/* route_state.c: t's entry in the encoded topic table. */
+void route_encode_topic(const struct topic *t, struct ns_buf *out);
+/* route_state.c: what ns_route_encode_state writes before the topic table
+ * (appended to head) and after it (to tail). 0 or the buffers' error. */
+int route_encode_state_around_topics(const struct ns_route *r,
+                                     struct ns_buf *head, struct ns_buf *tail);
+/* route_capture.c: called before t's entry in the encoded topic table
+ * changes: a capture under way that has not reached t keeps t's entry as it
+ * was. (A topic is freed only once empty, after the change that emptied it.)
+ */
+void route_capture_save(struct ns_route *r, struct topic *t);
 
 /* route_cache.c: drops t's entries (freeing blobs nobody else uses); frees
  * every blob and the table (the route is being destroyed, no entry is left). */

@@ -27,7 +27,7 @@ int route_put_qds_new(struct ns_route *r, const struct route_new_topic *add,
     }
     int rv = 0;
     for (size_t i = 0; i < k && rv == 0; i++) {
-        fresh[i] = route_topic_new(add[i].name);
+        fresh[i] = route_topic_new(r, add[i].name);
         if (fresh[i] == NULL) {
             rv = NS_ENOMEM;
         }

@@ -68,21 +68,25 @@ static void encode_sets(const struct svec *sets, struct ns_buf *out)
     }
 }
 
+void route_encode_topic(const struct topic *t, struct ns_buf *out)
+{
+    ns_buf_put_str(out, t->name);
+    ns_buf_put_u32(out, (uint32_t)t->qds.n);
+    for (size_t j = 0; j < t->qds.n; j++) {
+        const struct ns_queue_data *qd = t->qds.items[j];
+        ns_buf_put_str(out, qd->broker_name);
+        put_i32(out, qd->read_queues);
+        put_i32(out, qd->write_queues);
+        put_i32(out, qd->perm);
+        put_i32(out, qd->sys_flag);
+    }
+}
+
 static void encode_topics(const struct ns_route *r, struct ns_buf *out)
 {
     ns_buf_put_u32(out, (uint32_t)r->topics.n);
     for (size_t i = 0; i < r->topics.n; i++) {
-        const struct topic *t = r->topics.items[i];
-        ns_buf_put_str(out, t->name);
-        ns_buf_put_u32(out, (uint32_t)t->qds.n);
-        for (size_t j = 0; j < t->qds.n; j++) {
-            const struct ns_queue_data *qd = t->qds.items[j];
-            ns_buf_put_str(out, qd->broker_name);
-            put_i32(out, qd->read_queues);
-            put_i32(out, qd->write_queues);
-            put_i32(out, qd->perm);
-            put_i32(out, qd->sys_flag);
-        }
+        route_encode_topic(r->topics.items[i], out);
     }
 }
 
@@ -154,17 +158,38 @@ static void encode_mappings(const struct ns_route *r, struct ns_buf *out)
     }
 }
 
-static int encode_state(const struct ns_route *r, bool with_regs,
+static void encode_head(const struct ns_route *r, bool with_regs,
                         struct ns_buf *out)
 {
     ns_buf_put_u16(out, with_regs ? STATE_VERSION : STATE_VERSION_NO_REGS);
     encode_groups(r, out);
     encode_sets(&r->clusters, out);
-    encode_topics(r, out);
+}
+
+static void encode_tail(const struct ns_route *r, bool with_regs,
+                        struct ns_buf *out)
+{
     encode_lives(r, with_regs, out);
     encode_filters(r, out);
     encode_mappings(r, out);
+}
+
+static int encode_state(const struct ns_route *r, bool with_regs,
+                        struct ns_buf *out)
+{
+    encode_head(r, with_regs, out);
+    encode_topics(r, out);
+    encode_tail(r, with_regs, out);
     return out->err;
+}
+
+int route_encode_state_around_topics(const struct ns_route *r,
+                                     struct ns_buf *head, struct ns_buf *tail)
+{
+    bool with_regs = any_regs(r);
+    encode_head(r, with_regs, head);
+    encode_tail(r, with_regs, tail);
+    return head->err != 0 ? head->err : tail->err;
 }
 
 int ns_route_encode_state(const struct ns_route *r, struct ns_buf *out)
