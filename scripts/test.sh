@@ -87,12 +87,49 @@ asan_compile() {
     echo "   build-asan compiled in $((SECONDS - t0))s"
 }
 fault_mutants=crash-once,ack-before-commit,slow-expiry
-types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz), the mutants
+want_fault_mutants() {
+    { [ "$labels" = . ] || [[ process =~ $labels ]]; } && [ "$(id -u)" = 0 ] &&
+        ip netns list >/dev/null 2>&1
+}
+want_fuzz() { [ "$labels" = . ] || [[ fuzz =~ $labels ]]; }
+# The compile-only work after the ASan build, in the order the foreground needs it: the
+# fault-suite mutants and the fuzzers (the phase after the ASan tests uses them; a marker file
+# says they are built), then the security mutants and the build-type matrix (the phases after
+# that).
+types_compile() {
     local t0=$SECONDS cc type dir
+    if want_fault_mutants; then
+        echo "== build the fault-suite mutants (background)"
+        for m in ${fault_mutants//,/ }; do # as scripts/jepsen.sh builds them
+            configure_build "build-break-$m" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAFTNS_BREAK="$m"
+            nice -n 19 cmake --build "$top/build-break-$m" -j"$jobs" --target raftns raftnsctl \
+                >/dev/null || { echo "fault-suite mutant $m: build failed"; return 1; }
+        done
+    fi
+    if want_fuzz; then
+        echo "== build build-fuzz (clang, libFuzzer, background)"
+        CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON \
+            >/dev/null
+        nice -n 19 cmake --build "$top/build-fuzz" -j"$jobs" \
+            --target $(cd "$top/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//') \
+            >"$top/build-fuzz.log" 2>&1 || { cat "$top/build-fuzz.log"; return 1; }
+    fi
+    touch "$top/build-types/first-built"
+    echo "   fault-suite mutants and fuzzers compiled in $((SECONDS - t0))s"
+    # The deliberately broken builds that the mutant phase runs; it then finds them built (the
+    # same cmake arguments: nothing to rebuild).
+    if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+        echo "== build the mutants (background)"
+        nice -n 19 scripts/mutants.sh --build-only
+    fi
     if [ "$labels" = . ]; then
         echo "== every build type compiles warning-free with GCC and Clang (background)"
         for cc in gcc clang; do
             for type in Debug RelWithDebInfo Release MinSizeRel; do
+                if [ $cc-$type = gcc-RelWithDebInfo ]; then
+                    echo "   gcc RelWithDebInfo: the main build"
+                    continue
+                fi
                 dir=$top/build-types/$cc-$type
                 CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=$type >/dev/null
                 nice -n 19 cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
@@ -101,30 +138,15 @@ types_compile() { # the build-type matrix (every label), the fuzzers (label fuzz
             done
         done
     fi
-    if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
-        echo "== build build-fuzz (clang, libFuzzer, background)"
-        CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DRAFTNS_FUZZ=ON \
-            >/dev/null
-        nice -n 19 cmake --build "$top/build-fuzz" -j"$jobs" \
-            --target $(cd "$top/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//') \
-            >"$top/build-fuzz.log" 2>&1 || { cat "$top/build-fuzz.log"; return 1; }
-    fi
-    # The deliberately broken builds that the mutant phases below run; those phases then find
-    # them built (the same cmake arguments: nothing to rebuild).
-    if [ "$labels" = . ] || [[ security =~ $labels ]]; then
-        echo "== build the mutants (background)"
-        nice -n 19 scripts/mutants.sh --build-only
-    fi
-    if { [ "$labels" = . ] || [[ process =~ $labels ]]; } && [ "$(id -u)" = 0 ] &&
-        ip netns list >/dev/null 2>&1; then
-        echo "== build the fault-suite mutants (background)"
-        for m in ${fault_mutants//,/ }; do # as scripts/jepsen.sh builds them
-            configure_build "build-break-$m" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAFTNS_BREAK="$m"
-            nice -n 19 cmake --build "$top/build-break-$m" -j"$jobs" --target raftns raftnsctl \
-                >/dev/null || { echo "fault-suite mutant $m: build failed"; return 1; }
-        done
-    fi
     echo "   compiled in $((SECONDS - t0))s"
+}
+# Waits for the first part of types_compile (or its failure).
+first_built_wait() {
+    while [ ! -e "$top/build-types/first-built" ]; do
+        kill -0 "$types_pid" 2>/dev/null || bg_wait build-types "$types_pid" \
+            "$top/build-types/bg-types.out"
+        sleep 1
+    done
 }
 
 valgrind_units() { # valgrind over the unit tier; a failure names the program
@@ -141,8 +163,8 @@ valgrind_units() { # valgrind over the unit tier; a failure names the program
 }
 
 phase build
-echo "== build build (-DCMAKE_BUILD_TYPE=RelWithDebInfo)"
-configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== build build (gcc, -DCMAKE_BUILD_TYPE=RelWithDebInfo)"
+CC=gcc configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$top/build" -j"$jobs"
 mkdir -p "$top/build-types"
 asan_compile >"$top/build-types/bg-asan.out" 2>&1 &
@@ -151,6 +173,7 @@ bg_pids+=("$asan_pid")
 types_pid=
 if [ "$labels" = . ] || [[ fuzz =~ $labels ]] || [[ security =~ $labels ]] ||
     [[ process =~ $labels ]]; then
+    rm -f "$top/build-types/first-built"
     types_compile >"$top/build-types/bg-types.out" 2>&1 &
     types_pid=$!
     bg_pids+=("$types_pid")
@@ -164,28 +187,15 @@ phase tests-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_tests build-asan -L "$labels"
 
+# The fault-suite mutants wait on their schedules, so the rest of the background compiling,
+# valgrind over the unit tier and the fuzzers run beside them at the lowest priority: the
+# nodes keep the CPU they ask for (the clean short run stays valid under a CPU hog at equal
+# priority: docs/testing.md), and a fuzzer's run is fixed in wall time, so it only makes fewer
+# attempts. Each fuzzer and each valgrind program is CPU-bound, so one per core.
 if [ -n "$types_pid" ]; then
-    phase wait-build-types
-    bg_wait build-types "$types_pid" "$top/build-types/bg-types.out"
+    phase wait-first-built
+    first_built_wait
 fi
-if [ "$labels" = . ]; then
-    # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
-    # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
-    phase tests-release
-    echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
-    run_tests build-types/gcc-Release -L 'unit|cluster'
-fi
-
-if [ "$labels" = . ] || [[ security =~ $labels ]]; then
-    phase mutants
-    echo "== mutants (each deliberately broken check must fail the test aimed at it)"
-    scripts/mutants.sh
-fi
-
-# Valgrind over the unit tier and the fuzzers run in the background at the lowest priority
-# while the fault-suite mutants below wait on their schedules: the nodes keep the CPU they ask
-# for, and a fuzzer's run is fixed in wall time, so it only makes fewer attempts. Each fuzzer
-# is CPU-bound, so one per core.
 valgrind_pid=
 if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
     valgrind_units >"$top/build-types/valgrind.out" 2>&1 &
@@ -193,7 +203,7 @@ if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
     bg_pids+=("$valgrind_pid")
 fi
 fuzz_pid=
-if [ "$labels" = . ] || [[ fuzz =~ $labels ]]; then
+if want_fuzz; then
     echo "== fuzz (libFuzzer, short runs, background)"
     (cd "$top/build-fuzz" && nice -n 19 ctest --output-on-failure -j"$jobs" -L fuzz) \
         >"$top/build-types/fuzz.out" 2>&1 &
@@ -206,7 +216,7 @@ fi
 # INVALID on its short fixed schedule (about 80 s each). The clean short run is
 # tests/process/test_jepsen_short.py in the process tier. Needs root and `ip netns`.
 if [ "$labels" = . ] || [[ process =~ $labels ]]; then
-    if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
+    if want_fault_mutants; then
         phase fault-mutants
         echo "== fault-suite mutants (a fast subset; each must be judged INVALID)"
         scripts/jepsen.sh --mutants "$fault_mutants"
@@ -216,6 +226,17 @@ if [ "$labels" = . ] || [[ process =~ $labels ]]; then
 fi
 # ---- end of fault-suite mutants --------------------------------------------------------------
 
+if [ -n "$types_pid" ]; then
+    phase wait-build-types
+    bg_wait build-types "$types_pid" "$top/build-types/bg-types.out"
+fi
+if [ "$labels" = . ]; then
+    # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
+    # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
+    phase tests-release
+    echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
+    run_tests build-types/gcc-Release -L 'unit|cluster'
+fi
 if [ -n "$valgrind_pid" ]; then
     phase wait-valgrind
     bg_wait valgrind "$valgrind_pid" "$top/build-types/valgrind.out"
@@ -224,5 +245,11 @@ if [ -n "$fuzz_pid" ]; then
     phase wait-fuzz
     bg_wait fuzz "$fuzz_pid" "$top/build-types/fuzz.out"
 fi
+if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+    phase mutants
+    echo "== mutants (each deliberately broken check must fail the test aimed at it)"
+    scripts/mutants.sh
+fi
+
 phase ""
 echo "== all tests passed"
