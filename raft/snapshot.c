@@ -87,15 +87,17 @@ int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out)
 }
 
 int ns_snapshot_capture_begin(struct ns_state *s, struct ns_buf *head,
-                              struct ns_buf *tail)
+                              struct ns_buf *tail,
+                              struct ns_route_capture **out)
 {
     encode_version(s, head);
-    int rv = ns_route_capture_begin(s->route, head, tail);
+    int rv = ns_route_capture_begin(s->route, head, tail, out);
     if (rv == 0) {
         rv = encode_after_route(s, tail);
-    }
-    if (rv != 0) {
-        ns_route_capture_end(s->route);
+        if (rv != 0) {
+            ns_route_capture_end(s->route, *out);
+            *out = NULL;
+        }
     }
     return rv;
 }

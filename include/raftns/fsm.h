@@ -90,10 +90,11 @@ uint64_t ns_snapshot_digest_more(uint64_t h, const uint8_t *p, size_t len);
 int ns_snapshot_encode(const struct ns_state *s, struct ns_buf *out);
 /* The same encoding of s as it is now, in steps (ns_route_capture_begin):
  * appends to head the bytes before the route's topic table and to tail those
- * after it; the steps of the route's capture give the table. 0, NS_EBUSY or
- * NS_ENOMEM (no capture then). */
+ * after it; the steps of the route's capture *out give the table. 0, NS_EBUSY
+ * or NS_ENOMEM (no capture then). */
 int ns_snapshot_capture_begin(struct ns_state *s, struct ns_buf *head,
-                              struct ns_buf *tail);
+                              struct ns_buf *tail,
+                              struct ns_route_capture **out);
 /* Replaces s's contents with the snapshot (s must be initialised). 0,
  * NS_EPROTO, NS_EVERSION or NS_ENOMEM; on error s is unchanged. */
 int ns_snapshot_decode(struct ns_state *s, const uint8_t *p, size_t len);

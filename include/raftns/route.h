@@ -337,17 +337,18 @@ int ns_route_decode_state(struct ns_route *route, struct ns_rd *in);
 /* A capture: ns_route_encode_state's bytes of the route as it is when the
  * capture begins, produced in steps while the route goes on changing (a
  * change to a topic the steps have not reached saves its entry first), so
- * that no single step holds the caller for long. One at a time per route.
+ * that no single step holds the caller for long. Two at a time per route.
  * Begins one: appends to head the bytes before the topic table and to tail
- * those after it. 0, NS_EBUSY (one is under way) or NS_ENOMEM (none then). */
+ * those after it. 0 with *out, NS_EBUSY (two are under way) or NS_ENOMEM. */
+struct ns_route_capture;
 int ns_route_capture_begin(struct ns_route *route, struct ns_buf *head,
-                           struct ns_buf *tail);
-/* Appends the next at most max_topics entries of the captured topic table to
- * out (its count first); *done once every one is out. 0, NS_EINVAL (no
- * capture), or NS_ENOMEM (the capture is lost: end it). */
-int ns_route_capture_step(struct ns_route *route, size_t max_topics,
-                          struct ns_buf *out, bool *done);
-/* Ends the capture under way, done or not; no-op without one. */
-void ns_route_capture_end(struct ns_route *route);
+                           struct ns_buf *tail, struct ns_route_capture **out);
+/* Appends the next at most max_topics entries of c's topic table to out (its
+ * count first); *done once every one is out. 0, or NS_ENOMEM (the capture is
+ * lost: end it). */
+int ns_route_capture_step(struct ns_route *route, struct ns_route_capture *c,
+                          size_t max_topics, struct ns_buf *out, bool *done);
+/* Ends c, done or not, and frees it; NULL: no-op. */
+void ns_route_capture_end(struct ns_route *route, struct ns_route_capture *c);
 
 #endif

@@ -99,6 +99,7 @@ static void check(struct ns_node *n)
         changed = true;
     }
     ns_fsm_adapter_poll(&n->fsm); /* a digest computed off the loop */
+    node_snapcap_step(n, false);
     node_flush_queue(n);
     node_notice_flush(n);
     node_install_flush(n);
@@ -626,6 +627,7 @@ void ns_node_stop(struct ns_node *n, ns_node_stop_cb cb, void *arg)
         }
         return;
     }
+    node_snapcap_step(n, true); /* its collect must not wait for turns */
     uv_check_stop(&n->check);
     uv_timer_stop(&n->timer);
     uv_idle_stop(&n->kick);

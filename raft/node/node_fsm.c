@@ -150,7 +150,12 @@ static int snap_freeze(void *arg, const struct ns_state *s)
                "loop",
                ns_strerror(rv));
     }
+    /* A stopping node steps no more captures (ns_node_stop). */
+    if (!n->stopping && (rv = node_snapcap_begin(n)) == 0) {
+        return 0;
+    }
     uint64_t t0 = uv_hrtime();
+    ns_buf_reset(&n->snapbuf);
     rv = ns_snapshot_encode(s, &n->snapbuf);
     if (rv == 0 && n->snapbuf.err != 0) {
         rv = n->snapbuf.err;
@@ -173,6 +178,10 @@ static int snap_collect(void *arg, uint8_t **data, size_t *len)
         return ns_snapshot_fork_collect(&n->snapfork, raft_malloc, raft_free,
                                         data, len);
     }
+    int rv = node_snapcap_wait(n);
+    if (rv != 0) {
+        return rv;
+    }
     *data = raft_malloc(n->snapbuf.len > 0 ? n->snapbuf.len : 1);
     if (*data == NULL) {
         return NS_ENOMEM;
@@ -189,6 +198,7 @@ static int snap_collect(void *arg, uint8_t **data, size_t *len)
 static void snap_release(void *arg)
 {
     struct ns_node *n = arg;
+    node_snapcap_end(n);
     ns_snapshot_fork_abandon(&n->snapfork);
     if (n->snapbuf.cap > n->fork_state_bytes) {
         ns_buf_close(&n->snapbuf);
@@ -199,10 +209,8 @@ static void snap_release(void *arg)
 
 static void capture_end(struct ns_node *n)
 {
-    if (n->capture.on) {
-        ns_route_capture_end(n->state->route);
-        n->capture.on = false;
-    }
+    ns_route_capture_end(n->state->route, n->capture.cap);
+    n->capture.cap = NULL;
 }
 
 /* A state worth a fork is digested in one; a smaller one is captured
@@ -224,11 +232,10 @@ static int digest_start(void *arg, const struct ns_state *s)
     ns_buf_reset(&c->tail);
     /* s is n->state: the capture records in the route what the changes
      * after it must save. */
-    int rv = ns_snapshot_capture_begin(n->state, &c->head, &c->tail);
+    int rv = ns_snapshot_capture_begin(n->state, &c->head, &c->tail, &c->cap);
     if (rv != 0) {
         return rv;
     }
-    c->on = true;
     c->turns = 0;
     c->applies_at_begin = n->fsm.n_applies;
     c->hash = ns_snapshot_digest_more(NS_SNAPSHOT_DIGEST_START, c->head.data,
@@ -267,9 +274,9 @@ static int capture_step(struct ns_node *n, bool wait, uint64_t *digest)
     bool done = false;
     c->turns++;
     ns_buf_reset(&c->step);
-    int rv = ns_route_capture_step(n->state->route,
-                                   wait ? SIZE_MAX : NODE_CAPTURE_STEP_TOPICS,
-                                   &c->step, &done);
+    int rv = ns_route_capture_step(n->state->route, c->cap,
+                                   wait ? SIZE_MAX : c->step_topics, &c->step,
+                                   &done);
     if (rv == 0) {
         c->hash = ns_snapshot_digest_more(c->hash, c->step.data, c->step.len);
     }
@@ -288,7 +295,8 @@ static int digest_finish(void *arg, bool wait, uint64_t *digest)
 {
     struct ns_node *n = arg;
     if (!n->digest_in_fork) {
-        return n->capture.on ? capture_step(n, wait, digest) : NS_EINVAL;
+        return n->capture.cap != NULL ? capture_step(n, wait, digest)
+                                      : NS_EINVAL;
     }
     if (!wait && !ns_snapshot_fork_is_done(&n->digestfork)) {
         return NS_EAGAIN;
@@ -305,7 +313,10 @@ static void digest_abandon(void *arg)
 
 void node_fsm_snapshot_off_loop(struct ns_node *n)
 {
-    n->capture.check = getenv("RAFTNS_TEST_CHECK_CAPTURES") != NULL;
+    const char *check = getenv("RAFTNS_TEST_CHECK_CAPTURES");
+    long step = check != NULL ? strtol(check, NULL, 10) : 0;
+    n->capture.check = check != NULL;
+    n->capture.step_topics = step > 0 ? (size_t)step : NODE_CAPTURE_STEP_TOPICS;
     const struct ns_fsm_adapter_digester dg = {
         .start = digest_start,
         .finish = digest_finish,
@@ -327,6 +338,7 @@ void node_fsm_close(struct ns_node *n)
     ns_fsm_adapter_drop_digest(&n->fsm);
     node_capture_release(n);
     snap_release(n);
+    node_snapcap_close(n);
     ns_buf_close(&n->snapbuf);
 }
 
@@ -351,7 +363,9 @@ void node_fsm_init(struct ns_node *n)
     n->digestfork.fd = -1;
     n->digestfork.zombie = 0;
     ns_buf_init(&n->snapbuf);
-    n->capture.on = false;
+    n->capture.cap = NULL;
+    n->capture.step_topics = NODE_CAPTURE_STEP_TOPICS;
+    node_snapcap_init(n);
     ns_buf_init(&n->capture.head);
     ns_buf_init(&n->capture.tail);
     ns_buf_init(&n->capture.step);

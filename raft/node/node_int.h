@@ -3,6 +3,7 @@
 #ifndef RAFTNS_NODE_INT_H
 #define RAFTNS_NODE_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,15 +37,32 @@
 /* A digest taken by a capture of the state (ns_snapshot_capture_begin): the
  * bytes are hashed as the steps produce them and not kept. */
 struct node_capture {
-    bool on;
+    struct ns_route_capture *cap; /* the capture under way, or NULL */
     uint64_t hash; /* of the bytes so far (ns_snapshot_digest_more) */
     struct ns_buf head, tail, step; /* kept between digests */
     unsigned turns;                 /* steps taken by the capture under way */
     uint64_t applies_at_begin;      /* n->fsm.n_applies when it began */
-    /* Test hook RAFTNS_TEST_CHECK_CAPTURES: each capture's digest is also
-     * computed whole at its beginning (expect) and the two compared. */
+    /* Test hook RAFTNS_TEST_CHECK_CAPTURES=<topics per step>: each capture's
+     * digest is also computed whole at its beginning (expect) and the two
+     * compared; and the steps are that small. */
     bool check;
     uint64_t expect;
+    size_t step_topics; /* NODE_CAPTURE_STEP_TOPICS, or the test hook's */
+};
+
+/* A snapshot of a state too small to fork, captured into the node's
+ * snapshot buffer in steps of the loop's turns (node_snapcap.c). */
+struct node_snapcap {
+    struct ns_route_capture *cap; /* under way (the loop's), or NULL */
+    struct ns_buf tail;           /* the bytes after the topic table */
+    unsigned turns;
+    uint64_t applies_at_begin;
+    uint64_t expect; /* test hook: node_capture.check */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool pending; /* the snapshot buffer is not complete yet (lock) */
+    int err;      /* how the last capture ended (lock) */
+    bool sync_ok; /* lock and changed are initialised */
 };
 
 struct proposal {
@@ -185,6 +203,7 @@ struct ns_node {
     /* the checkpoint digest of a state too small to fork, under way in
      * steps, one per loop turn (node_fsm.c) */
     struct node_capture capture;
+    struct node_snapcap snapcap;
     bool digest_in_fork; /* the digest under way is digestfork's */
     struct ns_buf snapbuf;
     struct raft_transfer transfer;
@@ -320,6 +339,20 @@ void node_fsm_close(struct ns_node *n);
 /* Ends a digest's capture under way and frees its kept buffers: for a state
  * now digested in a fork, and when closing. */
 void node_capture_release(struct ns_node *n);
+/* node_snapcap.c. Loop, except node_snapcap_wait. */
+void node_snapcap_init(struct ns_node *n);
+/* Begins capturing the state into n->snapbuf: 0, or NS_E* (none began). */
+int node_snapcap_begin(struct ns_node *n);
+/* One step of the capture under way (all the rest when all); no-op without
+ * one. Once done, a node_snapcap_wait returns. */
+void node_snapcap_step(struct ns_node *n, bool all);
+/* Pool thread: waits until n->snapbuf holds a capture under way, whole; its
+ * result (0 when none was under way). */
+int node_snapcap_wait(struct ns_node *n);
+/* Ends a capture under way (the snapshot was given up): a wait returns
+ * NS_ESHUTDOWN. */
+void node_snapcap_end(struct ns_node *n);
+void node_snapcap_close(struct ns_node *n);
 /* Hands the proposals of this turn, and those queued for a leader, to raft
  * when a leader can take them; answers what a failed leader write lost
  * (node_propose.c; every loop turn). */

@@ -217,7 +217,9 @@ void ns_route_destroy(struct ns_route *r)
     if (r == NULL) {
         return;
     }
-    ns_route_capture_end(r);
+    for (unsigned i = 0; i < ROUTE_CAPTURES; i++) {
+        ns_route_capture_end(r, r->captures[i]);
+    }
     for (size_t i = 0; i < r->topics.n; i++) {
         route_free_topic(r, r->topics.items[i]);
     }

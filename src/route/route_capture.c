@@ -19,7 +19,8 @@ struct saved_entry {
     struct ns_buf bytes;
 };
 
-struct route_capture {
+struct ns_route_capture {
+    unsigned slot; /* in route->captures and topic->saved */
     uint32_t id;
     size_t n_topics;    /* in the table when the capture began */
     size_t n_written;   /* entries written by the steps */
@@ -39,12 +40,16 @@ static void free_saved(struct saved_entry *e)
 }
 
 int ns_route_capture_begin(struct ns_route *r, struct ns_buf *head,
-                           struct ns_buf *tail)
+                           struct ns_buf *tail, struct ns_route_capture **out)
 {
-    if (r->capture != NULL) {
+    unsigned slot = 0;
+    while (slot < ROUTE_CAPTURES && r->captures[slot] != NULL) {
+        slot++;
+    }
+    if (slot == ROUTE_CAPTURES) {
         return NS_EBUSY;
     }
-    struct route_capture *c = ns_calloc(1, sizeof(*c));
+    struct ns_route_capture *c = ns_calloc(1, sizeof(*c));
     if (c == NULL) {
         return NS_ENOMEM;
     }
@@ -53,16 +58,17 @@ int ns_route_capture_begin(struct ns_route *r, struct ns_buf *head,
         ns_free(c);
         return rv;
     }
+    c->slot = slot;
     c->id = ++r->capture_seq;
     c->n_topics = r->topics.n;
     ns_buf_init(&c->last);
-    r->capture = c;
+    r->captures[slot] = c;
+    *out = c;
     return 0;
 }
 
-void ns_route_capture_end(struct ns_route *r)
+void ns_route_capture_end(struct ns_route *r, struct ns_route_capture *c)
 {
-    struct route_capture *c = r->capture;
     if (c == NULL) {
         return;
     }
@@ -71,21 +77,26 @@ void ns_route_capture_end(struct ns_route *r)
     }
     svec_close(&c->saved);
     ns_buf_close(&c->last);
+    r->captures[c->slot] = NULL;
     ns_free(c);
-    r->capture = NULL;
 }
 
 /* Whether the walk already wrote the entry of a topic named name. */
-static bool written(const struct route_capture *c, const char *name)
+static bool written(const struct ns_route_capture *c, const char *name)
 {
     return c->started && strcmp(name, (const char *)c->last.data) <= 0;
 }
 
-void route_capture_save(struct ns_route *r, struct topic *t)
+/* Whether t is in c's topic table: it existed when c began (a topic created
+ * since has the id of c, or of a later capture) and did not save its entry. */
+static bool walked(const struct ns_route_capture *c, const struct topic *t)
 {
-    struct route_capture *c = r->capture;
-    if (c == NULL || c->err != 0 || t->born == c->id || t->saved == c->id ||
-        written(c, t->name)) {
+    return t->born < c->id && t->saved[c->slot] != c->id;
+}
+
+static void save_for(struct ns_route_capture *c, struct topic *t)
+{
+    if (c->err != 0 || !walked(c, t) || written(c, t->name)) {
         return;
     }
     struct saved_entry *e = ns_calloc(1, sizeof(*e));
@@ -104,25 +115,34 @@ void route_capture_save(struct ns_route *r, struct topic *t)
         c->err = NS_ENOMEM;
         return;
     }
-    t->saved = c->id;
+    t->saved[c->slot] = c->id;
+}
+
+void route_capture_save(struct ns_route *r, struct topic *t)
+{
+    for (unsigned i = 0; i < ROUTE_CAPTURES; i++) {
+        if (r->captures[i] != NULL) {
+            save_for(r->captures[i], t);
+        }
+    }
 }
 
 /* The next topic of the table at or after *pos that the walk writes from
  * the table itself (it existed at the beginning and saved nothing), or NULL.
  */
 static struct topic *next_walked(const struct ns_route *r,
-                                 const struct route_capture *c, size_t *pos)
+                                 const struct ns_route_capture *c, size_t *pos)
 {
     for (; *pos < r->topics.n; (*pos)++) {
         struct topic *t = r->topics.items[*pos];
-        if (t->born != c->id && t->saved != c->id) {
+        if (walked(c, t)) {
             return t;
         }
     }
     return NULL;
 }
 
-static int remember_last(struct route_capture *c, const char *name)
+static int remember_last(struct ns_route_capture *c, const char *name)
 {
     ns_buf_reset(&c->last);
     ns_buf_append(&c->last, name, strlen(name) + 1);
@@ -130,14 +150,10 @@ static int remember_last(struct route_capture *c, const char *name)
     return c->last.err;
 }
 
-int ns_route_capture_step(struct ns_route *r, size_t max_topics,
-                          struct ns_buf *out, bool *done)
+int ns_route_capture_step(struct ns_route *r, struct ns_route_capture *c,
+                          size_t max_topics, struct ns_buf *out, bool *done)
 {
-    struct route_capture *c = r->capture;
     *done = false;
-    if (c == NULL) {
-        return NS_EINVAL;
-    }
     if (c->err != 0) {
         return c->err;
     }

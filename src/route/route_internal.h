@@ -93,6 +93,10 @@ struct route_blob {
     struct cached_route *users; /* entries pointing here */
 };
 
+/* Captures under way at once (ns_route_capture_begin): a checkpoint digest's
+ * and a snapshot's. */
+#define ROUTE_CAPTURES 2
+
 /* Reply shapes kept apart: JSON flavour x 5.x fields (route_cache.c). */
 #define ROUTE_CACHE_SHAPES 4
 
@@ -129,9 +133,10 @@ struct topic {
     struct svec qds;
     void *qds_inline[1];      /* qds.items while it holds at most one */
     struct ns_queue_data qd0; /* free while its broker_name is NULL */
-    /* route_capture.c: the capture under way when the topic was created, and
-     * the one that saved its entry before a change */
-    uint32_t born, saved;
+    /* route_capture.c: the id of the last capture begun when the topic was
+     * created, and per capture slot the id of the capture that saved its
+     * entry before a change */
+    uint32_t born, saved[ROUTE_CAPTURES];
     /* owned array of ROUTE_CACHE_SHAPES, or NULL until the topic is first
      * read: outside the block, which a pass over the table reads whole */
     struct cached_route *cache;
@@ -184,10 +189,11 @@ struct ns_route {
     struct svec bidx;          /* struct named_set *, by broker name */
     struct route_stats *stats; /* owned; mutable even through a const route */
     uint64_t epoch;            /* ns_route_epoch: moved by every mutation */
-    struct route_capture *capture; /* owned, or NULL (route_capture.c) */
-    uint32_t capture_seq;          /* id of the last capture begun */
-    size_t n_qds;                  /* queue data entries of all topics */
-    size_t memo_bytes;             /* of every group's memo */
+    /* route_capture.c: the captures under way, owned, or NULL */
+    struct ns_route_capture *captures[ROUTE_CAPTURES];
+    uint32_t capture_seq; /* id of the last capture begun */
+    size_t n_qds;         /* queue data entries of all topics */
+    size_t memo_bytes;    /* of every group's memo */
 };
 
 /* Called first by every function that mutates or decodes the route
@@ -297,8 +303,8 @@ void route_encode_topic(const struct topic *t, struct ns_buf *out);
 int route_encode_state_around_topics(const struct ns_route *r,
                                      struct ns_buf *head, struct ns_buf *tail);
 /* route_capture.c: called before t's entry in the encoded topic table
- * changes: a capture under way that has not reached t keeps t's entry as it
- * was. (A topic is freed only once empty, after the change that emptied it.)
+ * changes: each capture under way that has not reached t keeps t's entry as
+ * it was. (A topic is freed only once empty, after the change that emptied it.)
  */
 void route_capture_save(struct ns_route *r, struct topic *t);
 

@@ -3,7 +3,8 @@ a forked encoder; docs/raft-0.15.md §5) on real processes: a 3-node cluster wit
 snapshotBytes takes many snapshots while brokers register; a 4th node that joins afterwards can
 only be fed by InstallSnapshot (2 trailing entries), a restarted node restores its own snapshot
 from disk, and every node ends with the same applied index, digest, 106 and 206. The same
-cluster with the default forkStateBytes encodes its small state on the loop: no fork at all."""
+cluster with the default forkStateBytes captures its small state in steps of the loop's turns
+(raft/node/node_snapcap.c), with no fork at all, and passes the same install and restore."""
 
 import json
 import os
@@ -70,20 +71,26 @@ class AsyncSnapshots(unittest.TestCase):
         self.assertNotIn("was not taken", ld.log_text())
         return ld
 
-    def test_small_state_is_snapshotted_on_the_loop(self):
+    def test_small_state_is_captured_on_the_loop_install_and_restore(self):
         self.start()
         ld = self.register()
         for nd in self.three():
             self.assertEqual(nd.metric("raftns_fsm_forks_total"), 0, nd.log_tail())
-        self.assertIn("fsm: snapshot encoded on the loop", ld.log_text())
+        self.assertRegex(ld.log_text(), r"fsm: snapshot of \d+ bytes captured in \d+ loop turns")
+        self.assertNotIn("fsm: snapshot encoded on the loop", ld.log_text())
+        self.install_and_restore(ld)
 
     def test_snapshots_off_the_loop_install_and_restore(self):
         self.start(fork_state_bytes=1)  # every snapshot in a forked child
-        c = self.cluster
         ld = self.register()
         self.assertGreaterEqual(ld.metric("raftns_fsm_forks_total"), 3, ld.log_tail())
         self.assertNotIn("encoding on the loop", ld.log_text())
+        self.install_and_restore(ld)
 
+    def install_and_restore(self, ld):
+        """A 4th node fed by InstallSnapshot, and a follower restarted from its own snapshot on
+        disk, converge with the others."""
+        c = self.cluster
         n4 = c[4]
         n4.start(wait=False)
         r = ctl(self.three(), "member", "add", "4", "127.0.0.1:%d" % n4.raft_port,

@@ -120,21 +120,19 @@ static void capture_while_changing(uint64_t seed, size_t max_step,
     ns_buf_init(&head);
     ns_buf_init(&tail);
     ns_buf_init(&steps);
-    assert_int_equal(ns_route_capture_begin(route, &head, &tail), 0);
-    struct ns_buf other;
-    ns_buf_init(&other);
-    assert_int_equal(ns_route_capture_begin(route, &other, &other), NS_EBUSY);
-    ns_buf_close(&other);
+    struct ns_route_capture *c;
+    assert_int_equal(ns_route_capture_begin(route, &head, &tail, &c), 0);
     bool done = false;
     while (!done) {
         size_t step = 1 + rng() % max_step;
-        assert_int_equal(ns_route_capture_step(route, step, &steps, &done), 0);
+        assert_int_equal(ns_route_capture_step(route, c, step, &steps, &done),
+                         0);
         int changes = (int)(rng() % (unsigned)(max_changes + 1));
         for (int i = 0; i < changes; i++) {
             assert_int_equal(random_change(route, counter), 0);
         }
     }
-    ns_route_capture_end(route);
+    ns_route_capture_end(route, c);
     ns_buf_append(&head, steps.data, steps.len);
     ns_buf_append(&head, tail.data, tail.len);
     assert_int_equal(head.err, 0);
@@ -144,9 +142,11 @@ static void capture_while_changing(uint64_t seed, size_t max_step,
     state_of(route, &now);
     ns_buf_init(&again);
     ns_buf_init(&again_tail);
-    assert_int_equal(ns_route_capture_begin(route, &again, &again_tail), 0);
-    assert_int_equal(ns_route_capture_step(route, SIZE_MAX, &again, &done), 0);
+    assert_int_equal(ns_route_capture_begin(route, &again, &again_tail, &c), 0);
+    assert_int_equal(ns_route_capture_step(route, c, SIZE_MAX, &again, &done),
+                     0);
     assert_true(done);
+    ns_route_capture_end(route, c);
     ns_buf_append(&again, again_tail.data, again_tail.len);
     assert_true(same_state(&again, &now));
     ns_buf_close(&want);
@@ -173,6 +173,60 @@ static void test_one_step_without_changes(void **state)
     capture_while_changing(99, SIZE_MAX, 0);
 }
 
+/* Two captures begun at different moments, their steps interleaved with each
+ * other and with changes: each gives the state at its own beginning, and a
+ * third cannot begin while they last. */
+static void test_two_captures_at_once(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        rng_state = seed * 31;
+        struct ns_route *route = ns_route_create();
+        assert_non_null(route);
+        int64_t counter[N_BROKERS] = {0};
+        fill(route, counter);
+        struct ns_buf want[2], head[2], tail[2];
+        struct ns_route_capture *c[2];
+        bool done[2] = {false, false};
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < 5; i++) {
+                assert_int_equal(random_change(route, counter), 0);
+            }
+            state_of(route, &want[k]);
+            ns_buf_init(&head[k]);
+            ns_buf_init(&tail[k]);
+            assert_int_equal(
+                ns_route_capture_begin(route, &head[k], &tail[k], &c[k]), 0);
+        }
+        struct ns_buf other;
+        struct ns_route_capture *third = NULL;
+        ns_buf_init(&other);
+        assert_int_equal(ns_route_capture_begin(route, &other, &other, &third),
+                         NS_EBUSY);
+        assert_null(third);
+        ns_buf_close(&other);
+        while (!done[0] || !done[1]) {
+            int k = (int)(rng() % 2);
+            if (!done[k]) {
+                assert_int_equal(ns_route_capture_step(route, c[k],
+                                                       1 + rng() % 3, &head[k],
+                                                       &done[k]),
+                                 0);
+            }
+            assert_int_equal(random_change(route, counter), 0);
+        }
+        for (int k = 0; k < 2; k++) {
+            ns_route_capture_end(route, c[k]);
+            ns_buf_append(&head[k], tail[k].data, tail[k].len);
+            assert_true(same_state(&head[k], &want[k]));
+            ns_buf_close(&want[k]);
+            ns_buf_close(&head[k]);
+            ns_buf_close(&tail[k]);
+        }
+        ns_route_destroy(route);
+    }
+}
+
 /* A change that fails to save an entry (out of memory) loses the capture:
  * its next step says so, and the route is as the change left it. */
 static void test_out_of_memory_while_saving(void **state)
@@ -189,7 +243,8 @@ static void test_out_of_memory_while_saving(void **state)
         ns_buf_init(&head);
         ns_buf_init(&tail);
         ns_buf_init(&steps);
-        assert_int_equal(ns_route_capture_begin(route, &head, &tail), 0);
+        struct ns_route_capture *c;
+        assert_int_equal(ns_route_capture_begin(route, &head, &tail, &c), 0);
         struct ns_register r;
         random_request(&r, 0, ++counter[0]);
         ns_alloc_fail_at(k, 0);
@@ -197,12 +252,12 @@ static void test_out_of_memory_while_saving(void **state)
         ns_alloc_fail_at(-1, 0);
         assert_true(rv == 0 || rv == NS_ENOMEM);
         bool done = false;
-        int step_rv = ns_route_capture_step(route, SIZE_MAX, &steps, &done);
+        int step_rv = ns_route_capture_step(route, c, SIZE_MAX, &steps, &done);
         assert_true(step_rv == 0 || step_rv == NS_ENOMEM);
         lost |= step_rv == NS_ENOMEM;
         kept |= step_rv == 0;
         assert_true(step_rv != 0 || done);
-        ns_route_capture_end(route);
+        ns_route_capture_end(route, c);
         /* The route still encodes and takes new captures. */
         struct ns_buf now;
         state_of(route, &now);
@@ -229,9 +284,10 @@ static void test_destroy_during_a_capture(void **state)
     ns_buf_init(&head);
     ns_buf_init(&tail);
     ns_buf_init(&steps);
-    assert_int_equal(ns_route_capture_begin(route, &head, &tail), 0);
+    struct ns_route_capture *c;
+    assert_int_equal(ns_route_capture_begin(route, &head, &tail, &c), 0);
     bool done;
-    assert_int_equal(ns_route_capture_step(route, 3, &steps, &done), 0);
+    assert_int_equal(ns_route_capture_step(route, c, 3, &steps, &done), 0);
     for (int i = 0; i < 10; i++) {
         assert_int_equal(random_change(route, counter), 0);
     }
@@ -246,6 +302,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_is_the_state_at_its_beginning),
         cmocka_unit_test(test_one_step_without_changes),
+        cmocka_unit_test(test_two_captures_at_once),
         cmocka_unit_test(test_out_of_memory_while_saving),
         cmocka_unit_test(test_destroy_during_a_capture),
     };
