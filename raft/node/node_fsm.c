@@ -216,7 +216,8 @@ static void capture_end(struct ns_node *n)
 /* A state worth a fork is digested in one; a smaller one is captured
  * (ns_snapshot_capture_begin) and its topic table encoded and hashed in
  * steps of the loop's turns (digest_finish), so no turn holds the loop for
- * the whole encoding (BENCHMARKS.md, "Checkpoint digests in steps"). */
+ * the whole encoding (BENCHMARKS.md, "Snapshots and checkpoint digests in
+ * steps"). */
 static int digest_start(void *arg, const struct ns_state *s)
 {
     struct ns_node *n = arg;

@@ -25,8 +25,9 @@
 /* ns_node_config.fork_state_bytes' default (BENCHMARKS.md, "Periodic work of
  * a small state"). */
 #define NODE_FORK_STATE_BYTES (16u << 20)
-/* Topics a checkpoint digest's capture encodes per loop turn: about a
- * millisecond (BENCHMARKS.md, "Checkpoint digests in steps"). */
+/* Topics a capture (a checkpoint digest's, a snapshot's) encodes per loop
+ * turn: about a millisecond (BENCHMARKS.md, "Snapshots and checkpoint digests
+ * in steps"). */
 #define NODE_CAPTURE_STEP_TOPICS 4096u
 #define CONNECT_RETRY_MS 100
 #define QUEUE_TIMER_MS 100
