@@ -417,6 +417,9 @@ static int adapter_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     struct ns_fsm_adapter *a = fsm->data;
     uint64_t t0 = uv_hrtime();
     ns_fsm_adapter_drop_digest(a);
+    if (a->snap.replaced != NULL) {
+        a->snap.replaced(a->snap.arg);
+    }
     int rv = ns_snapshot_decode(a->state, buf->base, buf->len);
     if (rv != 0) {
         NS_LOG(NS_LOG_ERROR, "fsm: snapshot restore failed: %s",

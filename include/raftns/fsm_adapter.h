@@ -60,8 +60,8 @@ struct ns_fsm_adapter_hooks {
     void *arg; /* borrowed, passed to every hook */
 };
 
-/* Snapshots off the loop (raft FSM version 3; all three set, or none). raft
- * 0.15 calls freeze on the loop when a snapshot is due, then collect on a
+/* Snapshots off the loop (raft FSM version 3; the first three set, or none).
+ * raft 0.15 calls freeze on the loop when a snapshot is due, then collect on a
  * libuv pool thread (raft_io async_work), while the loop goes on applying
  * entries; release runs on the loop when raft is done with the snapshot,
  * whether or not collect ran. */
@@ -75,6 +75,9 @@ struct ns_fsm_adapter_snapshotter {
     int (*collect)(void *arg, uint8_t **data, size_t *len);
     /* Drops what freeze captured, if collect did not take it. */
     void (*release)(void *arg);
+    /* Optional: the state is about to be replaced by a restore; what freeze
+     * captured must not read it from now on (collect then fails). */
+    void (*replaced)(void *arg);
     void *arg; /* borrowed */
 };
 

@@ -98,6 +98,7 @@ int ns_node_install_state(struct ns_node *n, const uint8_t *p, size_t len,
 {
     uint64_t applied = raft_last_applied(n->raft);
     ns_fsm_adapter_drop_digest(&n->fsm);
+    node_snapcap_end(n); /* its route is about to go */
     int rv = ns_diverge_install(&n->dv, n->state, p, len, at, applied);
     if (rv == 0) {
         NS_LOG(NS_LOG_WARN,
@@ -205,6 +206,11 @@ static void snap_release(void *arg)
         ns_buf_init(&n->snapbuf);
     }
     ns_buf_reset(&n->snapbuf);
+}
+
+static void snap_replaced(void *arg)
+{
+    node_snapcap_end(arg);
 }
 
 static void capture_end(struct ns_node *n)
@@ -329,6 +335,7 @@ void node_fsm_snapshot_off_loop(struct ns_node *n)
         .freeze = snap_freeze,
         .collect = snap_collect,
         .release = snap_release,
+        .replaced = snap_replaced,
         .arg = n,
     };
     ns_fsm_adapter_set_snapshotter(&n->fsm, &snap);

@@ -143,6 +143,14 @@ static void fork_release(void *arg)
     ns_snapshot_fork_abandon(arg);
 }
 
+static unsigned n_replaced; /* restores that told the snapshotter first */
+
+static void fork_replaced(void *arg)
+{
+    (void)arg; /* a forked child has its own copy of the old state */
+    n_replaced++;
+}
+
 static void test_async_snapshot_install_to_lagging_node(void **state)
 {
     (void)state;
@@ -155,7 +163,7 @@ static void test_async_snapshot_install_to_lagging_node(void **state)
         forks[i].fd = -1;
         forks[i].zombie = 0;
         const struct ns_fsm_adapter_snapshotter snap = {
-            fork_freeze, fork_collect, fork_release, &forks[i]};
+            fork_freeze, fork_collect, fork_release, fork_replaced, &forks[i]};
         /* raft_init checked version 1; raft reads the version again at
          * every snapshot (docs/raft-0.15.md §5). */
         ns_fsm_adapter_set_snapshotter(&x.s[i].fa, &snap);
@@ -187,6 +195,7 @@ static void test_async_snapshot_install_to_lagging_node(void **state)
     struct ns_buf all;
     fx_assert_converged(&x, &all);
     assert_true(x.s[lag].fa.n_restores >= 1);
+    assert_true(n_replaced >= x.s[lag].fa.n_restores);
     assert_true(x.s[lag].fa.n_applies < N_CMDS);
 
     struct ns_state ref;
