@@ -1,8 +1,9 @@
 /* A topic entry keeps its first queue data and its queue-data list inside its
- * own allocation until it needs more (src/route/route.c, route_topic_new):
- * brokers joining and leaving a topic in any order must leave exactly their
- * queue data listed, the slot must be reused once free, and out of memory
- * when a topic gets its second broker must leave the first one intact. */
+ * own allocation until it needs more (src/route/route_topic.c,
+ * route_topic_new): brokers joining and leaving a topic in any order must leave
+ * exactly their queue data listed, the slot must be reused once free, and out
+ * of memory when a topic gets its second broker must leave the first one
+ * intact. */
 #include <stdlib.h>
 
 #include "raftns/alloc.h"
