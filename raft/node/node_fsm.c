@@ -253,6 +253,17 @@ static int digest_start(void *arg, const struct ns_state *s)
     return 0;
 }
 
+void node_capture_report(const char *what, unsigned turns, uint64_t applied,
+                         uint64_t got, uint64_t expect)
+{
+    NS_LOG(got == expect ? NS_LOG_INFO : NS_LOG_ERROR,
+           "fsm: TEST HOOK (RAFTNS_TEST_CHECK_CAPTURES): the %s captured in "
+           "%u loop turns while %" PRIu64 " entries applied, %016" PRIx64
+           ", %s the state's at its beginning, %016" PRIx64,
+           what, turns, applied, got,
+           got == expect ? "matches" : "DIFFERS FROM", expect);
+}
+
 /* A capture's digest, done: logged, and against the test hook's. */
 static void capture_done(struct ns_node *n, uint64_t digest)
 {
@@ -263,13 +274,7 @@ static void capture_done(struct ns_node *n, uint64_t digest)
            " entries applied",
            c->turns, applied);
     if (c->check) {
-        NS_LOG(digest == c->expect ? NS_LOG_INFO : NS_LOG_ERROR,
-               "fsm: TEST HOOK (RAFTNS_TEST_CHECK_CAPTURES): the digest "
-               "captured in %u loop turns while %" PRIu64
-               " entries applied, %016" PRIx64
-               ", %s the state's at its beginning, %016" PRIx64,
-               c->turns, applied, digest,
-               digest == c->expect ? "matches" : "DIFFERS FROM", c->expect);
+        node_capture_report("digest", c->turns, applied, digest, c->expect);
     }
 }
 

@@ -340,6 +340,11 @@ void node_fsm_close(struct ns_node *n);
 /* Ends a digest's capture under way and frees its kept buffers: for a state
  * now digested in a fork, and when closing. */
 void node_capture_release(struct ns_node *n);
+/* Test hook RAFTNS_TEST_CHECK_CAPTURES: logs how the digest got of what a
+ * capture produced compares with expect, the whole state's at its beginning
+ * (an error when they differ). */
+void node_capture_report(const char *what, unsigned turns, uint64_t applied,
+                         uint64_t got, uint64_t expect);
 /* node_snapcap.c. Loop, except node_snapcap_wait. */
 void node_snapcap_init(struct ns_node *n);
 /* Begins capturing the state into n->snapbuf: 0, or NS_E* (none began). */

@@ -64,15 +64,10 @@ static void log_done(struct ns_node *n, int rv)
            " entries applied",
            n->snapbuf.len, sc->turns, applied);
     if (n->capture.check) {
-        uint64_t got =
-            ns_snapshot_digest_bytes(n->snapbuf.data, n->snapbuf.len);
-        NS_LOG(got == sc->expect ? NS_LOG_INFO : NS_LOG_ERROR,
-               "fsm: TEST HOOK (RAFTNS_TEST_CHECK_CAPTURES): the snapshot "
-               "captured in %u loop turns while %" PRIu64
-               " entries applied, %016" PRIx64
-               ", %s the state's at its beginning, %016" PRIx64,
-               sc->turns, applied, got,
-               got == sc->expect ? "matches" : "DIFFERS FROM", sc->expect);
+        node_capture_report(
+            "snapshot", sc->turns, applied,
+            ns_snapshot_digest_bytes(n->snapbuf.data, n->snapbuf.len),
+            sc->expect);
     }
 }
 
