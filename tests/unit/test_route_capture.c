@@ -227,6 +227,37 @@ static void test_two_captures_at_once(void **state)
     }
 }
 
+/* A route filled from seed with a capture begun over it. */
+struct captured {
+    struct ns_route *route;
+    int64_t counter[N_BROKERS];
+    struct ns_buf head, tail, steps;
+    struct ns_route_capture *c;
+};
+
+static void captured_begin(struct captured *x, uint64_t seed)
+{
+    rng_state = seed;
+    memset(x, 0, sizeof *x);
+    x->route = ns_route_create();
+    assert_non_null(x->route);
+    fill(x->route, x->counter);
+    ns_buf_init(&x->head);
+    ns_buf_init(&x->tail);
+    ns_buf_init(&x->steps);
+    assert_int_equal(
+        ns_route_capture_begin(x->route, &x->head, &x->tail, &x->c), 0);
+}
+
+/* Destroys the route (ending a capture still under way) and the buffers. */
+static void captured_close(struct captured *x)
+{
+    ns_route_destroy(x->route);
+    ns_buf_close(&x->head);
+    ns_buf_close(&x->tail);
+    ns_buf_close(&x->steps);
+}
+
 /* A change that fails to save an entry (out of memory) loses the capture:
  * its next step says so, and the route is as the change left it. */
 static void test_out_of_memory_while_saving(void **state)
@@ -234,38 +265,27 @@ static void test_out_of_memory_while_saving(void **state)
     (void)state;
     bool lost = false, kept = false;
     for (long k = 0; k < 400 && !(lost && kept); k++) {
-        rng_state = 7;
-        struct ns_route *route = ns_route_create();
-        assert_non_null(route);
-        int64_t counter[N_BROKERS] = {0};
-        fill(route, counter);
-        struct ns_buf head, tail, steps;
-        ns_buf_init(&head);
-        ns_buf_init(&tail);
-        ns_buf_init(&steps);
-        struct ns_route_capture *c;
-        assert_int_equal(ns_route_capture_begin(route, &head, &tail, &c), 0);
+        struct captured x;
+        captured_begin(&x, 7);
         struct ns_register r;
-        random_request(&r, 0, ++counter[0]);
+        random_request(&r, 0, ++x.counter[0]);
         ns_alloc_fail_at(k, 0);
-        int rv = register_request(route, &r, false);
+        int rv = register_request(x.route, &r, false);
         ns_alloc_fail_at(-1, 0);
         assert_true(rv == 0 || rv == NS_ENOMEM);
         bool done = false;
-        int step_rv = ns_route_capture_step(route, c, SIZE_MAX, &steps, &done);
+        int step_rv =
+            ns_route_capture_step(x.route, x.c, SIZE_MAX, &x.steps, &done);
         assert_true(step_rv == 0 || step_rv == NS_ENOMEM);
         lost |= step_rv == NS_ENOMEM;
         kept |= step_rv == 0;
         assert_true(step_rv != 0 || done);
-        ns_route_capture_end(route, c);
-        /* The route still encodes and takes new captures. */
+        ns_route_capture_end(x.route, x.c);
+        /* The route still encodes. */
         struct ns_buf now;
-        state_of(route, &now);
+        state_of(x.route, &now);
         ns_buf_close(&now);
-        ns_buf_close(&head);
-        ns_buf_close(&tail);
-        ns_buf_close(&steps);
-        ns_route_destroy(route);
+        captured_close(&x);
     }
     assert_true(lost);
     assert_true(kept);
@@ -275,26 +295,15 @@ static void test_out_of_memory_while_saving(void **state)
 static void test_destroy_during_a_capture(void **state)
 {
     (void)state;
-    rng_state = 3;
-    struct ns_route *route = ns_route_create();
-    assert_non_null(route);
-    int64_t counter[N_BROKERS] = {0};
-    fill(route, counter);
-    struct ns_buf head, tail, steps;
-    ns_buf_init(&head);
-    ns_buf_init(&tail);
-    ns_buf_init(&steps);
-    struct ns_route_capture *c;
-    assert_int_equal(ns_route_capture_begin(route, &head, &tail, &c), 0);
+    struct captured x;
+    captured_begin(&x, 3);
     bool done;
-    assert_int_equal(ns_route_capture_step(route, c, 3, &steps, &done), 0);
+    assert_int_equal(ns_route_capture_step(x.route, x.c, 3, &x.steps, &done),
+                     0);
     for (int i = 0; i < 10; i++) {
-        assert_int_equal(random_change(route, counter), 0);
+        assert_int_equal(random_change(x.route, x.counter), 0);
     }
-    ns_route_destroy(route);
-    ns_buf_close(&head);
-    ns_buf_close(&tail);
-    ns_buf_close(&steps);
+    captured_close(&x);
 }
 
 int main(void)
