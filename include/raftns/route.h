@@ -85,8 +85,9 @@ struct ns_register {
     struct ns_data_version dv;
     struct ns_topic_config *topics; /* owned array */
     size_t n_topics;
-    /* When set (a decoded command), every topic name points into this owned
-     * block and none is freed alone; else each name is owned. */
+    /* When set (a decoded command, or a body the fast JSON path read), every
+     * topic name points into this owned block and none is freed alone; else
+     * each name is owned. */
     char *topic_names;
     struct ns_mapping_info *mappings; /* owned array */
     size_t n_mappings;

@@ -170,11 +170,17 @@ out:
     return rv;
 }
 
+static void keep_topic_name(void *elem)
+{
+    (void)elem; /* the name is in the request's topic_names block */
+}
+
 static int normalise_topics(struct ns_register *r)
 {
     void *arr = r->topics;
     int rv = normalise(&arr, &r->n_topics, sizeof *r->topics,
-                       offsetof(struct ns_topic_config, name), free_topic);
+                       offsetof(struct ns_topic_config, name),
+                       r->topic_names != NULL ? keep_topic_name : free_topic);
     r->topics = arr;
     return rv;
 }
@@ -192,9 +198,11 @@ static int normalise_mappings(struct ns_register *r)
 /* Frees whatever a failed decode left in the body fields and zeroes them. */
 static void clear_body(struct ns_register *r)
 {
-    for (size_t i = 0; i < r->n_topics; i++) {
+    for (size_t i = 0; r->topic_names == NULL && i < r->n_topics; i++) {
         ns_free(r->topics[i].name);
     }
+    ns_free(r->topic_names);
+    r->topic_names = NULL;
     ns_free(r->topics);
     for (size_t i = 0; i < r->n_mappings; i++) {
         free_mapping(&r->mappings[i]);

@@ -30,6 +30,12 @@ struct scan {
     struct ns_buf tmp; /* decoded text of the last escaped string */
     bool key_plain;    /* the last map key scan_map read had no escape */
     size_t cap_topics;
+    /* Topic names, NUL-terminated, one after another: they become
+     * r->topic_names when the scan succeeds, and r->topics[i].name points at
+     * name_at[i] in it. Until then every name is NULL. */
+    struct ns_buf names;
+    size_t *name_at;
+    size_t cap_name_at;
     size_t cap_mappings;
     size_t cap_filters;
     size_t cap_curr_ids; /* of the mapping being filled */
@@ -265,11 +271,12 @@ static unsigned plain_topic_key(struct scan *s)
     }
 }
 
-/* topicName's value into *out (returned owned). Brokers repeat the map key
- * k: when that key had no escape (so holds no '"', '\\' or control byte),
- * the quoted k at the cursor is exactly the string ns_json_pull_string would
- * read, and is taken without scanning it again. */
-static int read_topic_name(struct scan *s, const char *k, size_t n, char **out)
+/* topicName's value appended to s->names; *name_at is where it starts.
+ * Brokers repeat the map key k: when that key had no escape (so holds no '"',
+ * '\\' or control byte), the quoted k at the cursor is exactly the string
+ * ns_json_pull_string would read, and is taken without scanning it again. */
+static int read_topic_name(struct scan *s, const char *k, size_t n,
+                           size_t *name_at)
 {
     const char *v = k;
     size_t vn = n;
@@ -283,7 +290,10 @@ static int read_topic_name(struct scan *s, const char *k, size_t n, char **out)
             return rv;
         }
     }
-    return (*out = ns_strndup(v, vn)) == NULL ? NS_ENOMEM : 0;
+    *name_at = s->names.len;
+    ns_buf_append(&s->names, v, vn);
+    ns_buf_put_u8(&s->names, 0);
+    return s->names.err;
 }
 
 /* order and topicFilterType are not kept, but Java fails the body on a bad
@@ -311,6 +321,7 @@ static int scan_topic(struct scan *s, const char *k, size_t n)
 {
     struct ns_register *r = s->r;
     struct ns_topic_config t = {NULL, 16, 16, NS_PERM_READ | NS_PERM_WRITE, 0};
+    size_t name_at = 0;
     unsigned seen = 0;
     int rv = expect(s, '{') ? 0 : FALLBACK;
     bool more = rv == 0 && !expect(s, '}');
@@ -331,7 +342,7 @@ static int scan_topic(struct scan *s, const char *k, size_t n)
         seen |= key;
         switch (repeated ? 0 : key) {
         case TOPIC_NAME:
-            rv = read_topic_name(s, k, n, &t.name);
+            rv = read_topic_name(s, k, n, &name_at);
             break;
         case TOPIC_READ_QUEUES:
             rv = read_int32(s, &t.read_queues);
@@ -360,7 +371,7 @@ static int scan_topic(struct scan *s, const char *k, size_t n)
             rv = next_member(s, &more);
         }
     }
-    if (rv == 0 && t.name == NULL) {
+    if (rv == 0 && (seen & TOPIC_NAME) == 0) {
         rv = FALLBACK; /* the cJSON path reports the missing topicName */
     }
     if (rv == 0) {
@@ -368,10 +379,15 @@ static int scan_topic(struct scan *s, const char *k, size_t n)
         rv = grow(&arr, &s->cap_topics, r->n_topics, sizeof *r->topics);
         r->topics = arr;
     }
+    if (rv == 0) {
+        void *arr = s->name_at;
+        rv = grow(&arr, &s->cap_name_at, r->n_topics, sizeof *s->name_at);
+        s->name_at = arr;
+    }
     if (rv != 0) {
-        ns_free(t.name);
         return rv;
     }
+    s->name_at[r->n_topics] = name_at;
     r->topics[r->n_topics++] = t;
     return 0;
 }
@@ -662,11 +678,21 @@ int register_body_scan(struct ns_register *r, bool bare_wrapper,
     r->dv.counter = 0;
     r->dv.state_version = 0;
     r->dv.timestamp = now_ms;
+    ns_buf_init(&s.names);
     int rv = bare_wrapper ? scan_wrapper(&s) : scan_body(&s);
     ns_json_pull_skip_ws(&s.t);
     if (rv == 0 && s.t.p != s.t.end) {
         rv = FALLBACK;
     }
+    if (rv == 0 && r->n_topics > 0) {
+        size_t bytes;
+        r->topic_names = (char *)ns_buf_take(&s.names, &bytes);
+        for (size_t i = 0; i < r->n_topics; i++) {
+            r->topics[i].name = r->topic_names + s.name_at[i];
+        }
+    }
+    ns_buf_close(&s.names);
+    ns_free(s.name_at);
     ns_buf_close(&s.tmp);
     return rv;
 }
