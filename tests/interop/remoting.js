@@ -77,12 +77,29 @@ function timeoutAfter(ms) {
   return new Promise(resolve => setTimeout(resolve, ms));
 }
 
+// Claims port among all test processes on the machine, as tests/process/harness.py
+// claim_port does: an abstract Unix socket named after the port, which only one process can
+// bind and which goes away with its process (libuv binds it NUL-padded to the whole
+// sun_path, and the other tiers do the same). Tests running in parallel picked the same port
+// between one's check and its node's bind (seen in CI).
+const portClaims = [];
+
+function claimPort(port) {
+  return new Promise(resolve => {
+    const claim = net.createServer();
+    claim.once('error', () => resolve(false));
+    claim.listen('\0raftns-test-port-' + port, () => {
+      claim.unref(); // held for the process's life without keeping it alive
+      portClaims.push(claim);
+      resolve(true);
+    });
+  });
+}
+
 // A TCP port on 127.0.0.1 below the kernel's ephemeral range (32768 and up by default), as
 // tests/cluster/free_port.h picks them: an ephemeral one can be taken by another test's
 // outgoing connection before the node binds it ("address already in use", seen in CI).
-// Random in [20000, 32000), checked free by listening, none handed out twice here.
-const givenPorts = new Set();
-
+// Random in [20000, 32000), claimed, checked free by listening.
 function tryListen(port) {
   return new Promise(resolve => {
     const srv = net.createServer();
@@ -94,9 +111,8 @@ function tryListen(port) {
 async function freePort() {
   for (let attempt = 0; attempt < 20000; attempt++) {
     const port = 20000 + Math.floor(Math.random() * 12000);
-    if (givenPorts.has(port)) continue;
+    if (!(await claimPort(port))) continue;
     if (await tryListen(port)) {
-      givenPorts.add(port);
       return port;
     }
   }

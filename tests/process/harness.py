@@ -42,22 +42,40 @@ def expired(what, timeout, last):
         what, scale.describe(timeout), last)
 
 
-_GIVEN_PORTS = set()
+# Claims on ports, held for this process's life (closed with it by the kernel).
+_PORT_CLAIMS = {}
+
+
+def claim_port(port):
+    """Claims port for this process among all test processes on the machine (Python, C and
+    Node tiers alike): an abstract Unix socket named after the port, which only one process
+    can bind and which goes away with its process, so no file is left behind. The name fills
+    the whole sun_path, NUL-padded, as Node (libuv) binds it. False when another test
+    process, or this one, already holds it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(("\0raftns-test-port-%d" % port).encode().ljust(108, b"\0"))
+    except OSError:
+        s.close()
+        return False
+    _PORT_CLAIMS[port] = s
+    return True
 
 
 def free_ports(n):
     """n TCP ports on 127.0.0.1 below the kernel's ephemeral range (32768 and up by default),
     as tests/cluster/free_port.h picks them: an ephemeral one can be taken by another test's
     outgoing connection between this choice and the node's bind ("address already in use",
-    seen in CI). Random in [20000, 32000), each checked free by binding, none handed out twice
-    by this process."""
+    seen in CI). Random in [20000, 32000), each claimed (claim_port: tests running in
+    parallel picked the same port between one's check and its node's bind, also seen in CI)
+    and checked free by binding."""
     rng = random.SystemRandom()
     ports = []
     for _ in range(20000):
         if len(ports) == n:
             break
         port = rng.randrange(20000, 32000)
-        if port in _GIVEN_PORTS or port in ports:
+        if not claim_port(port):
             continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -70,7 +88,6 @@ def free_ports(n):
         ports.append(port)
     if len(ports) < n:
         raise RuntimeError("no %d free ports in [20000, 32000)" % n)
-    _GIVEN_PORTS.update(ports)
     return ports
 
 
