@@ -58,21 +58,27 @@ static bool send_notice(struct ns_node *n, unsigned i, raft_index prev,
 
 /* The notice owed to member i, if one may go now: the commit index it carries
  * (0: not now). It is the heartbeat libraft itself would send to i at this
- * moment (src/replication.c's sendAppendEntries in pipeline mode with nothing
- * left to send: previous entry next_index - 1, leader commit the commit index),
- * so the leader's raft handles the answer as one to its own heartbeat. Only
- * while i has acknowledged the leader's whole log and that log ends with an
- * entry of the current term: a follower answers an AppendEntries with its last
- * stored index, which counts whatever it holds past the previous entry, and the
- * leader takes min(that, its own last index) as i's match index; a follower
- * that holds an entry of this term at the previous index holds nothing past it
- * but this leader's entries (docs/raft-0.15.md §14). */
+ * moment (src/replication.c's replicationProgress in pipeline mode with
+ * nothing left to send: previous entry next_index - 1, leader commit the
+ * commit index), so i checks it, and the leader handles i's answer, exactly
+ * as for raft's own heartbeat. Only while every entry went to i (the messages
+ * to i keep their order, so i holds them by the time the notice arrives, or
+ * rejects it as it would that heartbeat) and the log ends with an entry of
+ * the current term: i's answer counts every entry it stored, and one that
+ * holds an entry of this term at the previous index holds nothing past it but
+ * this leader's entries (docs/raft-0.15.md §14). Waiting for i to acknowledge
+ * the whole log as well kept notices from going under a steady write load. */
 static raft_index notice_due(const struct raft *r, unsigned i)
 {
     const struct raft_progress *p = &r->leader_state.progress[i];
     raft_index last = node_raft_last_index(&r->log);
-    if (p->state != NODE_PROGRESS_PIPELINE || p->match_index != last ||
-        p->next_index != last + 1 ||
+#ifdef RAFTNS_BREAK_NOTICE_ACKED
+    /* TEST-ONLY MUTANT: notices wait for i to acknowledge the whole log */
+    if (p->match_index != last) {
+        return 0;
+    }
+#endif
+    if (p->state != NODE_PROGRESS_PIPELINE || p->next_index != last + 1 ||
         node_raft_term_of(&r->log, last) != r->current_term) {
         return 0;
     }

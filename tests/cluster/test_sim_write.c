@@ -76,6 +76,49 @@ static void test_follower_write_needs_no_heartbeat(void **state)
                      (int)s->nodes[l].id);
 }
 
+/* The commit notice does not wait for the forwarding follower to
+ * acknowledge the leader's whole log: with that follower's answers to the
+ * leader 400 ms late (virtual time) and a heartbeat of 1 s, the other
+ * follower's answers commit each write, and five writes in a row through the
+ * slow one take less than half their answers' delays (about 100 ms each);
+ * each waits for its own answer to reach the leader when notices wait for it
+ * (mutant notice-acked). */
+static void test_follower_write_needs_not_its_own_answer(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    const unsigned heartbeat = 1000, answer_delay = 400, writes = 5;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct raft *r = raft_fixture_get(&s->f, i);
+        raft_set_election_timeout(r, 20 * heartbeat);
+        raft_set_heartbeat_timeout(r, heartbeat);
+    }
+    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    raft_fixture_set_network_latency(&s->f, fo, answer_delay);
+    struct sim_client *c = sim_client(s, fo);
+    /* The first write may find the leader probing fo, which waits for fo's
+     * answer whatever the notices do. */
+    sim_expect_code(c, sim_send_kv_put(c, "k", "s0"), NS_CODE_SUCCESS);
+    uint64_t t0 = sim_now(s);
+    for (unsigned i = 1; i <= writes; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "s%u", i);
+        int32_t op = sim_send_kv_put(c, "k", v);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
+        sim_assert_kv(s, fo, "k", v);
+    }
+    uint64_t took = sim_now(s) - t0;
+    if (took >= writes * answer_delay / 2) {
+        fail_msg("%u writes through follower %u took %llu ms of virtual time "
+                 "(its answers take %u ms): they waited for them",
+                 writes, fo, (unsigned long long)took, answer_delay);
+    }
+    assert_int_equal((int)ns_node_leader_id(s->nodes[fo].node),
+                     (int)s->nodes[l].id);
+}
+
 /* Identical registrations through three connections of followers at once
  * (a broker that registers with every name server) share one log entry:
  * every node applies one REGISTER_BROKER, and every sender gets SUCCESS. */
@@ -426,6 +469,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         BOTH(test_write_through_a_follower),
         BOTH(test_follower_write_needs_no_heartbeat),
+        BOTH(test_follower_write_needs_not_its_own_answer),
         BOTH(test_three_identical_registrations_make_one_entry),
         BOTH(test_registration_applied_a_moment_ago),
         BOTH(test_leader_lost_mid_forward),
