@@ -68,9 +68,9 @@ static void forward_done(struct ns_pending *p, int status,
 }
 
 /* A forwarded write waiting on the leader: the node it came from (the
- * request id's origin) learns the commit by a notice once it stored the
- * entry, not by the next heartbeat: it answers its client only after applying
- * the entry itself. */
+ * request id's origin) learns the commit by a notice (raft/node/node_notice.c)
+ * once the entries went to it, not by the leader's next message: it answers
+ * its client only after applying the entry itself. */
 struct forwarded {
     struct ns_pending *p;
     struct ns_node *node;
