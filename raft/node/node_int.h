@@ -141,7 +141,9 @@ struct read_req {
 #define NODE_MAX_NOTICES 16
 struct node_notice {
     uint64_t id;
-    uint64_t lo, hi;
+    uint64_t lo, hi;   /* the writes' indexes */
+    uint64_t early;    /* commit index of the last notice sent before the
+                          follower acknowledged hi */
     uint64_t deadline; /* uv_now; dropped after it */
 };
 

@@ -72,12 +72,6 @@ static raft_index notice_due(const struct raft *r, unsigned i)
 {
     const struct raft_progress *p = &r->leader_state.progress[i];
     raft_index last = node_raft_last_index(&r->log);
-#ifdef RAFTNS_BREAK_NOTICE_ACKED
-    /* TEST-ONLY MUTANT: notices wait for i to acknowledge the whole log */
-    if (p->match_index != last) {
-        return 0;
-    }
-#endif
     if (p->state != NODE_PROGRESS_PIPELINE || p->next_index != last + 1 ||
         node_raft_term_of(&r->log, last) != r->current_term) {
         return 0;
@@ -126,8 +120,38 @@ int ns_node_notify_commit(struct ns_node *n, uint64_t member_id, uint64_t index)
     t->id = member_id;
     t->lo = index;
     t->hi = index;
+    t->early = 0;
     t->deadline = deadline;
     return 0;
+}
+
+/* Sends member i the notice t is owed now, if any; whether t is done. A
+ * notice makes i apply only what it stored by the time it arrives, and i's
+ * later disk write does not look at it again (raft 0.15 applies with the
+ * commit index its AppendEntries carried). So t is done with a notice sent
+ * once i acknowledged every write's entry; before that, notices go only as
+ * the commit index moves: they spare a wait under load, where i's
+ * acknowledgements trail the leader's log (docs/raft-0.15.md §14). The
+ * writes up to what i had acknowledged when one went are done. */
+static bool notify(struct ns_node *n, unsigned i, struct node_notice *t)
+{
+    struct raft *r = n->raft;
+    raft_index c = notice_due(r, i);
+    raft_index last = node_raft_last_index(&r->log);
+    raft_index match = r->leader_state.progress[i].match_index;
+    if (c >= t->hi && match >= t->hi) {
+        return send_notice(n, i, last, c);
+    }
+#ifdef RAFTNS_BREAK_NOTICE_ACKED
+    return false; /* TEST-ONLY MUTANT: no notice before i acknowledged */
+#endif
+    if (c >= t->lo && c > t->early && send_notice(n, i, last, c)) {
+        t->early = c;
+        /* the writes i had acknowledged are applied with this one */
+        raft_index applied = c < match ? c : match;
+        t->lo = applied >= t->lo ? applied + 1 : t->lo;
+    }
+    return t->lo > t->hi;
 }
 
 void node_notice_flush(struct ns_node *n)
@@ -147,12 +171,7 @@ void node_notice_flush(struct ns_node *n)
         int i = member_slot(r, t->id);
         bool done = i < 0 || now >= t->deadline;
         if (!done) {
-            raft_index c = notice_due(r, (unsigned)i);
-            if (c >= t->lo &&
-                send_notice(n, (unsigned)i, node_raft_last_index(&r->log), c)) {
-                done = c >= t->hi;
-                t->lo = c + 1;
-            }
+            done = notify(n, (unsigned)i, t);
         }
         if (done) {
             n->notices[k] = n->notices[--n->n_notices];

@@ -119,6 +119,41 @@ static void test_follower_write_needs_not_its_own_answer(void **state)
                      (int)s->nodes[l].id);
 }
 
+/* A forwarding follower whose disk is slow stores each write after the
+ * other followers' answers committed it, so the leader's first notice can
+ * come before it holds the entry; the notice after its own answer makes it
+ * apply, so five writes in a row still take less than one heartbeat. */
+static void test_follower_with_a_slow_disk_needs_no_heartbeat(void **state)
+{
+    struct sim *s = *state;
+    unsigned l = sim_settle(s);
+    const unsigned heartbeat = 1000, disk = 100, writes = 5;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct raft *r = raft_fixture_get(&s->f, i);
+        raft_set_election_timeout(r, 20 * heartbeat);
+        raft_set_heartbeat_timeout(r, heartbeat);
+    }
+    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    l = sim_settle(s);
+    unsigned fo = sim_follower(s, l, 0);
+    raft_fixture_set_disk_latency(&s->f, fo, disk);
+    struct sim_client *c = sim_client(s, fo);
+    uint64_t t0 = sim_now(s);
+    for (unsigned i = 1; i <= writes; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "d%u", i);
+        int32_t op = sim_send_kv_put(c, "k", v);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
+        sim_assert_kv(s, fo, "k", v);
+    }
+    uint64_t took = sim_now(s) - t0;
+    if (took >= heartbeat) {
+        fail_msg("%u writes through follower %u (disk %u ms) took %llu ms of "
+                 "virtual time (heartbeat %u ms): they waited for heartbeats",
+                 writes, fo, disk, (unsigned long long)took, heartbeat);
+    }
+}
+
 /* Identical registrations through three connections of followers at once
  * (a broker that registers with every name server) share one log entry:
  * every node applies one REGISTER_BROKER, and every sender gets SUCCESS. */
@@ -470,6 +505,7 @@ int main(void)
         BOTH(test_write_through_a_follower),
         BOTH(test_follower_write_needs_no_heartbeat),
         BOTH(test_follower_write_needs_not_its_own_answer),
+        BOTH(test_follower_with_a_slow_disk_needs_no_heartbeat),
         BOTH(test_three_identical_registrations_make_one_entry),
         BOTH(test_registration_applied_a_moment_ago),
         BOTH(test_leader_lost_mid_forward),
