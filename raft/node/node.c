@@ -311,8 +311,9 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
         return NS_ENOMEM;
     }
     node_init(n, cfg, state);
+    n->id = r->id;
     if (node_log_init(
-            &n->logmem,
+            &n->logmem, n->id,
             cfg->snapshot_bytes ? cfg->snapshot_bytes : DEFAULT_SNAPSHOT_BYTES,
             cfg->snapshot_threshold ? cfg->snapshot_threshold
                                     : DEFAULT_SNAPSHOT_THRESHOLD,
@@ -321,7 +322,6 @@ int ns_node_create_over(struct raft *r, const struct ns_node_config *cfg,
         ns_free(n);
         return NS_ENOMEM;
     }
-    n->id = r->id;
     n->clock = *clock;
     n->driven = true;
     n->raft = r;
@@ -354,7 +354,7 @@ int ns_node_create(uv_loop_t *loop, const struct ns_node_config *cfg,
     n->addr = ns_strdup(cfg->raft_addr);
     if (n->dir == NULL || n->addr == NULL ||
         node_log_init(
-            &n->logmem,
+            &n->logmem, cfg->id,
             cfg->snapshot_bytes ? cfg->snapshot_bytes : DEFAULT_SNAPSHOT_BYTES,
             cfg->snapshot_threshold ? cfg->snapshot_threshold
                                     : DEFAULT_SNAPSHOT_THRESHOLD,

@@ -178,7 +178,8 @@ struct node_log {
     uint64_t win_bytes;     /* their bytes */
     uint64_t since_bytes;   /* applied since the last completed snapshot */
     uint64_t seen_snapshot; /* its index */
-    bool lowered;           /* the threshold is lowered for a snapshot */
+    uint64_t phase;         /* node_log_next_snapshot's, from the node id */
+    bool placed; /* raft's threshold points at the next snapshot index */
 };
 
 struct ns_node {
@@ -318,16 +319,25 @@ static inline raft_index node_raft_last_index(const struct raft_log *l)
  * through raft_init, not raft_start; sets n->raft->data). */
 void node_commit_wrap(struct ns_node *n);
 
-/* --- node_log.c: the raft log bounded by bytes --- */
-/* Records the configured counts and the byte bound (trailing: a quarter of
- * it). 0 or NS_ENOMEM. */
-int node_log_init(struct node_log *l, uint64_t snapshot_bytes,
+/* --- node_log.c: the raft log bounded by bytes, snapshots staggered --- */
+/* Records the configured counts, the byte bound (trailing: a quarter of it)
+ * and the snapshot phase of node id. 0 or NS_ENOMEM. */
+int node_log_init(struct node_log *l, uint64_t id, uint64_t snapshot_bytes,
                   unsigned threshold, unsigned trailing);
 void node_log_close(struct node_log *l);
 /* After entry index (len bytes) was applied: sets r's trailing and threshold
  * so that the log stays within the bounds. */
 void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
                       size_t len);
+/* The index of the snapshot after one at snap: with half = threshold / 2,
+ * the one index in (snap + half, snap + 2 * half] that is phase modulo half
+ * (snap + threshold when half is 0). From there the snapshots come every
+ * 2 * half entries, at the node's phase. */
+uint64_t node_log_next_snapshot(uint64_t snap, unsigned threshold,
+                                uint64_t phase);
+/* Node id's phase for node_log_next_snapshot: spread over [0, threshold / 2)
+ * by the golden ratio, so that any few ids are far apart. */
+uint64_t node_log_phase(uint64_t id, unsigned threshold);
 
 /* Sets n->fsm to the FSM adapter over n->state and n->dv with the node's hooks
  * (the in-flight result, the apply hook, test mutants), bound to n->raft

@@ -1,12 +1,17 @@
-/* Bounds the raft log's memory by bytes. canonical/raft 0.15 counts entries
- * only (the snapshot threshold, and the trailing entries it keeps after a
- * snapshot, in memory and on disk: docs/raft-0.15.md §5), and a registration
- * of a broker with 10,000 topics is a command of hundreds of kilobytes, so
- * 1,024 trailing entries can hold gigabytes. After every applied entry this
- * file lowers the threshold so that a snapshot follows as soon as the entries
- * applied since the last one pass snapshot_bytes, and keeps only the newest
- * entries that fit in trailing_bytes (never more entries than configured). It
- * does not take or store snapshots itself, and runs on the loop thread. */
+/* Bounds the raft log's memory by bytes, and staggers the nodes' snapshots.
+ * canonical/raft 0.15 counts entries only (the snapshot threshold, and the
+ * trailing entries it keeps after a snapshot, in memory and on disk:
+ * docs/raft-0.15.md §5), and a registration of a broker with 10,000 topics is
+ * a command of hundreds of kilobytes, so 1,024 trailing entries can hold
+ * gigabytes. After every applied entry this file lowers the threshold so that
+ * a snapshot follows as soon as the entries applied since the last one pass
+ * snapshot_bytes, and keeps only the newest entries that fit in
+ * trailing_bytes (never more entries than configured). Nodes that apply the
+ * same log with one threshold would all take a snapshot at the same index, and
+ * writes wait on all of them at once (BENCHMARKS.md, "Snapshots staggered"):
+ * each node's next snapshot is at an index of its own phase, at most
+ * threshold entries after its last. It does not take or store snapshots
+ * itself, and runs on the loop thread. */
 #include <raft.h>
 
 #include "raftns/alloc.h"
@@ -18,7 +23,25 @@
  * behind catches up from the log rather than a whole snapshot. */
 #define MIN_TRAILING 2u
 
-int node_log_init(struct node_log *l, uint64_t snapshot_bytes,
+uint64_t node_log_phase(uint64_t id, unsigned threshold)
+{
+    uint64_t golden = 0x9E3779B97F4A7C15u; /* 2^64 / the golden ratio */
+    uint64_t frac32 = (id * golden) >> 32; /* frac(id / phi), 32 bits */
+    return (frac32 * (threshold / 2)) >> 32;
+}
+
+uint64_t node_log_next_snapshot(uint64_t snap, unsigned threshold,
+                                uint64_t phase)
+{
+    uint64_t half = threshold / 2;
+    if (half == 0) {
+        return snap + threshold;
+    }
+    uint64_t first = snap + half + 1;
+    return first + (phase % half + half - first % half) % half;
+}
+
+int node_log_init(struct node_log *l, uint64_t id, uint64_t snapshot_bytes,
                   unsigned threshold, unsigned trailing)
 {
     l->snapshot_bytes = snapshot_bytes;
@@ -31,7 +54,8 @@ int node_log_init(struct node_log *l, uint64_t snapshot_bytes,
     l->next = l->n = l->win_n = 0;
     l->win_bytes = l->since_bytes = 0;
     l->seen_snapshot = 0;
-    l->lowered = false;
+    l->phase = node_log_phase(id, threshold);
+    l->placed = false;
     return l->ring != NULL ? 0 : NS_ENOMEM;
 }
 
@@ -87,14 +111,14 @@ void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
         return;
     }
     push(l, index, len);
-    if (snap != l->seen_snapshot) {
-        /* A snapshot completed: count again from it. */
+    if (snap != l->seen_snapshot || !l->placed) {
+        /* A snapshot completed (or none was placed yet): count again from it,
+         * and aim at the next one. */
         l->seen_snapshot = snap;
         l->since_bytes = bytes_after(l, snap);
-        if (l->lowered) {
-            raft_set_snapshot_threshold(r, l->threshold);
-            l->lowered = false;
-        }
+        uint64_t next = node_log_next_snapshot(snap, l->threshold, l->phase);
+        raft_set_snapshot_threshold(r, (unsigned)(next - snap));
+        l->placed = true;
     } else {
         l->since_bytes += len;
     }
@@ -104,7 +128,6 @@ void node_log_applied(struct node_log *l, struct raft *r, uint64_t index,
         /* raft checks after this apply: last_applied - snapshot index >=
          * threshold, which this makes true now. */
         raft_set_snapshot_threshold(r, (unsigned)(index - snap));
-        l->lowered = true;
     }
 }
 

@@ -178,6 +178,7 @@ struct sim {
     unsigned n_dropped;
     uint64_t next_observe_ms;
     unsigned checkpoint_entries; /* the observers': a CHECKPOINT every N */
+    unsigned snapshot_threshold; /* the nodes' (0: the default) */
     struct ns_acl_settings acl;  /* every server's */
     size_t n_members;            /* member records sim_settle waits for */
     struct sim_client clients[SIM_MAX_CLIENTS];
@@ -483,7 +484,8 @@ static inline bool sim_on_applied(void *arg, uint64_t index, const uint8_t *cmd,
 static inline void sim_node_start(struct sim *s, unsigned i)
 {
     struct sim_node *nd = &s->nodes[i];
-    struct ns_node_config ncfg = {.remote_ready = true};
+    struct ns_node_config ncfg = {.remote_ready = true,
+                                  .snapshot_threshold = s->snapshot_threshold};
     assert_int_equal(ns_node_create_over(raft_fixture_get(&s->f, i), &ncfg,
                                          &s->clock, &nd->state, &nd->node),
                      0);
@@ -547,6 +549,7 @@ static struct raft_fsm sim_placeholder_fsm = {.version = 1};
 /* Settings of a simulated cluster (all zero: the defaults). */
 struct sim_opts {
     unsigned checkpoint_entries; /* 0 = a CHECKPOINT every 20 commands */
+    unsigned snapshot_threshold; /* 0 = the nodes' default */
     bool acl; /* aclEnable on every node (anonymous reads allowed) */
     /* the cluster file's "acl" accounts (JSON array text), or NULL */
     const char *acl_accounts;
@@ -570,6 +573,7 @@ static inline void sim_setup_with(struct sim *s, unsigned n, unsigned n_file,
     }
     if (opts != NULL) {
         s->checkpoint_entries = opts->checkpoint_entries;
+        s->snapshot_threshold = opts->snapshot_threshold;
         s->acl.enable = opts->acl;
         s->acl.anonymous_read = true;
         s->waits = opts->waits;
