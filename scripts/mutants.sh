@@ -33,6 +33,7 @@ declare -A catcher=(
     [batch-first-entry]=test_sim_batch
     [lead-after-disk-failure]=test_sim_disk_fault
     [notice-acked]=test_sim_write
+    [append-drop-only]=test_node_guards
     # the route alone (a unit test)
     [memo-stale]=test_route_memo
 )
@@ -41,11 +42,11 @@ declare -A kind=([no-reqid]=RAFTNS_BREAK [forward-local]=RAFTNS_BREAK
     [read-no-wait]=RAFTNS_BREAK [no-grace]=RAFTNS_BREAK [stale-link]=RAFTNS_BREAK
     [commit-own-stored]=RAFTNS_BREAK [batch-first-entry]=RAFTNS_BREAK
     [memo-stale]=RAFTNS_BREAK [lead-after-disk-failure]=RAFTNS_BREAK
-    [notice-acked]=RAFTNS_BREAK)
+    [notice-acked]=RAFTNS_BREAK [append-drop-only]=RAFTNS_BREAK)
 mutants=("$@")
 ((${#mutants[@]})) || mutants=(private-unsigned raft-unchecked acl-open no-reqid forward-local
     forward-once no-dedup ack-before-apply read-no-wait no-grace stale-link commit-own-stored
-    batch-first-entry memo-stale lead-after-disk-failure notice-acked)
+    batch-first-entry memo-stale lead-after-disk-failure notice-acked append-drop-only)
 survivors=()
 for m in "${mutants[@]}"; do
     dir=$top/build-mutant-$m

@@ -196,6 +196,9 @@ uint64_t ns_node_installs_held(const struct ns_node *n);
 /* AppendEntries from index 1 dropped because this node's log no longer holds
  * index 1, on which raft 0.15 turns unavailable (docs/raft-0.15.md §19). */
 uint64_t ns_node_appends_dropped(const struct ns_node *n);
+/* ... and those cut to start after this node's snapshot instead, because they
+ * held its last entry with its term. */
+uint64_t ns_node_appends_cut(const struct ns_node *n);
 /* Terms this node stopped leading because its own disk write failed, which
  * raft 0.15 would have gone on leading over the lost entries' indexes
  * (raft/node/node_fence.c). */

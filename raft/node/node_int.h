@@ -273,6 +273,7 @@ struct ns_node {
     bool install_held;
     uint64_t installs_held;
     uint64_t appends_dropped;  /* node_append_guard.c */
+    uint64_t appends_cut;      /* node_append_guard.c */
     uint64_t fork_state_bytes; /* ns_node_config.fork_state_bytes, resolved */
     uint64_t forks;            /* snapshot and digest encoders forked */
 };

@@ -4,11 +4,11 @@
  * docs/raft-0.15.md §18, §19). test_transport.c shows the late-follower path
  * end to end; here every condition is flipped alone.
  *
- * The append guard drops an AppendEntries from index 1 (previous index 0)
- * only when the follower's log no longer holds index 1 because a snapshot
- * replaced it; the install hold keeps an InstallSnapshot while raft is taking
- * or storing a snapshot, keeps only the newest, and hands it over once raft is
- * free. */
+ * The append guard cuts an AppendEntries from index 1 (previous index 0) to
+ * start after the follower's snapshot, or drops it, only when the follower's
+ * log no longer holds index 1 because a snapshot replaced it; the install
+ * hold keeps an InstallSnapshot while raft is taking or storing a snapshot,
+ * keeps only the newest, and hands it over once raft is free. */
 #include "fixture_util.h"
 
 #include "../../raft/node/node_int.h"
@@ -97,6 +97,43 @@ static void test_append_from_index_1_after_a_snapshot_is_dropped(void **st)
     assert_true(guarded(10, 9, 4, 0, 3));
     /* snapshot up to 10 and nothing in memory */
     assert_true(guarded(10, 0, 0, 0, 1));
+}
+
+/* A message from index 1 that holds the snapshot's last entry with its term
+ * is cut to start after it (raft then checks it against the snapshot and
+ * answers): the deadlock of a follower that could never answer a leader
+ * probing it from index 1. Holding exactly the snapshot's entries makes it a
+ * heartbeat; another term at the snapshot's index is dropped. */
+static void test_append_from_index_1_is_cut_at_the_snapshot(void **st)
+{
+    (void)st;
+    set_log(10, 9, 4);
+    struct raft_message m = append(0, 14);
+    const char *eleventh = m.append_entries.entries[10].buf.base;
+    assert_false(node_append_guard(&node, &m));
+    assert_int_equal(m.append_entries.prev_log_index, 10);
+    assert_int_equal(m.append_entries.prev_log_term, 2);
+    assert_int_equal(m.append_entries.n_entries, 4);
+    assert_ptr_equal(m.append_entries.entries[0].buf.base, eleventh);
+    assert_int_equal(ns_node_appends_cut(&node), 1);
+    assert_int_equal(ns_node_appends_dropped(&node), 0);
+    release_append(&m);
+
+    set_log(10, 0, 0);
+    m = append(0, 10);
+    assert_false(node_append_guard(&node, &m));
+    assert_int_equal(m.append_entries.prev_log_index, 10);
+    assert_int_equal(m.append_entries.n_entries, 0);
+    assert_null(m.append_entries.entries);
+    assert_int_equal(ns_node_appends_cut(&node), 1);
+
+    set_log(10, 9, 4);
+    m = append(0, 14);
+    m.append_entries.entries[9].term = 1; /* not the snapshot's entry */
+    assert_true(node_append_guard(&node, &m));
+    assert_null(m.append_entries.entries);
+    assert_int_equal(ns_node_appends_dropped(&node), 1);
+    assert_int_equal(ns_node_appends_cut(&node), 0);
 }
 
 static void test_append_guard_lets_everything_else_through(void **st)
@@ -213,6 +250,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_from_index_1_after_a_snapshot_is_dropped),
+        cmocka_unit_test(test_append_from_index_1_is_cut_at_the_snapshot),
         cmocka_unit_test(test_append_guard_lets_everything_else_through),
         cmocka_unit_test(test_install_is_held_while_raft_snapshots),
         cmocka_unit_test(test_held_install_freed_on_close),
