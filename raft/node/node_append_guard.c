@@ -34,9 +34,9 @@ static void free_entries(struct raft_entry *entries, unsigned n)
     raft_free(entries);
 }
 
-/* Cuts a's first `skip` entries (indexes 1..skip) off, all of them making it
- * a heartbeat; false when out of memory (a unchanged). Entries of one
- * received message share batches in order, so a batch that only the cut
+/* Cuts a's first `skip` entries (indexes 1..skip) off: a heartbeat when
+ * that is all of them. False when out of memory (a unchanged). Entries of
+ * one received message share batches in order, so a batch that only the cut
  * entries use is freed here. */
 static bool cut_front(struct raft_append_entries *a, unsigned skip)
 {

@@ -48,7 +48,7 @@ class SnapshotAlone(clusterh.ClusterTestCase):
         # the leader of 1 and 2 changes while 3 is down: the new one never heard from it
         old = c.leader(nodes=[c[1], c[2]])
         old.stop()
-        new = c.leader(nodes=[c[1], c[2]], exclude=(old.id,))
+        c.leader(nodes=[c[1], c[2]], exclude=(old.id,))  # elected while 3 is down
         old.start(wait=True, timeout=T(30.0))
         self.write(b, 10)
         c[3].start(wait=False)
@@ -63,7 +63,6 @@ class SnapshotAlone(clusterh.ClusterTestCase):
                 return harness.Seen(("applied", st.get("applied_index")))
             return True
         wait_until(caught_up, T(20.0), "node 3 following the leader and caught up")
-        self.assertIsNotNone(new)
         c.wait_converged()
 
 
