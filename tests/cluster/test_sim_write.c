@@ -40,6 +40,34 @@ static void test_write_through_a_follower(void **state)
     }
 }
 
+/* Every node's heartbeat becomes heartbeat ms (virtual time; elections 20
+ * times that), once the timers armed with the old one have run out. */
+static void use_heartbeat(struct sim *s, unsigned heartbeat)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct raft *r = raft_fixture_get(&s->f, i);
+        raft_set_election_timeout(r, 20 * heartbeat);
+        raft_set_heartbeat_timeout(r, heartbeat);
+    }
+    sim_run_for(s, 2 * heartbeat);
+}
+
+/* n PUT_KVs in a row through c, on node fo, each answered SUCCESS and
+ * applied on fo (values prefix1..prefixn): the virtual ms they took. */
+static uint64_t writes_in_a_row(struct sim *s, struct sim_client *c,
+                                unsigned fo, const char *prefix, unsigned n)
+{
+    uint64_t t0 = sim_now(s);
+    for (unsigned i = 1; i <= n; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "%s%u", prefix, i);
+        int32_t op = sim_send_kv_put(c, "k", v);
+        sim_expect_code(c, op, NS_CODE_SUCCESS);
+        sim_assert_kv(s, fo, "k", v);
+    }
+    return sim_now(s) - t0;
+}
+
 /* A write through a follower does not wait for the leader's next heartbeat:
  * the leader's commit notice (docs/raft-0.15.md §14) tells the forwarding
  * follower. With a heartbeat of 1 s (virtual time) five writes in a row take
@@ -50,23 +78,10 @@ static void test_follower_write_needs_no_heartbeat(void **state)
     struct sim *s = *state;
     unsigned l = sim_settle(s);
     const unsigned heartbeat = 1000;
-    for (unsigned i = 0; i < s->n; i++) {
-        struct raft *r = raft_fixture_get(&s->f, i);
-        raft_set_election_timeout(r, 20 * heartbeat);
-        raft_set_heartbeat_timeout(r, heartbeat);
-    }
-    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    use_heartbeat(s, heartbeat);
     unsigned fo = sim_follower(s, l, 0);
     struct sim_client *c = sim_client(s, fo);
-    uint64_t t0 = sim_now(s);
-    for (int i = 1; i <= 5; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "n%d", i);
-        int32_t op = sim_send_kv_put(c, "k", v);
-        sim_expect_code(c, op, NS_CODE_SUCCESS);
-        sim_assert_kv(s, fo, "k", v);
-    }
-    uint64_t took = sim_now(s) - t0;
+    uint64_t took = writes_in_a_row(s, c, fo, "n", 5);
     if (took >= heartbeat) {
         fail_msg("5 writes through follower %u took %llu ms of virtual time "
                  "(heartbeat %u ms): they waited for heartbeats",
@@ -88,12 +103,7 @@ static void test_follower_write_needs_not_its_own_answer(void **state)
     struct sim *s = *state;
     unsigned l = sim_settle(s);
     const unsigned heartbeat = 1000, answer_delay = 400, writes = 5;
-    for (unsigned i = 0; i < s->n; i++) {
-        struct raft *r = raft_fixture_get(&s->f, i);
-        raft_set_election_timeout(r, 20 * heartbeat);
-        raft_set_heartbeat_timeout(r, heartbeat);
-    }
-    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    use_heartbeat(s, heartbeat);
     l = sim_settle(s);
     unsigned fo = sim_follower(s, l, 0);
     raft_fixture_set_network_latency(&s->f, fo, answer_delay);
@@ -101,15 +111,7 @@ static void test_follower_write_needs_not_its_own_answer(void **state)
     /* The first write may find the leader probing fo, which waits for fo's
      * answer whatever the notices do. */
     sim_expect_code(c, sim_send_kv_put(c, "k", "s0"), NS_CODE_SUCCESS);
-    uint64_t t0 = sim_now(s);
-    for (unsigned i = 1; i <= writes; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "s%u", i);
-        int32_t op = sim_send_kv_put(c, "k", v);
-        sim_expect_code(c, op, NS_CODE_SUCCESS);
-        sim_assert_kv(s, fo, "k", v);
-    }
-    uint64_t took = sim_now(s) - t0;
+    uint64_t took = writes_in_a_row(s, c, fo, "s", writes);
     if (took >= writes * answer_delay / 2) {
         fail_msg("%u writes through follower %u took %llu ms of virtual time "
                  "(its answers take %u ms): they waited for them",
@@ -128,25 +130,12 @@ static void test_follower_with_a_slow_disk_needs_no_heartbeat(void **state)
     struct sim *s = *state;
     unsigned l = sim_settle(s);
     const unsigned heartbeat = 1000, disk = 100, writes = 5;
-    for (unsigned i = 0; i < s->n; i++) {
-        struct raft *r = raft_fixture_get(&s->f, i);
-        raft_set_election_timeout(r, 20 * heartbeat);
-        raft_set_heartbeat_timeout(r, heartbeat);
-    }
-    sim_run_for(s, 2 * heartbeat); /* the old timers have run out */
+    use_heartbeat(s, heartbeat);
     l = sim_settle(s);
     unsigned fo = sim_follower(s, l, 0);
     raft_fixture_set_disk_latency(&s->f, fo, disk);
     struct sim_client *c = sim_client(s, fo);
-    uint64_t t0 = sim_now(s);
-    for (unsigned i = 1; i <= writes; i++) {
-        char v[16];
-        snprintf(v, sizeof v, "d%u", i);
-        int32_t op = sim_send_kv_put(c, "k", v);
-        sim_expect_code(c, op, NS_CODE_SUCCESS);
-        sim_assert_kv(s, fo, "k", v);
-    }
-    uint64_t took = sim_now(s) - t0;
+    uint64_t took = writes_in_a_row(s, c, fo, "d", writes);
     if (took >= heartbeat) {
         fail_msg("%u writes through follower %u (disk %u ms) took %llu ms of "
                  "virtual time (heartbeat %u ms): they waited for heartbeats",
