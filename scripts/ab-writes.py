@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""A/B of changed 100-topic registrations on fresh 3-node clusters (127.0.0.1, default timing,
-fsync on): the variants alternate run by run, each run on a new cluster in a temporary dir,
-and the medians of req/s and p99 are printed per variant (BENCHMARKS.md).
+"""A/B of changed 100-topic registrations on fresh clusters of 3 nodes (or --nodes; 127.0.0.1,
+default timing, fsync on): the variants alternate run by run, each run on a new cluster in a
+temporary dir, and the medians of req/s and p99 are printed per variant (BENCHMARKS.md).
 
-Usage: scripts/ab-writes.py [--rounds N] [--conns C] [--via leader|follower] [--duration S]
-           [--bench PATH] [--extra-args "ARGS"] NAME=BINARY[:JSON] ...
+Usage: scripts/ab-writes.py [--rounds N] [--conns C] [--via leader|follower] [--nodes 1|3|5]
+           [--duration S] [--bench PATH] [--extra-args "ARGS"] NAME=BINARY[:JSON] ...
 JSON (optional) is merged into the cluster file's top level, e.g.
     scripts/ab-writes.py fork=build/raftns:'{"forkStateBytes":1}' loop=build/raftns
 """
@@ -23,11 +23,11 @@ import urllib.request
 BASE_PORT = 29000
 
 
-def cluster_file(path, extra):
+def cluster_file(path, extra, n):
     nodes = [{"id": i, "raft": "127.0.0.1:%d" % (BASE_PORT + i),
               "client": "127.0.0.1:%d" % (BASE_PORT + 100 + i),
               "http": "127.0.0.1:%d" % (BASE_PORT + 200 + i), "bootstrap": True}
-             for i in (1, 2, 3)]
+             for i in range(1, n + 1)]
     conf = {"secret": "ab-writes-secret-0123456789", "nodes": nodes,
             "namesrv": {"clientMaxConnectionsPerIp": 10000}}
     conf.update(extra)
@@ -48,8 +48,9 @@ def run_once(binary, extra, args):
     d = tempfile.mkdtemp(prefix="ab-writes-")
     procs = []
     try:
-        cluster_file(os.path.join(d, "c.json"), extra)
-        for i in (1, 2, 3):
+        ids = range(1, args.nodes + 1)
+        cluster_file(os.path.join(d, "c.json"), extra, args.nodes)
+        for i in ids:
             log = open(os.path.join(d, "log%d" % i), "w")
             procs.append(subprocess.Popen(
                 [binary, "--config", os.path.join(d, "c.json"), "--id", str(i), "--data-dir",
@@ -58,11 +59,11 @@ def run_once(binary, extra, args):
         deadline = time.time() + 20
         leader = None
         while leader is None and time.time() < deadline:
-            leader = next((i for i in (1, 2, 3) if role(i) == "leader"), None)
+            leader = next((i for i in ids if role(i) == "leader"), None)
             time.sleep(0.1)
         if leader is None:
             raise SystemExit("no leader in 20 s (logs in %s)" % d)
-        target = leader if args.via == "leader" else leader % 3 + 1
+        target = leader if args.via == "leader" else leader % args.nodes + 1
         out = subprocess.run(
             [args.bench, "-a", "127.0.0.1:%d" % (BASE_PORT + 100 + target), "-c",
              str(args.conns), "-d", "1", "--mix", "register=100", "--duration",
@@ -89,6 +90,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--via", choices=("leader", "follower"), default="leader")
+    ap.add_argument("--nodes", type=int, choices=(1, 3, 5), default=3)
     ap.add_argument("--duration", type=int, default=6)
     ap.add_argument("--bench", default="build/raftns-bench")
     ap.add_argument("--extra-args", default="")
