@@ -92,10 +92,11 @@ want_fault_mutants() {
         ip netns list >/dev/null 2>&1
 }
 want_fuzz() { [ "$labels" = . ] || [[ fuzz =~ $labels ]]; }
-# The compile-only work after the ASan build, in the order the foreground needs it: the
-# fault-suite mutants and the fuzzers (the phase after the ASan tests uses them; a marker file
-# says they are built), then the security mutants and the build-type matrix (the phases after
-# that).
+# The compile-only work after the ASan build, in the order the foreground needs it, each part
+# announced by a marker file in build-types/ (marker_wait): the fault-suite mutants and the
+# fuzzers (first-built: the phase after the ASan tests uses them), the security mutants
+# (mutants-built), gcc Release (release-built), then the rest of the build-type matrix, which
+# compiles while the foreground runs the mutants and the Release tests.
 types_compile() {
     local t0=$SECONDS cc type dir
     if want_fault_mutants; then
@@ -121,28 +122,30 @@ types_compile() {
     if [ "$labels" = . ] || [[ security =~ $labels ]]; then
         echo "== build the mutants (background)"
         nice -n 19 scripts/mutants.sh --build-only
+        touch "$top/build-types/mutants-built"
     fi
     if [ "$labels" = . ]; then
         echo "== every build type compiles warning-free with GCC and Clang (background)"
-        for cc in gcc clang; do
-            for type in Debug RelWithDebInfo Release MinSizeRel; do
-                if [ $cc-$type = gcc-RelWithDebInfo ]; then
-                    echo "   gcc RelWithDebInfo: the main build"
-                    continue
-                fi
-                dir=$top/build-types/$cc-$type
-                CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=$type >/dev/null
-                nice -n 19 cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
-                    { cat "$dir.log"; echo "build $cc $type failed"; return 1; }
-                echo "   $cc $type: ok"
-            done
+        echo "   gcc RelWithDebInfo: the main build"
+        # gcc Release first: the foreground's Release tests wait for it alone.
+        for build in gcc-Release gcc-Debug gcc-MinSizeRel clang-Debug clang-RelWithDebInfo \
+            clang-Release clang-MinSizeRel; do
+            cc=${build%%-*}
+            type=${build#*-}
+            dir=$top/build-types/$build
+            CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE="$type" >/dev/null
+            nice -n 19 cmake --build "$dir" -j"$jobs" >"$dir.log" 2>&1 ||
+                { cat "$dir.log"; echo "build $cc $type failed"; return 1; }
+            echo "   $cc $type: ok"
+            if [ "$build" = gcc-Release ]; then touch "$top/build-types/release-built"; fi
         done
     fi
     echo "   compiled in $((SECONDS - t0))s"
 }
-# Waits for the first part of types_compile (or its failure).
-first_built_wait() {
-    while [ ! -e "$top/build-types/first-built" ]; do
+# Waits for the part of types_compile that the marker file build-types/$1 announces (or for
+# the background job's failure).
+marker_wait() {
+    while [ ! -e "$top/build-types/$1" ]; do
         kill -0 "$types_pid" 2>/dev/null || bg_wait build-types "$types_pid" \
             "$top/build-types/bg-types.out"
         sleep 1
@@ -173,7 +176,7 @@ bg_pids+=("$asan_pid")
 types_pid=
 if [ "$labels" = . ] || [[ fuzz =~ $labels ]] || [[ security =~ $labels ]] ||
     [[ process =~ $labels ]]; then
-    rm -f "$top/build-types/first-built"
+    rm -f "$top/build-types"/{first-built,mutants-built,release-built}
     types_compile >"$top/build-types/bg-types.out" 2>&1 &
     types_pid=$!
     bg_pids+=("$types_pid")
@@ -194,7 +197,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # attempts. Each fuzzer and each valgrind program is CPU-bound, so one per core.
 if [ -n "$types_pid" ]; then
     phase wait-first-built
-    first_built_wait
+    marker_wait first-built
 fi
 valgrind_pid=
 if [ "$labels" = . ] || [[ unit =~ $labels ]]; then
@@ -226,16 +229,26 @@ if [ "$labels" = . ] || [[ process =~ $labels ]]; then
 fi
 # ---- end of fault-suite mutants --------------------------------------------------------------
 
-if [ -n "$types_pid" ]; then
-    phase wait-build-types
-    bg_wait build-types "$types_pid" "$top/build-types/bg-types.out"
+# The mutants and the Release tests run while the rest of the matrix compiles.
+if [ "$labels" = . ] || [[ security =~ $labels ]]; then
+    phase wait-mutants-built
+    marker_wait mutants-built
+    phase mutants
+    echo "== mutants (each deliberately broken check must fail the test aimed at it)"
+    scripts/mutants.sh
 fi
 if [ "$labels" = . ]; then
     # Compiled is not tested: -O3 and NDEBUG change what the optimiser may assume. The pure
     # layers (unit) and the FSM on simulated clusters (cluster) run here, in seconds.
+    phase wait-release-built
+    marker_wait release-built
     phase tests-release
     echo "== unit and cluster tiers in the gcc Release build${under[*]:+ (under load)}"
     run_tests build-types/gcc-Release -L 'unit|cluster'
+fi
+if [ -n "$types_pid" ]; then
+    phase wait-build-types
+    bg_wait build-types "$types_pid" "$top/build-types/bg-types.out"
 fi
 if [ -n "$valgrind_pid" ]; then
     phase wait-valgrind
@@ -244,11 +257,6 @@ fi
 if [ -n "$fuzz_pid" ]; then
     phase wait-fuzz
     bg_wait fuzz "$fuzz_pid" "$top/build-types/fuzz.out"
-fi
-if [ "$labels" = . ] || [[ security =~ $labels ]]; then
-    phase mutants
-    echo "== mutants (each deliberately broken check must fail the test aimed at it)"
-    scripts/mutants.sh
 fi
 
 phase ""
