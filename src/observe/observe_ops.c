@@ -131,6 +131,13 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
                   "raftns_raft_aio_destroys_deferred_total %" PRIu64 "\n",
                   ns_node_aio_deferred());
     ns_buf_printf(out,
+                  "# HELP raftns_raft_aio_writes_pooled_total Raft segment "
+                  "writes sent to the thread pool without a non-blocking try "
+                  "on the event loop.\n"
+                  "# TYPE raftns_raft_aio_writes_pooled_total counter\n"
+                  "raftns_raft_aio_writes_pooled_total %" PRIu64 "\n",
+                  ns_node_aio_pooled());
+    ns_buf_printf(out,
                   "# HELP raftns_raft_commits_caught_up_total Times this "
                   "leader advanced the commit index to an index a majority "
                   "held that raft 0.15 did not count.\n"

@@ -3,7 +3,12 @@ kernel for an RCU grace period: 29-50 ms per closed segment, and libraft calls i
 loop (docs/raft-0.15.md §15). raftns hands those calls to a reaper thread
 (raft/node/node_aio.c). Registrations fill a few 8 MiB segments here; then the metric must count
 deferred destroys and, where strace can attach, no io_destroy may run on the loop thread (the
-process's main thread: its thread id is the pid)."""
+process's main thread: its thread id is the pid).
+
+raft_uv also first tries each segment write without blocking on the loop thread, which on a
+preallocated segment nearly always comes back "would block" (docs/raft-0.15.md §21): raftns
+sends those writes to the thread pool at once, so they are counted and no io_submit may run on
+the loop thread."""
 
 import os
 import re
@@ -19,7 +24,8 @@ import clusterh  # noqa: E402
 from clusterh import T  # noqa: E402
 
 TOPICS = 400  # ~14 KB of command per registration: an 8 MiB segment in ~600
-METRIC = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
+DEFERRED = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
+POOLED = re.compile(rb"^raftns_raft_aio_writes_pooled_total (\d+)$", re.M)
 
 
 class SegmentClose(unittest.TestCase):
@@ -33,19 +39,42 @@ class SegmentClose(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="raftns-segclose-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
 
-    def deferred(self, nd):
+    def counter(self, nd, metric):
         status, body = nd.http_get("/metrics")
         self.assertEqual(status, 200, body)
-        m = METRIC.search(body)
-        self.assertIsNotNone(m, "no raftns_raft_aio_destroys_deferred_total in /metrics")
+        m = metric.search(body)
+        self.assertIsNotNone(m, "no %s in /metrics" % metric.pattern)
         return int(m.group(1))
 
-    def attach_strace(self, pid):
-        """An strace of every thread's io_destroy, or None where strace cannot attach."""
+    def register_until(self, nd, metric, at_least):
+        """Registers changed bodies until metric reaches at_least."""
+        broker = clusterh.Broker(topics=["SegTopic%03d" % i for i in range(TOPICS)])
+        deadline = time.monotonic() + T(120.0)
+        sent = 0
+        while self.counter(nd, metric) < at_least:
+            self.assertLess(time.monotonic(), deadline, "%s below %d after %d registrations"
+                            % (metric.pattern, at_least, sent))
+            for _ in range(100):
+                broker.counter += 1
+                r = broker.register(nd)
+                self.assertEqual(r.code, 0, r)
+                sent += 1
+        broker.close()
+
+    def traced_calls(self, tracer, trace_path, name):
+        tracer.terminate()
+        tracer.wait(timeout=T(10.0))
+        with open(trace_path) as f:
+            calls = [line for line in f if name + "(" in line]
+        self.assertTrue(calls, "strace saw no %s at all" % name)
+        return calls
+
+    def attach_strace(self, pid, call):
+        """An strace of every thread's call, or None where strace cannot attach."""
         if shutil.which("strace") is None:
             return None, None
         out = os.path.join(self.tmp, "strace.txt")
-        p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=io_destroy", "-o", out,
+        p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=" + call, "-o", out,
                               "-p", str(pid)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
@@ -60,28 +89,37 @@ class SegmentClose(unittest.TestCase):
 
     def test_closed_segments_are_destroyed_off_the_loop(self):
         nd = self.cluster.leader()
-        tracer, trace_path = self.attach_strace(nd.pid)
-        broker = clusterh.Broker(topics=["SegTopic%03d" % i for i in range(TOPICS)])
-        deadline = time.monotonic() + T(120.0)
-        sent = 0
-        while self.deferred(nd) < 2:
-            self.assertLess(time.monotonic(), deadline,
-                            "fewer than 2 deferred io_destroy after %d registrations" % sent)
-            for _ in range(100):
-                broker.counter += 1
-                r = broker.register(nd)
-                self.assertEqual(r.code, 0, r)
-                sent += 1
-        broker.close()
+        tracer, trace_path = self.attach_strace(nd.pid, "io_destroy")
+        self.register_until(nd, DEFERRED, 2)
         if tracer is None:
             return
-        tracer.terminate()
-        tracer.wait(timeout=T(10.0))
-        with open(trace_path) as f:
-            calls = [line for line in f if "io_destroy(" in line]
-        self.assertTrue(calls, "strace saw no io_destroy at all")
+        calls = self.traced_calls(tracer, trace_path, "io_destroy")
         on_loop = [line for line in calls if line.split()[0] == str(nd.pid)]
         self.assertEqual(on_loop, [], "io_destroy ran on the loop thread")
+
+    def test_segment_writes_go_to_the_pool_at_once(self):
+        nd = self.cluster.leader()
+        if not direct_io_works(nd.data_dir):
+            self.skipTest("no O_DIRECT in %s: raft_uv writes only from its pool" % nd.data_dir)
+        tracer, trace_path = self.attach_strace(nd.pid, "io_submit")
+        self.register_until(nd, POOLED, 200)
+        if tracer is None:
+            return
+        calls = self.traced_calls(tracer, trace_path, "io_submit")
+        on_loop = [line for line in calls if line.split()[0] == str(nd.pid)]
+        self.assertEqual(on_loop, [], "io_submit ran on the loop thread")
+
+
+def direct_io_works(directory):
+    path = os.path.join(directory, ".direct-probe")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+        return True
+    except OSError:
+        return False
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
 
 
 if __name__ == "__main__":
