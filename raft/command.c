@@ -29,14 +29,22 @@
  * raft/controller.c)
  * where account = str access_key, str secret_key, u8 role (1 reader, 2 broker,
  * 3 admin), u32 n_nets {u32 addr, u8 prefix} (ns_acl_encode_account).
+ * Version 3: version 2's layout, except that REGISTER_BROKER's n_topics and
+ * topics are in the compact form of raft/command_topics.c.
  * Never change this layout; add a version or a type. */
 /* EXPIRE_BROKERS_SEEN: u32 n {str cluster, str broker_addr, str? broker_name,
  * u64 broker_id, u64 regs_seen}. */
 #include <string.h>
 
+#include "command_int.h"
 #include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
 #include "raftns/command.h"
 #include "raftns/err.h"
+
+_Static_assert(NS_CLUSTER_COMMAND_VERSION_MIN == NS_COMMAND_VERSION_REQID &&
+                   NS_CLUSTER_COMMAND_VERSION_MAX == NS_COMMAND_VERSION,
+               "the cluster file's commandVersion range follows the formats");
 
 bool ns_command_is_client_write(enum ns_command_type type)
 {
@@ -190,7 +198,8 @@ static void put_i64(struct ns_buf *b, int64_t v)
     ns_buf_put_u64(b, (uint64_t)v);
 }
 
-static void encode_register(const struct ns_register *r, struct ns_buf *b)
+static void encode_register(const struct ns_register *r, bool compact,
+                            struct ns_buf *b)
 {
     ns_buf_put_str(b, r->cluster ? r->cluster : "");
     ns_buf_put_str(b, r->broker_name ? r->broker_name : "");
@@ -203,14 +212,18 @@ static void encode_register(const struct ns_register *r, struct ns_buf *b)
     put_i64(b, r->dv.counter);
     put_i64(b, r->dv.state_version);
     put_i64(b, r->dv.timestamp);
-    ns_buf_put_u32(b, (uint32_t)r->n_topics);
-    for (size_t i = 0; i < r->n_topics; i++) {
-        const struct ns_topic_config *t = &r->topics[i];
-        ns_buf_put_str(b, t->name);
-        put_i32(b, t->read_queues);
-        put_i32(b, t->write_queues);
-        put_i32(b, t->perm);
-        put_i32(b, t->sys_flag);
+    if (compact) {
+        ns_command_topics_encode(r, b);
+    } else {
+        ns_buf_put_u32(b, (uint32_t)r->n_topics);
+        for (size_t i = 0; i < r->n_topics; i++) {
+            const struct ns_topic_config *t = &r->topics[i];
+            ns_buf_put_str(b, t->name);
+            put_i32(b, t->read_queues);
+            put_i32(b, t->write_queues);
+            put_i32(b, t->perm);
+            put_i32(b, t->sys_flag);
+        }
     }
     ns_buf_put_u32(b, (uint32_t)r->n_mappings);
     for (size_t i = 0; i < r->n_mappings; i++) {
@@ -234,11 +247,12 @@ static void encode_register(const struct ns_register *r, struct ns_buf *b)
     }
 }
 
-static void encode_payload(const struct ns_command *c, struct ns_buf *b)
+static void encode_payload(const struct ns_command *c, uint8_t version,
+                           struct ns_buf *b)
 {
     switch (c->type) {
     case NS_CMD_REGISTER_BROKER:
-        encode_register(&c->u.reg, b);
+        encode_register(&c->u.reg, version >= NS_COMMAND_VERSION_COMPACT, b);
         break;
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
@@ -337,19 +351,39 @@ static void encode_payload(const struct ns_command *c, struct ns_buf *b)
     }
 }
 
-int ns_command_encode(const struct ns_command *c, struct ns_buf *out)
+static bool has_reqid(uint8_t version)
 {
-    bool with_id = c->reqid.origin != 0;
-    ns_buf_put_u8(out, with_id ? NS_COMMAND_VERSION : NS_COMMAND_VERSION_PLAIN);
+    return version == NS_COMMAND_VERSION_REQID ||
+           version == NS_COMMAND_VERSION_COMPACT;
+}
+
+int ns_command_encode_as(const struct ns_command *c, uint8_t max_version,
+                         struct ns_buf *out)
+{
+    /* Version 3 changes only registrations: every other command keeps the
+     * bytes a node of version 2 reads. */
+    uint8_t version = NS_COMMAND_VERSION_PLAIN;
+    if (c->reqid.origin != 0) {
+        version = c->type == NS_CMD_REGISTER_BROKER &&
+                          max_version >= NS_COMMAND_VERSION_COMPACT
+                      ? NS_COMMAND_VERSION_COMPACT
+                      : NS_COMMAND_VERSION_REQID;
+    }
+    ns_buf_put_u8(out, version);
     ns_buf_put_u8(out, (uint8_t)c->type);
     put_i64(out, c->leader_time_ms);
-    if (with_id) {
+    if (has_reqid(version)) {
         ns_buf_put_u64(out, c->reqid.origin);
         ns_buf_put_u64(out, c->reqid.run);
         ns_buf_put_u64(out, c->reqid.seq);
     }
-    encode_payload(c, out);
+    encode_payload(c, version, out);
     return out->err;
+}
+
+int ns_command_encode(const struct ns_command *c, struct ns_buf *out)
+{
+    return ns_command_encode_as(c, NS_COMMAND_VERSION, out);
 }
 
 /* --- decode --- */
@@ -472,7 +506,7 @@ static int decode_topics(struct ns_rd *r, struct ns_register *g, size_t n)
     return 0;
 }
 
-static int decode_register(struct ns_rd *r, struct ns_register *g)
+static int decode_register(struct ns_rd *r, bool compact, struct ns_register *g)
 {
     int rv = rd_req_str(r, &g->cluster);
     if (rv == 0) {
@@ -500,10 +534,12 @@ static int decode_register(struct ns_rd *r, struct ns_register *g)
         return NS_EPROTO;
     }
     size_t n;
-    if ((rv = rd_count(r, 20, &n)) != 0) {
-        return rv;
+    if (compact) {
+        rv = ns_command_topics_decode(r, g);
+    } else if ((rv = rd_count(r, 20, &n)) == 0) {
+        rv = decode_topics(r, g, n);
     }
-    if ((rv = decode_topics(r, g, n)) != 0) {
+    if (rv != 0) {
         return rv;
     }
     if ((rv = rd_count(r, 29, &n)) != 0) {
@@ -676,7 +712,8 @@ static int decode_payload(struct ns_rd *r, struct ns_command *c)
     int rv = 0;
     switch (c->type) {
     case NS_CMD_REGISTER_BROKER:
-        return decode_register(r, &c->u.reg);
+        return decode_register(r, c->version == NS_COMMAND_VERSION_COMPACT,
+                               &c->u.reg);
     case NS_CMD_UNREGISTER_BROKERS:
     case NS_CMD_EXPIRE_BROKERS:
     case NS_CMD_EXPIRE_BROKERS_SEEN:
@@ -738,10 +775,10 @@ static bool is_known_type(uint8_t t)
 bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,
                            size_t b_len, bool any_id)
 {
-    /* u8 version, u8 type, then leader_time_ms, 8 bytes, and in version 2
-     * the request id (24 bytes) before the payload */
+    /* u8 version, u8 type, then leader_time_ms, 8 bytes, and in versions 2
+     * and 3 the request id (24 bytes) before the payload */
     size_t skip = 8;
-    if (any_id && b_len > 0 && b[0] == NS_COMMAND_VERSION) {
+    if (any_id && b_len > 0 && has_reqid(b[0])) {
         skip += 24;
     }
     if (a_len != b_len || b_len < 2 + skip) {
@@ -753,9 +790,8 @@ bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,
 
 int ns_command_peek_type(const uint8_t *p, size_t len)
 {
-    size_t head = len > 0 && p[0] == NS_COMMAND_VERSION ? 34 : 10;
-    if (len < head ||
-        (p[0] != NS_COMMAND_VERSION && p[0] != NS_COMMAND_VERSION_PLAIN) ||
+    size_t head = len > 0 && has_reqid(p[0]) ? 34 : 10;
+    if (len < head || (!has_reqid(p[0]) && p[0] != NS_COMMAND_VERSION_PLAIN) ||
         !is_known_type(p[1])) {
         return 0;
     }
@@ -774,11 +810,11 @@ int ns_command_decode(const uint8_t *p, size_t len, struct ns_command *out)
     if (r.err) {
         return NS_EPROTO;
     }
-    if (version != NS_COMMAND_VERSION && version != NS_COMMAND_VERSION_PLAIN) {
+    if (!has_reqid(version) && version != NS_COMMAND_VERSION_PLAIN) {
         return version > NS_COMMAND_VERSION ? NS_EVERSION : NS_EPROTO;
     }
     struct ns_reqid id = {0, 0, 0};
-    if (version == NS_COMMAND_VERSION) {
+    if (has_reqid(version)) {
         id.origin = ns_rd_u64(&r);
         id.run = ns_rd_u64(&r);
         id.seq = ns_rd_u64(&r);

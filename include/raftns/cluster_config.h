@@ -23,14 +23,22 @@ struct ns_cluster_node {
     bool bootstrap;    /* part of the initial voter set */
 };
 
+/* The command format versions "commandVersion" may name: those a node with a
+ * request id writes (raftns/command.h, which checks that they match). */
+#define NS_CLUSTER_COMMAND_VERSION_MIN 2
+#define NS_CLUSTER_COMMAND_VERSION_MAX 3
+
 struct ns_cluster_config {
     char *secret;      /* owned; "" when absent */
     char *secret_file; /* owned; NULL when absent; relative to the file */
-    unsigned election_timeout_ms;  /* 0 = default */
-    unsigned heartbeat_ms;         /* 0 = default */
-    unsigned snapshot_threshold;   /* 0 = default */
-    unsigned snapshot_bytes;       /* "snapshotBytes", 0 = default */
-    unsigned fork_state_bytes;     /* "forkStateBytes", 0 = default */
+    unsigned election_timeout_ms; /* 0 = default */
+    unsigned heartbeat_ms;        /* 0 = default */
+    unsigned snapshot_threshold;  /* 0 = default */
+    unsigned snapshot_bytes;      /* "snapshotBytes", 0 = default */
+    unsigned fork_state_bytes;    /* "forkStateBytes", 0 = default */
+    /* "commandVersion": the newest command format this node writes
+     * (raftns/command.h), 0 = the newest it knows */
+    unsigned command_version;
     struct ns_cluster_node *nodes; /* owned, in file order */
     size_t n_nodes;
     struct ns_props namesrv; /* NamesrvConfig keys, values as text */

@@ -4,10 +4,12 @@
  * WARNING: the encoding is a persisted and replicated format (raft log). Never
  * change the meaning of an existing version or type; add a new version or type
  * instead, and keep the golden-byte tests passing. Layout: u8 format version,
- * u8 type, u64 leader_time_ms, then (version 2 only) the request id as u64
+ * u8 type, u64 leader_time_ms, then (versions 2 and 3) the request id as u64
  * origin, u64 run, u64 seq, then the type's payload (u32-length-prefixed
  * strings, big-endian integers). Version 1 is written for commands without a
- * request id, so their bytes never changed. */
+ * request id, so their bytes never changed. Version 3 differs from 2 only in
+ * REGISTER_BROKER's topics, which it writes compactly
+ * (raft/command_topics.c); only registrations are written in it. */
 #ifndef RAFTNS_COMMAND_H
 #define RAFTNS_COMMAND_H
 
@@ -22,8 +24,10 @@
 #include "raftns/reqid.h"
 #include "raftns/route.h"
 
-#define NS_COMMAND_VERSION_PLAIN 1 /* no request id */
-#define NS_COMMAND_VERSION 2       /* the newest this code reads */
+#define NS_COMMAND_VERSION_PLAIN 1   /* no request id */
+#define NS_COMMAND_VERSION_REQID 2   /* with a request id */
+#define NS_COMMAND_VERSION_COMPACT 3 /* and compact registration topics */
+#define NS_COMMAND_VERSION 3         /* the newest this code reads */
 #define NS_COMMAND_MAX_SIZE (64u * 1024u * 1024u)
 
 enum ns_command_type {
@@ -136,8 +140,13 @@ bool ns_command_same_write(const uint8_t *a, size_t a_len, const uint8_t *b,
 /* Zeroes c and sets version and type. */
 void ns_command_init(struct ns_command *c, enum ns_command_type type);
 void ns_command_close(struct ns_command *c);
-/* Appends the encoding. 0 or the buffer's error. */
+/* Appends the encoding in the newest version. 0 or the buffer's error. */
 int ns_command_encode(const struct ns_command *c, struct ns_buf *out);
+/* The same in at most version max_version, for a cluster whose nodes do not
+ * all read the newest yet. A command without a request id is version 1, one
+ * with an id version 2, or 3 for a REGISTER_BROKER when max_version allows. */
+int ns_command_encode_as(const struct ns_command *c, uint8_t max_version,
+                         struct ns_buf *out);
 /* Decodes one command; strings are copied. Returns 0, NS_EPROTO (truncated,
  * trailing bytes, unknown type), NS_EVERSION (format version from the future)
  * or NS_ENOMEM; on error out needs no close. */

@@ -1,6 +1,7 @@
 /* libFuzzer driver: arbitrary bytes as a REGISTER_BROKER body, decoded with
  * both compressed flags and request versions 0, 409 and 479; a decoded body
- * must encode as a command and decode back, and the JSON forms must decode
+ * must encode as a command (version 3, compact topics) and decode back to the
+ * same topics, and the JSON forms must decode
  * exactly as the cJSON path alone decodes them (the fast path's contract). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,10 +20,12 @@ static void check_command(struct ns_register *r)
 {
     struct ns_command c;
     ns_command_init(&c, NS_CMD_REGISTER_BROKER);
+    c.reqid.origin = 1;
     c.u.reg = *r;
     struct ns_buf b;
     ns_buf_init(&b);
-    if (ns_command_encode(&c, &b) != 0) {
+    if (ns_command_encode(&c, &b) != 0 ||
+        b.data[0] != NS_COMMAND_VERSION_COMPACT) {
         abort();
     }
     struct ns_command d;
@@ -30,6 +33,15 @@ static void check_command(struct ns_register *r)
         d.u.reg.n_topics != r->n_topics ||
         d.u.reg.n_mappings != r->n_mappings) {
         abort();
+    }
+    for (size_t i = 0; i < r->n_topics; i++) {
+        const struct ns_topic_config *x = &r->topics[i],
+                                     *y = &d.u.reg.topics[i];
+        if (strcmp(x->name, y->name) != 0 || x->read_queues != y->read_queues ||
+            x->write_queues != y->write_queues || x->perm != y->perm ||
+            x->sys_flag != y->sys_flag) {
+            abort();
+        }
     }
     ns_command_close(&d);
     ns_buf_close(&b);

@@ -454,7 +454,7 @@ static void test_rejects(void **state)
                          NS_EPROTO);
     }
     memcpy(buf, GOLDEN_WIPE, sizeof GOLDEN_WIPE);
-    buf[0] = 3;
+    buf[0] = NS_COMMAND_VERSION + 1;
     assert_int_equal(ns_command_decode(buf, sizeof GOLDEN_WIPE, &c),
                      NS_EVERSION);
     buf[0] = 0;
@@ -579,7 +579,7 @@ static void check_golden_with_id(const uint8_t *golden, size_t len,
 {
     struct ns_command c;
     assert_int_equal(ns_command_decode(golden, len, &c), 0);
-    assert_int_equal(c.version, NS_COMMAND_VERSION);
+    assert_int_equal(c.version, NS_COMMAND_VERSION_REQID);
     assert_int_equal(c.type, type);
     assert_int_equal(c.leader_time_ms, T0);
     assert_true(c.reqid.origin == 2 && c.reqid.run == 0x0102030405060708ULL &&
