@@ -29,6 +29,10 @@ void ns_metrics_read_forwarded(void);
  * before (duplicate) or refused (stale), docs/exactly-once.md. */
 void ns_metrics_write_copy(bool stale);
 uint64_t ns_metrics_write_copies(bool stale);
+/* A command this node encoded for the raft log in format version v
+ * (raftns/command.h), and how many so far. */
+void ns_metrics_command_written(uint8_t v);
+uint64_t ns_metrics_commands_written(uint8_t v);
 /* A private request refused for its signature (cluster.c). */
 void ns_metrics_private_refused(void);
 /* Brokers removed by expiry (counted where the EXPIRE command is proposed). */

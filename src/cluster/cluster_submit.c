@@ -11,6 +11,7 @@
 
 #include "cluster/cluster_int.h"
 #include "raftns/alloc.h"
+#include "raftns/cluster_config.h"
 #include "raftns/codes.h"
 #include "raftns/command.h"
 #include "raftns/err.h"
@@ -420,6 +421,15 @@ static int submit_anywhere(struct ns_cluster *cl, const uint8_t *bytes,
     return 0;
 }
 
+/* The newest command format this node may write: the cluster file's
+ * commandVersion while a rolling upgrade has nodes that read no newer. */
+static uint8_t command_version(const struct ns_cluster *cl)
+{
+    return cl->file != NULL && cl->file->command_version != 0
+               ? (uint8_t)cl->file->command_version
+               : NS_COMMAND_VERSION;
+}
+
 int ns_cluster_submit(struct ns_cluster *cl, const struct ns_command *c,
                       enum ns_submit_from from, ns_node_index_cb cb, void *arg)
 {
@@ -437,11 +447,12 @@ int ns_cluster_submit(struct ns_cluster *cl, const struct ns_command *c,
     }
     struct ns_buf b;
     ns_buf_init(&b);
-    int rv = ns_command_encode(&stamped, &b);
+    int rv = ns_command_encode_as(&stamped, command_version(cl), &b);
     if (rv == 0 && b.err != 0) {
         rv = b.err;
     }
     if (rv == 0) {
+        ns_metrics_command_written(b.data[0]);
         rv = from == NS_SUBMIT_CLIENT
                  ? submit_anywhere(cl, b.data, b.len, cb, arg)
                  : ns_dedup_propose(cl, b.data, b.len, true, cb, arg);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "raftns/codes.h"
+#include "raftns/command.h"
 #include "raftns/metrics.h"
 
 #define MAX_CODES 128 /* distinct request codes tracked; more share "other" */
@@ -42,6 +43,7 @@ static struct {
     } acl[MAX_ACL_REASONS];
     size_t n_acl;
     uint64_t limits[NS_LIMIT_N_KINDS];
+    uint64_t written[NS_COMMAND_VERSION + 1]; /* by format version */
     struct {
         uint64_t buckets[N_BOUNDS]; /* non-cumulative */
         uint64_t n, sum_ns, max_ns;
@@ -149,6 +151,18 @@ void ns_metrics_read_forwarded(void)
 uint64_t ns_metrics_write_copies(bool stale)
 {
     return stale ? m.copies_stale : m.copies_duplicate;
+}
+
+void ns_metrics_command_written(uint8_t v)
+{
+    if (v >= NS_COMMAND_VERSION_PLAIN && v <= NS_COMMAND_VERSION) {
+        m.written[v]++;
+    }
+}
+
+uint64_t ns_metrics_commands_written(uint8_t v)
+{
+    return v <= NS_COMMAND_VERSION ? m.written[v] : 0;
 }
 
 void ns_metrics_write_copy(bool stale)
@@ -276,6 +290,16 @@ void ns_metrics_encode(struct ns_buf *out)
                   (unsigned long long)m.reads_forwarded,
                   (unsigned long long)m.copies_duplicate,
                   (unsigned long long)m.copies_stale);
+    ns_buf_append_str(out,
+                      "# HELP raftns_commands_written_total Commands this node "
+                      "encoded for the raft log, by format version (the "
+                      "cluster file's commandVersion caps it).\n"
+                      "# TYPE raftns_commands_written_total counter\n");
+    for (uint8_t v = NS_COMMAND_VERSION_PLAIN; v <= NS_COMMAND_VERSION; v++) {
+        ns_buf_printf(out,
+                      "raftns_commands_written_total{version=\"%u\"} %llu\n",
+                      (unsigned)v, (unsigned long long)m.written[v]);
+    }
     ns_buf_append_str(out, "# HELP raftns_acl_refusals_total Requests the ACL "
                            "gate refused (code 16), by reason.\n"
                            "# TYPE raftns_acl_refusals_total counter\n");

@@ -81,6 +81,20 @@ static int get_uint(const cJSON *obj, const char *key, unsigned max,
     return 0;
 }
 
+/* A node writes versions 2 (any node reads it) up to the newest it reads. */
+static int get_command_version(const cJSON *root, unsigned *out, char *err,
+                               size_t errlen)
+{
+    int rv = get_uint(root, "commandVersion", NS_CLUSTER_COMMAND_VERSION_MAX,
+                      out, err, errlen);
+    if (rv != 0 || (*out != 0 && *out < NS_CLUSTER_COMMAND_VERSION_MIN)) {
+        ns_errf(err, errlen, "\"commandVersion\" must be an integer %d..%d",
+                NS_CLUSTER_COMMAND_VERSION_MIN, NS_CLUSTER_COMMAND_VERSION_MAX);
+        rv = NS_EPROTO;
+    }
+    return rv;
+}
+
 static int dup_addr(const cJSON *node, const char *key, bool required,
                     char **out, size_t idx, char *err, size_t errlen)
 {
@@ -399,17 +413,11 @@ int ns_cluster_config_parse(const char *text, size_t len,
         goto err_after_root;
     }
     /* every top-level key read below: a key added to the parse goes here too */
-    static const char *const known[] = {"secret",
-                                        "secretFile",
-                                        "electionTimeoutMs",
-                                        "heartbeatMs",
-                                        "snapshotThreshold",
-                                        "snapshotBytes",
-                                        "nodes",
-                                        "namesrv",
-                                        "acl",
-                                        "forkStateBytes",
-                                        NULL};
+    static const char *const known[] = {
+        "secret",         "secretFile",        "electionTimeoutMs",
+        "heartbeatMs",    "snapshotThreshold", "snapshotBytes",
+        "nodes",          "namesrv",           "acl",
+        "forkStateBytes", "commandVersion",    NULL};
     if (check_keys(root, known, "", err, errlen) != 0) {
         goto err_after_root;
     }
@@ -453,6 +461,9 @@ int ns_cluster_config_parse(const char *text, size_t len,
     if (rv == 0) {
         rv = get_uint(root, "forkStateBytes", 1u << 30, &c->fork_state_bytes,
                       err, errlen);
+    }
+    if (rv == 0) {
+        rv = get_command_version(root, &c->command_version, err, errlen);
     }
     if (rv == 0) {
         rv = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), c,

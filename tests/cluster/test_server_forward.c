@@ -10,7 +10,8 @@
  * - Writes through a follower: acknowledged only once the follower applied
  *   them, and (RAFTNS_TEST_FORWARD_ECHO_MS hook, docs/exactly-once.md) a late
  *   copy of a forwarded write after a newer write changes nothing.
- * - Identical registrations sent to both nodes at once share one entry. */
+ * - Identical registrations sent to both nodes at once share one entry.
+ * - The cluster file's commandVersion caps the command format written. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -234,12 +235,13 @@ static int teardown(void **state)
     return 0;
 }
 
-static void send_register(struct member *m, int32_t opaque)
+static void send_register_as(struct member *m, int32_t opaque,
+                             const char *broker_name, const char *addr)
 {
     struct ns_cmd req;
     inproc_make_request(&req, 103, opaque);
-    assert_int_equal(ns_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
-    assert_int_equal(ns_cmd_ext_set(&req, "brokerAddr", "127.0.0.1:10911"), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "brokerName", broker_name), 0);
+    assert_int_equal(ns_cmd_ext_set(&req, "brokerAddr", addr), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "clusterName", "c1"), 0);
     assert_int_equal(ns_cmd_ext_set(&req, "haServerAddr", "127.0.0.1:10912"),
                      0);
@@ -249,6 +251,11 @@ static void send_register(struct member *m, int32_t opaque)
     req.body_len = strlen(INPROC_REGISTER_BODY);
     inproc_client_send(&m->client, &req);
     ns_cmd_close(&req);
+}
+
+static void send_register(struct member *m, int32_t opaque)
+{
+    send_register_as(m, opaque, "broker-a", "127.0.0.1:10911");
 }
 
 static void send_route(struct member *m, int32_t opaque, const char *topic)
@@ -459,14 +466,24 @@ static bool quiet(struct fixture *f)
     return follower_caught_up(f);
 }
 
+/* The ready follower, once the cluster is quiet, with a client connected to
+ * it and one to the leader (*leader). */
+static struct member *quiet_pair_connected(struct fixture *f,
+                                           struct member **leader)
+{
+    struct member *fo = ready_follower(f);
+    *leader = leader_of(f);
+    assert_true(run_until(f, quiet));
+    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
+    inproc_client_connect(&f->loop, &(*leader)->client,
+                          ns_server_port((*leader)->server));
+    return fo;
+}
+
 static void test_identical_registrations_make_one_entry(void **state)
 {
     struct fixture *f = *state;
-    struct member *fo = ready_follower(f);
-    struct member *l = leader_of(f);
-    assert_true(run_until(f, quiet));
-    inproc_client_connect(&f->loop, &fo->client, ns_server_port(fo->server));
-    inproc_client_connect(&f->loop, &l->client, ns_server_port(l->server));
+    struct member *l, *fo = quiet_pair_connected(f, &l);
     uint64_t before = ns_node_last_applied(l->node);
     send_register(l, 1);
     send_register(fo, 2);
@@ -476,6 +493,38 @@ static void test_identical_registrations_make_one_entry(void **state)
     assert_int_equal(ns_node_last_applied(l->node), before + 1);
     assert_int_equal(ns_route_n_brokers(l->state.route), 1);
     assert_int_equal(ns_route_n_brokers(fo->state.route), 1);
+}
+
+/* The cluster file's commandVersion caps the format a node writes, through
+ * a follower and on the leader (a rolling upgrade from nodes that read no
+ * newer); without it registrations are written in the newest. */
+static void test_command_version_caps_what_is_written(void **state)
+{
+    struct fixture *f = *state;
+    struct member *l, *fo = quiet_pair_connected(f, &l);
+    uint64_t v2 = ns_metrics_commands_written(NS_COMMAND_VERSION_REQID);
+    uint64_t v3 = ns_metrics_commands_written(NS_COMMAND_VERSION_COMPACT);
+    f->cluster.command_version = NS_COMMAND_VERSION_REQID;
+    send_register_as(fo, 1, "broker-a", "127.0.0.1:21911");
+    send_register_as(l, 2, "broker-b", "127.0.0.1:22911");
+    expect_success(f, fo, 1);
+    expect_success(f, l, 2);
+    assert_true(ns_metrics_commands_written(NS_COMMAND_VERSION_REQID) >=
+                v2 + 2);
+    assert_int_equal(ns_metrics_commands_written(NS_COMMAND_VERSION_COMPACT),
+                     v3);
+    f->cluster.command_version = 0;
+    send_register_as(fo, 3, "broker-c", "127.0.0.1:23911");
+    send_register_as(l, 4, "broker-d", "127.0.0.1:24911");
+    expect_success(f, fo, 3);
+    expect_success(f, l, 4);
+    assert_true(ns_metrics_commands_written(NS_COMMAND_VERSION_COMPACT) >=
+                v3 + 2);
+    assert_true(run_until(f, follower_caught_up));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ns_route_n_brokers(f->m[i].state.route), 4);
+        assert_int_equal(ns_route_n_topics(f->m[i].state.route), 2);
+    }
 }
 
 int main(void)
@@ -498,6 +547,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(test_write_after_the_clock_went_back,
                                         setup_late_copies, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_command_version_caps_what_is_written, setup_late_copies,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,7 +176,7 @@ static void full_file_values(void **state)
     struct ns_cluster_config c;
     parse_ok("{\"secret\":\"abc\",\"electionTimeoutMs\":600000,"
              "\"heartbeatMs\":1,\"snapshotThreshold\":1073741824,"
-             "\"forkStateBytes\":1,"
+             "\"forkStateBytes\":1,\"commandVersion\":2,"
              "\"comment\":[1,{\"x\":null}],\"_note\":1,"
              "\"nodes\":[{\"id\":9007199254740991,\"raft\":\"10.0.0.1:1\","
              "\"client\":\"10.0.0.1:65535\",\"http\":\"10.0.0.1:3\","
@@ -193,6 +193,7 @@ static void full_file_values(void **state)
     assert_int_equal(c.heartbeat_ms, 1);
     assert_int_equal(c.snapshot_threshold, 1u << 30);
     assert_int_equal(c.fork_state_bytes, 1);
+    assert_int_equal(c.command_version, 2);
     assert_int_equal(c.n_nodes, 3);
     /* file order is kept */
     assert_true(c.nodes[0].id == 9007199254740991ull);
@@ -386,6 +387,12 @@ static void top_level_rules(void **state)
     assert_rejected("{\"forkStateBytes\":-1,\"nodes\":[" N1
                     "\"bootstrap\":true}]}",
                     "\"forkStateBytes\" must be an integer 1..1073741824");
+    assert_rejected("{\"commandVersion\":1,\"nodes\":[" N1
+                    "\"bootstrap\":true}]}",
+                    "\"commandVersion\" must be an integer 2..3");
+    assert_rejected("{\"commandVersion\":4,\"nodes\":[" N1
+                    "\"bootstrap\":true}]}",
+                    "\"commandVersion\" must be an integer 2..3");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],\"namesrv\":[]}",
                     "\"namesrv\" must be an object");
     assert_rejected("{\"nodes\":[" N1 "\"bootstrap\":true}],"
