@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""A/B of changed 100-topic registrations on fresh clusters of 3 nodes (or --nodes; 127.0.0.1,
+"""A/B of changed 100-topic registrations (or PUT_KV: --kind kv) on fresh clusters of 3 nodes (or --nodes; 127.0.0.1,
 default timing, fsync on): the variants alternate run by run, each run on a new cluster in a
 temporary dir, and the medians of req/s and p99 are printed per variant (BENCHMARKS.md).
 
-Usage: scripts/ab-writes.py [--rounds N] [--conns C] [--via leader|follower] [--nodes 1|3|5]
+Usage: scripts/ab-writes.py [--rounds N] [--conns C] [--kind register|kv] [--via leader|follower] [--nodes 1|3|5]
            [--duration S] [--bench PATH] [--extra-args "ARGS"] NAME=BINARY[:JSON] ...
 JSON (optional) is merged into the cluster file's top level, e.g.
     scripts/ab-writes.py fork=build/raftns:'{"forkStateBytes":1}' loop=build/raftns
@@ -66,10 +66,10 @@ def run_once(binary, extra, args):
         target = leader if args.via == "leader" else leader % args.nodes + 1
         out = subprocess.run(
             [args.bench, "-a", "127.0.0.1:%d" % (BASE_PORT + 100 + target), "-c",
-             str(args.conns), "-d", "1", "--mix", "register=100", "--duration",
+             str(args.conns), "-d", "1", "--mix", args.kind + "=100", "--duration",
              str(args.duration)], capture_output=True, text=True, timeout=args.duration + 60)
-        m = re.search(r"^register\s+\d+\s+(\d+)\s+\S+\s+\S+\s+(\S+)", out.stdout + out.stderr,
-                      re.M)
+        m = re.search(r"^%s\s+\d+\s+(\d+)\s+\S+\s+\S+\s+(\S+)" % args.kind,
+                      out.stdout + out.stderr, re.M)
         if m is None:
             raise SystemExit("no result from raftns-bench:\n" + out.stdout + out.stderr)
         return int(m.group(1)), float(m.group(2)) / 1000.0
@@ -89,6 +89,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", type=int, default=64)
+    ap.add_argument("--kind", choices=("register", "kv"), default="register",
+                    help="the write: changed 100-topic registrations or PUT_KV")
     ap.add_argument("--via", choices=("leader", "follower"), default="leader")
     ap.add_argument("--nodes", type=int, choices=(1, 3, 5), default=3)
     ap.add_argument("--duration", type=int, default=6)
