@@ -188,8 +188,10 @@ void ns_node_set_ready_index(struct ns_node *n, uint64_t index);
  * (process-wide; raft/node/node_aio.c). */
 uint64_t ns_node_aio_deferred(void);
 /* Raft segment writes sent to libraft's thread pool without a RWF_NOWAIT try
- * on the loop thread (process-wide; raft/node/node_aio.c). */
+ * on the loop thread, and tries the kernel refused as "would block"
+ * (process-wide; raft/node/node_aio_nowait.c). */
 uint64_t ns_node_aio_pooled(void);
+uint64_t ns_node_aio_refused(void);
 /* Times this node, as leader, moved raft's commit index to an index a majority
  * held that raft 0.15 had not counted yet (raft/node/node_commit.c). */
 uint64_t ns_node_commits_caught_up(const struct ns_node *n);

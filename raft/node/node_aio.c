@@ -7,12 +7,9 @@
  * here. io_destroy is handed to one reaper thread and answers 0 at once (the
  * context is never used again by its caller; its only errors are for a bad
  * context, which libraft ignores); every other number goes to libc's
- * syscall() unchanged but one: a segment write that libraft first tries with
- * RWF_NOWAIT on the loop thread. On a preallocated segment the kernel answers
- * nearly every such try with EAGAIN, after the io_submit, through the eventfd,
- * so libraft sends it to its thread pool one loop turn later anyway (§21 of
- * the same doc). Those submits fail here with EAGAIN before the kernel sees
- * them, which libraft takes as "would block" and pools the write at once. */
+ * syscall() unchanged, but for the io_submit and io_getevents of segment
+ * writes tried without blocking, which node_aio_nowait.c watches and may send
+ * to the thread pool at once (§21 of the same doc). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -20,8 +17,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <linux/aio_abi.h>
-#include <linux/fs.h>
 #include <sys/syscall.h>
 
 #include "node_int.h"
@@ -42,7 +37,6 @@ static struct {
 } aio = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
 
 static _Atomic uint64_t aio_deferred;
-static _Atomic uint64_t aio_pooled;
 static _Atomic(aio_syscall_fn) aio_libc;
 
 static aio_syscall_fn aio_libc_syscall(void)
@@ -101,19 +95,6 @@ static bool aio_defer(unsigned long ctx)
     return queued;
 }
 
-/* A segment write libraft tries on the loop thread first: one iocb, RWF_NOWAIT,
- * completion signalled on the writer's eventfd. The start-up probe submits
- * without an eventfd and is left alone. */
-static bool aio_is_nowait_write(long nr, long iocbs)
-{
-    if (nr != 1) {
-        return false;
-    }
-    const struct iocb *cb = ((const struct iocb *const *)iocbs)[0];
-    return (cb->aio_flags & IOCB_FLAG_RESFD) != 0 &&
-           (cb->aio_rw_flags & RWF_NOWAIT) != 0;
-}
-
 /* The name and signature are libc's: this definition interposes it for the
  * shared libraries this executable loads (libraft among them). */
 long syscall(long number, ...)
@@ -130,8 +111,7 @@ long syscall(long number, ...)
     if (number == SYS_io_destroy && aio_defer((unsigned long)a[0])) {
         return 0;
     }
-    if (number == SYS_io_submit && aio_is_nowait_write(a[1], a[2])) {
-        atomic_fetch_add_explicit(&aio_pooled, 1, memory_order_relaxed);
+    if (number == SYS_io_submit && node_aio_nowait_pool(a[1], a[2])) {
         errno = EAGAIN;
         return -1;
     }
@@ -140,15 +120,14 @@ long syscall(long number, ...)
         errno = ENOSYS;
         return -1;
     }
-    return libc(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    long rv = libc(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (number == SYS_io_getevents && rv > 0) {
+        node_aio_nowait_seen((const void *)a[3], rv);
+    }
+    return rv;
 }
 
 uint64_t ns_node_aio_deferred(void)
 {
     return atomic_load_explicit(&aio_deferred, memory_order_relaxed);
-}
-
-uint64_t ns_node_aio_pooled(void)
-{
-    return atomic_load_explicit(&aio_pooled, memory_order_relaxed);
 }

@@ -418,4 +418,11 @@ int node_map_raft_status(int status);
  * election timeouts, logs which voters were heard (node_quorum.c). */
 void node_quorum_tick(struct ns_node *n);
 
+/* For raftns' syscall() (node_aio.c), from node_aio_nowait.c: true when the
+ * io_submit of nr iocbs at iocbs is a segment write's non-blocking try that
+ * should go to libraft's thread pool at once (answer it EAGAIN); and the n
+ * io_events an io_getevents returned, to learn how tries complete. */
+bool node_aio_nowait_pool(long nr, long iocbs);
+void node_aio_nowait_seen(const void *events, long n);
+
 #endif

@@ -133,10 +133,17 @@ void ns_observe_ops_metrics(const struct ns_observe *o, struct ns_buf *out)
     ns_buf_printf(out,
                   "# HELP raftns_raft_aio_writes_pooled_total Raft segment "
                   "writes sent to the thread pool without a non-blocking try "
-                  "on the event loop.\n"
+                  "on the event loop, while most tries were refused.\n"
                   "# TYPE raftns_raft_aio_writes_pooled_total counter\n"
                   "raftns_raft_aio_writes_pooled_total %" PRIu64 "\n",
                   ns_node_aio_pooled());
+    ns_buf_printf(out,
+                  "# HELP raftns_raft_aio_tries_refused_total Raft segment "
+                  "writes tried without blocking on the event loop that the "
+                  "kernel refused as would-block.\n"
+                  "# TYPE raftns_raft_aio_tries_refused_total counter\n"
+                  "raftns_raft_aio_tries_refused_total %" PRIu64 "\n",
+                  ns_node_aio_refused());
     ns_buf_printf(out,
                   "# HELP raftns_raft_commits_caught_up_total Times this "
                   "leader advanced the commit index to an index a majority "

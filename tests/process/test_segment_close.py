@@ -6,10 +6,13 @@ deferred destroys and, where strace can attach, no io_destroy may run on the loo
 process's main thread: its thread id is the pid).
 
 raft_uv also first tries each segment write without blocking on the loop thread, which on a
-preallocated segment nearly always comes back "would block" (docs/raft-0.15.md §21): raftns
-sends those writes to the thread pool at once, so they are counted and no io_submit may run on
-the loop thread."""
+preallocated segment nearly always comes back "would block" for a write into new blocks
+(docs/raft-0.15.md §21): while most tries are refused, raftns sends all but one write in 8 to
+the thread pool at once. Registrations of 14 KB write new blocks each time: the tries must be
+refused, writes pooled, and (with strace) the loop thread's io_submits at most half as many as
+the pooled writes."""
 
+import hashlib
 import os
 import re
 import shutil
@@ -24,8 +27,12 @@ import clusterh  # noqa: E402
 from clusterh import T  # noqa: E402
 
 TOPICS = 400  # ~14 KB of command per registration: an 8 MiB segment in ~600
+# Names that share no prefix with their neighbours, so that the compact command format
+# (raft/command_topics.c) keeps them at full size.
+NAMES = ["T" + hashlib.sha1(b"%d" % i).hexdigest() for i in range(TOPICS)]
 DEFERRED = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
 POOLED = re.compile(rb"^raftns_raft_aio_writes_pooled_total (\d+)$", re.M)
+REFUSED = re.compile(rb"^raftns_raft_aio_tries_refused_total (\d+)$", re.M)
 
 
 class SegmentClose(unittest.TestCase):
@@ -48,7 +55,7 @@ class SegmentClose(unittest.TestCase):
 
     def register_until(self, nd, metric, at_least):
         """Registers changed bodies until metric reaches at_least."""
-        broker = clusterh.Broker(topics=["SegTopic%03d" % i for i in range(TOPICS)])
+        broker = clusterh.Broker(topics=NAMES)
         deadline = time.monotonic() + T(120.0)
         sent = 0
         while self.counter(nd, metric) < at_least:
@@ -103,11 +110,15 @@ class SegmentClose(unittest.TestCase):
             self.skipTest("no O_DIRECT in %s: raft_uv writes only from its pool" % nd.data_dir)
         tracer, trace_path = self.attach_strace(nd.pid, "io_submit")
         self.register_until(nd, POOLED, 200)
+        self.assertGreater(self.counter(nd, REFUSED), 0, "no try was refused")
         if tracer is None:
             return
+        pooled = self.counter(nd, POOLED)
         calls = self.traced_calls(tracer, trace_path, "io_submit")
         on_loop = [line for line in calls if line.split()[0] == str(nd.pid)]
-        self.assertEqual(on_loop, [], "io_submit ran on the loop thread")
+        self.assertLessEqual(len(on_loop), pooled // 2,
+                             "%d io_submit on the loop thread against %d pooled writes"
+                             % (len(on_loop), pooled))
 
 
 def direct_io_works(directory):

@@ -207,6 +207,41 @@ static void test_round_trip_against_v2(void **state)
     }
 }
 
+/* The benchmark's registration (raftns-bench --mix register=100, its topic
+ * names sorted as a decoded body has them): the sizes BENCHMARKS.md and
+ * cluster-configs/README.md quote. */
+static void test_bench_shape_sizes(void **state)
+{
+    (void)state;
+    static char names[100][24];
+    struct ns_topic_config topics[100];
+    for (int i = 0; i < 100; i++) {
+        snprintf(names[i], sizeof names[i], "BenchTopic-7-%d", i);
+    }
+    qsort(names, 100, sizeof *names, cmp_name);
+    for (int i = 0; i < 100; i++) {
+        topics[i] = (struct ns_topic_config){names[i], 4, 4, 6, 0};
+    }
+    struct ns_command c;
+    ns_command_init(&c, NS_CMD_REGISTER_BROKER);
+    c.reqid.origin = 1;
+    c.u.reg.cluster = "DefaultCluster";
+    c.u.reg.broker_name = "broker-7";
+    c.u.reg.broker_addr = "127.0.0.1:10911";
+    c.u.reg.topics = topics;
+    c.u.reg.n_topics = 100;
+    struct ns_buf v2, v3;
+    ns_buf_init(&v2);
+    ns_buf_init(&v3);
+    assert_int_equal(ns_command_encode_as(&c, NS_COMMAND_VERSION_REQID, &v2),
+                     0);
+    assert_int_equal(ns_command_encode(&c, &v3), 0);
+    assert_int_equal(v2.len, 3635);
+    assert_int_equal(v3.len, 562);
+    ns_buf_close(&v2);
+    ns_buf_close(&v3);
+}
+
 /* Only registrations with a request id are version 3; everything else keeps
  * the bytes a version-2 node reads, and max_version 2 writes none at all. */
 static void test_which_version(void **state)
@@ -372,6 +407,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_round_trip_against_v2),
+        cmocka_unit_test(test_bench_shape_sizes),
         cmocka_unit_test(test_which_version),
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_names_bounded),
