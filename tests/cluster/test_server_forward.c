@@ -227,7 +227,8 @@ static int teardown(void **state)
         ns_state_close(&m->state);
         ns_buf_close(&m->client.in);
         char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", m->dir);
+        int n = snprintf(cmd, sizeof cmd, "rm -rf %s", m->dir);
+        assert_true(n > 0 && (size_t)n < sizeof cmd);
         assert_int_equal(system(cmd), 0);
     }
     ns_cluster_config_close(&f->cluster);
