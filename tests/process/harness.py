@@ -5,6 +5,7 @@ It also holds the tiny unittest runner that prints node logs of failed tests. It
 the protocol beyond the readiness probe (nsclient.py does)."""
 
 import atexit
+import hashlib
 import os
 import random
 import shutil
@@ -103,6 +104,14 @@ class Seen:
 
     def __repr__(self):
         return repr(self.value)
+
+
+def unshared_names(prefix, n):
+    """n topic names (prefix + 24 hex digits) that share no more than the prefix with their
+    sorted neighbours, so that the compact command format (raft/command_topics.c) keeps
+    registrations of them near their full size: a test that needs bytes of raft log uses
+    these."""
+    return ["%s%s" % (prefix, hashlib.sha1(b"%d" % i).hexdigest()[:24]) for i in range(n)]
 
 
 def observed(ok, seen):

@@ -201,7 +201,7 @@ class LogBoundedByBytes(harness.NodeTestCase):
         self.nodes.append(node)
         node.start()
         c = self.conn(node)
-        topics = ["Topic%04d" % i for i in range(400)]  # ~15 KB per registration command
+        topics = harness.unshared_names("Topic", 400)  # ~15 KB per registration command
         for counter in range(1, 41):
             register(c, "broker-a", "127.0.0.1:10911", topics, counter=counter)
 
@@ -217,7 +217,7 @@ class LogBoundedByBytes(harness.NodeTestCase):
         node.stop()
         node.start()
         c2 = self.conn(node)
-        r = c2.request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": "Topic0399"})
+        r = c2.request(ns.GET_ROUTEINFO_BY_TOPIC, {"topic": topics[399]})
         self.assertEqual(r.code, 0, r)
         r = c2.request(206)  # GET_ALL_TOPIC_LIST_FROM_NAMESERVER
         self.assertEqual(r.code, 0, r)

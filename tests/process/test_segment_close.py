@@ -12,7 +12,6 @@ the thread pool at once. Registrations of 14 KB write new blocks each time: the 
 refused, writes pooled, and (with strace) the loop thread's io_submits at most half as many as
 the pooled writes."""
 
-import hashlib
 import os
 import re
 import shutil
@@ -24,12 +23,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterh  # noqa: E402
+import harness  # noqa: E402
 from clusterh import T  # noqa: E402
 
 TOPICS = 400  # ~14 KB of command per registration: an 8 MiB segment in ~600
-# Names that share no prefix with their neighbours, so that the compact command format
-# (raft/command_topics.c) keeps them at full size.
-NAMES = ["T" + hashlib.sha1(b"%d" % i).hexdigest() for i in range(TOPICS)]
+NAMES = harness.unshared_names("T", TOPICS)
 DEFERRED = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
 POOLED = re.compile(rb"^raftns_raft_aio_writes_pooled_total (\d+)$", re.M)
 REFUSED = re.compile(rb"^raftns_raft_aio_tries_refused_total (\d+)$", re.M)

@@ -59,7 +59,7 @@ class AsyncSnapshots(unittest.TestCase):
         ld = self.cluster.leader(nodes=self.three())
         for k in range(8):
             b = clusterh.Broker(name="broker-s%d" % k, addr="127.0.0.1:%d" % (47000 + k),
-                                topics=["TopicS%d_%d" % (k, j) for j in range(40)])
+                                topics=harness.unshared_names("TopicS%d_" % k, 40))
             self.brokers.append(b)
         for rnd in range(12):
             for b in self.brokers:
