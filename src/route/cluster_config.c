@@ -81,7 +81,8 @@ static int get_uint(const cJSON *obj, const char *key, unsigned max,
     return 0;
 }
 
-/* A node writes versions 2 (any node reads it) up to the newest it reads. */
+/* "commandVersion" names a format from 2 (what earlier releases with request
+ * ids read) up to the newest this one reads. */
 static int get_command_version(const cJSON *root, unsigned *out, char *err,
                                size_t errlen)
 {
