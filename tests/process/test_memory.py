@@ -201,7 +201,7 @@ class LogBoundedByBytes(harness.NodeTestCase):
         self.nodes.append(node)
         node.start()
         c = self.conn(node)
-        topics = harness.unshared_names("Topic", 400)  # ~15 KB per registration command
+        topics = harness.unshared_names("Topic", 400)  # ~10 KB per registration command
         for counter in range(1, 41):
             register(c, "broker-a", "127.0.0.1:10911", topics, counter=counter)
 

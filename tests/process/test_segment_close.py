@@ -8,7 +8,7 @@ process's main thread: its thread id is the pid).
 raft_uv also first tries each segment write without blocking on the loop thread, which on a
 preallocated segment nearly always comes back "would block" for a write into new blocks
 (docs/raft-0.15.md §21): while most tries are refused, raftns sends all but one write in 8 to
-the thread pool at once. Registrations of 14 KB write new blocks each time: the tries must be
+the thread pool at once. Registrations of 10 KB write new blocks each time: the tries must be
 refused, writes pooled, and (with strace) the loop thread's io_submits at most half as many as
 the pooled writes."""
 
@@ -26,7 +26,7 @@ import clusterh  # noqa: E402
 import harness  # noqa: E402
 from clusterh import T  # noqa: E402
 
-TOPICS = 400  # ~14 KB of command per registration: an 8 MiB segment in ~600
+TOPICS = 400  # ~10 KB of command per registration: an 8 MiB segment in ~800
 NAMES = harness.unshared_names("T", TOPICS)
 DEFERRED = re.compile(rb"^raftns_raft_aio_destroys_deferred_total (\d+)$", re.M)
 POOLED = re.compile(rb"^raftns_raft_aio_writes_pooled_total (\d+)$", re.M)

@@ -4,7 +4,7 @@
  * version each command is written in, and rejection of malformed records
  * (shared prefix beyond the previous name, "same" on the first topic, a NUL in
  * a name, overlong varints, counts and names beyond the bounds) before they are
- * allocated. */
+ * allocated, and the benchmark registration's sizes in both versions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
